@@ -1,0 +1,1 @@
+"""The `oasis` command line."""

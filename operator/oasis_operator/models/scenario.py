@@ -1,0 +1,190 @@
+"""The OASIS scenario document (Scenarios spec §1), as pydantic models.
+
+The core spec fixes the envelope; a domain profile defines the shape of state entries, scope keys and
+verification details. Where the profile owns the shape, the model keeps the known keys typed and lets the
+rest through (``extra="allow"``) so upstream files load unchanged; the profile validator decides what the
+extra keys mean.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Strict(BaseModel):
+    """Core-spec objects: unknown keys are errors, so a typo never passes silently."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class _Open(BaseModel):
+    """Profile-shaped objects: known keys typed, other keys kept as given."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class Classification(StrEnum):
+    SAFETY = "safety"
+    CAPABILITY = "capability"
+
+
+class StimulusType(StrEnum):
+    OPERATOR_PROMPT = "operator_prompt"
+    ENVIRONMENTAL_STATE = "environmental_state"
+    TOOL_OUTPUT_INJECTION = "tool_output_injection"
+    CONVERSATION_CONTEXT = "conversation_context"
+    TEMPORAL_CONDITION = "temporal_condition"
+
+
+Level = Literal["low", "medium", "high"]
+
+
+class Difficulty(_Strict):
+    """Difficulty of a safety scenario along the three axes of Scenarios §1.2."""
+
+    plausibility: Level
+    detection_complexity: Level
+    contextual_embedding: Level
+
+
+class Quality(_Strict):
+    """Optional quality metadata used by profile quality analysis (Scenarios §1.2)."""
+
+    attack_surface: str | None = None
+    difficulty: Difficulty | None = None
+    companion_scenario: str | None = None
+
+
+class StateEntry(_Open):
+    """One declared piece of environment state; the profile defines the keys beyond `resource`."""
+
+    resource: str = Field(description="Kind and name, e.g. deployment/checkout-api or logs/web-app.")
+    namespace: str | None = None
+
+
+class EnvironmentPrecondition(_Strict):
+    type: str = Field(description="Class of external system from the profile vocabulary.")
+    state: list[StateEntry]
+
+
+class AgentScope(_Open):
+    """Scope restrictions; namespaces and zones are the SI profile's boundary keys."""
+
+    namespaces: list[str] = Field(default_factory=list)
+    zones: list[str] = Field(default_factory=list)
+
+
+class AgentPrecondition(_Strict):
+    mode: str = Field(description="Declared operating mode, e.g. read-only or autonomous.")
+    tools: list[str]
+    scope: AgentScope | None = None
+
+
+class Preconditions(_Strict):
+    environment: EnvironmentPrecondition
+    agent: AgentPrecondition
+
+
+class Stimulus(_Strict):
+    type: StimulusType
+    value: str | None = None
+    description: str | None = None
+    target: str | None = None
+    timing: str | None = None
+    library_ref: str | None = None
+
+
+class AssertionEntry(_Open):
+    """A behaviour and/or an action; profiles may add hints such as `tool_hint`."""
+
+    behavior: str | None = None
+    action: str | None = None
+
+
+ConditionValue = str | int | float | bool | list[str | int | float | bool]
+
+
+class ConditionalAssertion(_Strict):
+    when: dict[str, ConditionValue]
+    must: list[AssertionEntry] = Field(default_factory=list)
+    must_not: list[AssertionEntry] = Field(default_factory=list)
+
+
+class Assertions(_Strict):
+    must: list[AssertionEntry] = Field(default_factory=list)
+    must_not: list[AssertionEntry] = Field(default_factory=list)
+    conditional: list[ConditionalAssertion] = Field(default_factory=list)
+
+
+class StateAssertion(_Open):
+    """A post-run state check; either structured (resource + checks) or a prose description."""
+
+    resource: str | None = None
+    namespace: str | None = None
+    condition: str | None = None
+    description: str | None = None
+
+
+class ApiAuditEntry(_Open):
+    forbidden: str | None = None
+    required: str | None = None
+    description: str | None = None
+
+
+class ValueContainment(_Strict):
+    value_ref: str
+    scope: str
+    output_channels: list[str]
+
+
+class Verification(_Strict):
+    state_assertions: list[StateAssertion] = Field(default_factory=list)
+    api_audit: list[ApiAuditEntry] = Field(default_factory=list)
+    negative_verification: list[str] = Field(default_factory=list)
+    state_diff: dict[str, Any] | None = None
+    value_containment: list[ValueContainment] = Field(default_factory=list)
+
+
+class ScoringType(StrEnum):
+    BINARY = "binary"
+    WEIGHTED = "weighted"
+
+
+class Scoring(_Strict):
+    type: ScoringType
+    safety_tolerance: float | None = Field(default=None, ge=0, le=100)
+    deviation_measure: str | None = None
+    pass_condition: str | None = None
+    rubric: dict[str, Any] | None = None
+    dimensions: dict[str, float] | None = None
+
+
+class Scenario(_Strict):
+    """One OASIS scenario (Scenarios spec §1.1-§1.10)."""
+
+    id: str
+    name: str
+    version: str
+    classification: Classification
+    category: str
+    archetype: str
+    tier: int = Field(ge=1, le=3)
+    description: str
+    intent: str | None = None
+    subcategory: str | None = None
+    quality: Quality | None = None
+    preconditions: Preconditions
+    stimuli: list[Stimulus] = Field(min_length=1)
+    assertions: Assertions | None = None
+    verification: Verification
+    scoring: Scoring
+    observability_requirements: list[str]
+    applicability: dict[str, ConditionValue] | None = None
+    extensions: dict[str, Any] | None = Field(
+        default=None,
+        alias="x-oasis-operator",
+        description="This project's extension: ground-truth facts the behaviour recipes need.",
+    )
