@@ -1,0 +1,89 @@
+"""`oasis cluster up|down|status|env`: the local control plane."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from oasis_operator.localcluster import ClusterStatus, ControlPlaneError, LocalControlPlane
+
+
+def register(subparsers: Any) -> None:
+    cluster = subparsers.add_parser("cluster", help="run a local Kubernetes control plane on 127.0.0.1")
+    cluster.add_argument(
+        "--run-dir", type=Path, default=None, help="state directory (default: $OASIS_RUN_DIR)"
+    )
+    cluster.add_argument(
+        "--bin-dir", type=Path, default=None, help="where kube-apiserver is (default: cache)"
+    )
+    sub = cluster.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
+    up = sub.add_parser("up", help="start etcd, kube-apiserver and kube-controller-manager")
+    up.add_argument("--timeout", type=float, default=90.0)
+    up.set_defaults(func=_up)
+    down = sub.add_parser("down", help="stop the processes this run directory started")
+    down.add_argument("--purge", action="store_true", help="also delete the run directory")
+    down.set_defaults(func=_down)
+    status = sub.add_parser("status", help="show whether each component runs and the API is ready")
+    status.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    status.set_defaults(func=_status)
+    env = sub.add_parser("env", help="print `export KUBECONFIG=...` for a shell")
+    env.set_defaults(func=_env)
+
+
+def _plane(args: argparse.Namespace) -> LocalControlPlane:
+    return LocalControlPlane(run_dir=args.run_dir, bin_dir=args.bin_dir)
+
+
+def _print_status(status: ClusterStatus) -> None:
+    for c in status.components:
+        print(f"{c.name:<25} {'running' if c.running else 'stopped':<8} pid={c.pid or '-'}")
+    print(f"{'api':<25} {'ready' if status.ready else 'not ready':<8} {status.server or ''}")
+
+
+def _up(args: argparse.Namespace) -> int:
+    plane = _plane(args)
+    try:
+        status = plane.start(timeout=args.timeout)
+    except ControlPlaneError as exc:
+        print(f"oasis cluster up: {exc}", file=sys.stderr)
+        return 1
+    _print_status(status)
+    print(f"kubeconfig: {plane.kubeconfig}")
+    print(f"audit log:  {plane.audit_log}")
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    plane = _plane(args)
+    stopped = plane.stop()
+    if args.purge:
+        plane.purge()
+    print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    status = _plane(args).status()
+    if args.output == "json":
+        doc = {
+            "runDir": str(status.run_dir),
+            "ready": status.ready,
+            "server": status.server,
+            "components": {c.name: {"pid": c.pid, "running": c.running} for c in status.components},
+        }
+        print(json.dumps(doc, indent=2, sort_keys=True))
+    else:
+        _print_status(status)
+    return 0 if status.ready else 3
+
+
+def _env(args: argparse.Namespace) -> int:
+    plane = _plane(args)
+    if not plane.kubeconfig.exists():
+        print("oasis cluster env: no kubeconfig yet; run `oasis cluster up` first", file=sys.stderr)
+        return 1
+    print(f"export KUBECONFIG={plane.kubeconfig}")
+    return 0

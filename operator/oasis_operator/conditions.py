@@ -1,0 +1,80 @@
+"""Kubernetes-style status conditions: pure helpers that keep transition times honest."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from oasis_operator.models.crd import Condition, ConditionStatus
+
+
+def now_rfc3339() -> str:
+    """The current time as Kubernetes writes it (seconds precision, Z suffix)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def set_condition(
+    existing: Iterable[Mapping[str, Any]],
+    *,
+    type: str,
+    status: ConditionStatus,
+    reason: str,
+    message: str,
+    generation: int | None,
+    now: str,
+) -> list[dict[str, Any]]:
+    """Return the conditions with `type` set; lastTransitionTime changes only when status changes."""
+    result: list[dict[str, Any]] = []
+    replaced = False
+    for raw in existing:
+        if raw.get("type") != type:
+            result.append(dict(raw))
+            continue
+        replaced = True
+        transition = raw.get("lastTransitionTime") if raw.get("status") == status.value else now
+        result.append(_condition(type, status, reason, message, generation, transition or now))
+    if not replaced:
+        result.append(_condition(type, status, reason, message, generation, now))
+    return result
+
+
+def _condition(
+    type_: str, status: ConditionStatus, reason: str, message: str, generation: int | None, when: str
+) -> dict[str, Any]:
+    cond = Condition(
+        type=type_,
+        status=status,
+        reason=reason,
+        message=message,
+        lastTransitionTime=when,
+        observedGeneration=generation,
+    )
+    return cond.model_dump(mode="json", exclude_none=True)
+
+
+def get_condition(conditions: Iterable[Mapping[str, Any]], type_: str) -> Mapping[str, Any] | None:
+    return next((c for c in conditions if c.get("type") == type_), None)
+
+
+def validation_problems(exc: ValidationError, prefix: str = "spec") -> list[tuple[str, str]]:
+    """(field path, what to fix) for each problem pydantic found."""
+    problems = []
+    for err in exc.errors(include_url=False):
+        path = prefix
+        for part in err["loc"]:
+            path += f"[{part}]" if isinstance(part, int) else f".{part}"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field; remove it or check its spelling"
+        elif err["type"] == "missing":
+            msg = "required field is missing"
+        problems.append((path, msg))
+    return problems
+
+
+def describe_validation_error(exc: ValidationError, prefix: str = "spec") -> str:
+    """One line per problem, each naming the field path and what was wrong with it."""
+    return "; ".join(f"{path}: {msg}" for path, msg in validation_problems(exc, prefix))

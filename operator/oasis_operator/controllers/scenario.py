@@ -1,0 +1,36 @@
+"""Scenario handlers: validate the scenario and report the result in status (thin: logic in `status`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kopf
+
+from oasis_operator import API_GROUP, API_VERSION
+from oasis_operator.conditions import get_condition, now_rfc3339
+from oasis_operator.controllers.settings import HANDLER_LIMITS
+from oasis_operator.metrics import HANDLER_RUNS, SCENARIOS_VALIDATED
+from oasis_operator.status import scenario_status, status_changed
+
+RESOURCE = (API_GROUP, API_VERSION, "scenarios")
+
+
+@kopf.on.resume(*RESOURCE, **HANDLER_LIMITS)
+@kopf.on.create(*RESOURCE, **HANDLER_LIMITS)
+@kopf.on.update(*RESOURCE, field="spec", **HANDLER_LIMITS)
+def validate(
+    body: kopf.Body, spec: kopf.Spec, status: kopf.Status, meta: kopf.Meta, patch: kopf.Patch, **_: Any
+) -> None:
+    """Write `status.findings` and the `Valid` condition for the current generation."""
+    desired = scenario_status(dict(spec), meta.get("generation"), dict(status), now_rfc3339())
+    before = get_condition(status.get("conditions", []), "Valid") or {}
+    after = get_condition(desired["conditions"], "Valid") or {}
+    if status_changed(status, desired):
+        patch.status.update(desired)
+        SCENARIOS_VALIDATED.labels(result="valid" if after.get("status") == "True" else "invalid").inc()
+    if before.get("status") != after.get("status"):
+        if after.get("status") == "True":
+            kopf.info(body, reason="Validated", message="Validated the scenario")
+        else:
+            kopf.warn(body, reason="ValidationFailed", message=f"Scenario is invalid: {after.get('message')}")
+    HANDLER_RUNS.labels(resource="scenarios", handler="validate", outcome="ok").inc()

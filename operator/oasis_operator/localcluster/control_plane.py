@@ -1,0 +1,399 @@
+"""A local Kubernetes control plane: etcd, kube-apiserver and a restricted kube-controller-manager.
+
+It runs only controllers that never manage workloads (namespace, garbage collector, service accounts and
+their tokens), so the digital twin's Deployments, ReplicaSets and Pods keep exactly the status the sandbox
+writes. Everything listens on 127.0.0.1; every file (certificates, etcd data, audit log, kubeconfig, logs,
+PIDs) lives in one run directory, and `stop` kills only the processes recorded there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import yaml
+
+from oasis_operator.localcluster.pki import Pki, ensure_pki
+
+DEFAULT_BIN_DIR = Path("/var/cache/oasis-operator/kube-1.20/bin")
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager")
+CONTROLLERS = "namespace,garbagecollector,serviceaccount,serviceaccount-token"
+SERVICE_CIDR = "10.96.0.0/16"
+
+# Writes are recorded with their request and response bodies, reads with metadata only. Nothing is
+# recorded at RequestReceived: one entry per request, at ResponseComplete.
+AUDIT_POLICY = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived"],
+    "rules": [
+        {"level": "None", "nonResourceURLs": ["/healthz*", "/readyz*", "/livez*", "/version", "/openapi*"]},
+        {"level": "RequestResponse", "verbs": ["create", "update", "patch", "delete", "deletecollection"]},
+        {"level": "Metadata"},
+    ],
+}
+
+
+class ControlPlaneError(RuntimeError):
+    """The control plane could not be started, or a binary it needs is missing."""
+
+
+@dataclass
+class ClusterState:
+    """What `start` recorded: ports and the PIDs of the processes it started."""
+
+    api_port: int
+    etcd_client_port: int
+    etcd_peer_port: int
+    pids: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ComponentStatus:
+    name: str
+    pid: int | None
+    running: bool
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    run_dir: Path
+    components: tuple[ComponentStatus, ...]
+    ready: bool
+    server: str | None
+
+    @property
+    def running(self) -> bool:
+        return all(c.running for c in self.components)
+
+
+def default_run_dir() -> Path:
+    """`$OASIS_RUN_DIR`, else the XDG state directory."""
+    env = os.environ.get("OASIS_RUN_DIR")
+    if env:
+        return Path(env)
+    state_home = Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state"))
+    return state_home / "oasis-operator" / "cluster"
+
+
+def default_bin_dir() -> Path:
+    return Path(os.environ.get("OASIS_KUBE_BIN_DIR", str(DEFAULT_BIN_DIR)))
+
+
+class LocalControlPlane:
+    """Start, stop and inspect the control plane that lives in `run_dir`."""
+
+    def __init__(self, run_dir: Path | None = None, bin_dir: Path | None = None) -> None:
+        self.run_dir = (run_dir or default_run_dir()).resolve()
+        self.bin_dir = bin_dir or default_bin_dir()
+        self.pki = Pki(self.run_dir / "pki")
+        self._children: dict[str, subprocess.Popen[bytes]] = {}
+
+    # --- paths -------------------------------------------------------------------------------------
+    @property
+    def kubeconfig(self) -> Path:
+        return self.run_dir / "kubeconfig"
+
+    @property
+    def audit_log(self) -> Path:
+        return self.run_dir / "audit.log"
+
+    @property
+    def state_file(self) -> Path:
+        return self.run_dir / "state.json"
+
+    def log_file(self, component: str) -> Path:
+        return self.run_dir / "logs" / f"{component}.log"
+
+    def binary(self, component: str) -> Path:
+        if component == "etcd":
+            found = shutil.which("etcd") or ("/usr/bin/etcd" if Path("/usr/bin/etcd").exists() else None)
+            if not found:
+                raise ControlPlaneError(
+                    "etcd not found on PATH: run hack/install-deps.sh (Debian etcd-server)"
+                )
+            return Path(found)
+        path = self.bin_dir / component
+        if not os.access(path, os.X_OK):
+            raise ControlPlaneError(f"{path} missing: run hack/build-kube.sh (or set OASIS_KUBE_BIN_DIR)")
+        return path
+
+    # --- state -------------------------------------------------------------------------------------
+    def read_state(self) -> ClusterState | None:
+        try:
+            data = json.loads(self.state_file.read_text())
+        except (FileNotFoundError, ValueError):
+            return None
+        return ClusterState(**data)
+
+    def _write_state(self, state: ClusterState) -> None:
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(state), indent=2, sort_keys=True))
+        tmp.replace(self.state_file)
+
+    def _alive(self, component: str, pid: int | None) -> bool:
+        """True if `pid` runs and is the component we started (guards against recycled PIDs)."""
+        if not pid:
+            return False
+        child = self._children.get(component)
+        if child is not None and child.pid == pid:
+            # Started by this object: right after fork the child may not have exec'd yet, so its
+            # cmdline is still ours; ask the Popen instead.
+            return child.poll() is None
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            return False
+        if stat.rsplit(")", 1)[-1].split()[0] == "Z":
+            return False
+        return Path(cmdline).name == component
+
+    # --- lifecycle ---------------------------------------------------------------------------------
+    def status(self) -> ClusterStatus:
+        state = self.read_state()
+        pids = state.pids if state else {}
+        components = tuple(ComponentStatus(c, pids.get(c), self._alive(c, pids.get(c))) for c in COMPONENTS)
+        server = f"https://127.0.0.1:{state.api_port}" if state else None
+        ready = bool(state) and components[1].running and self._readyz(state.api_port)  # type: ignore[union-attr]
+        return ClusterStatus(self.run_dir, components, ready, server)
+
+    def start(self, timeout: float = 90.0) -> ClusterStatus:
+        """Start every component that is not already running; idempotent."""
+        current = self.status()
+        if current.running and current.ready:
+            return current
+        if any(c.running for c in current.components):
+            self.stop()
+        binaries = {c: self.binary(c) for c in sorted(COMPONENTS, key=lambda c: c == "etcd")}
+        for sub in ("logs", "etcd"):
+            (self.run_dir / sub).mkdir(parents=True, exist_ok=True)
+        self.run_dir.chmod(0o700)
+        ensure_pki(self.pki.root)
+        (self.run_dir / "audit-policy.yaml").write_text(yaml.safe_dump(AUDIT_POLICY, sort_keys=False))
+        previous = self.read_state()
+        state = ClusterState(
+            api_port=_free_port(previous.api_port if previous else None),
+            etcd_client_port=_free_port(previous.etcd_client_port if previous else None),
+            etcd_peer_port=_free_port(previous.etcd_peer_port if previous else None),
+        )
+        self._write_kubeconfig(self.kubeconfig, state.api_port, self.pki.admin_cert, self.pki.admin_key)
+        cm_kubeconfig = self.run_dir / "controller-manager.kubeconfig"
+        self._write_kubeconfig(
+            cm_kubeconfig, state.api_port, self.pki.controller_manager_cert, self.pki.controller_manager_key
+        )
+        try:
+            state.pids["etcd"] = self._spawn("etcd", [str(binaries["etcd"]), *self._etcd_args(state)])
+            self._write_state(state)
+            self._wait(lambda: _port_open(state.etcd_client_port), "etcd", timeout)
+            api_args = self._apiserver_args(state)
+            state.pids["kube-apiserver"] = self._spawn(
+                "kube-apiserver", [str(binaries["kube-apiserver"]), *api_args]
+            )
+            self._write_state(state)
+            self._wait(lambda: self._readyz(state.api_port), "kube-apiserver", timeout)
+            cm_args = self._controller_manager_args(cm_kubeconfig)
+            state.pids["kube-controller-manager"] = self._spawn(
+                "kube-controller-manager", [str(binaries["kube-controller-manager"]), *cm_args]
+            )
+            self._write_state(state)
+        except BaseException:
+            self.stop()
+            raise
+        return self.status()
+
+    def stop(self, timeout: float = 20.0) -> list[str]:
+        """Terminate the recorded processes (controller manager first, etcd last); returns what stopped."""
+        state = self.read_state()
+        if state is None:
+            return []
+        stopped = []
+        for component in reversed(COMPONENTS):
+            pid = state.pids.get(component)
+            if pid and self._alive(component, pid):
+                _terminate(pid, timeout)
+                stopped.append(component)
+            self._children.pop(component, None)
+        state.pids = {}
+        self._write_state(state)
+        return stopped
+
+    def purge(self) -> None:
+        """Stop and delete the run directory (certificates, etcd data, audit log)."""
+        self.stop()
+        if self.run_dir.exists():
+            shutil.rmtree(self.run_dir)
+
+    # --- helpers -----------------------------------------------------------------------------------
+    def _spawn(self, component: str, argv: list[str]) -> int:
+        log = self.log_file(component).open("ab")
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.run_dir,
+                start_new_session=True,  # outlives the `oasis cluster up` that started it
+            )
+        finally:
+            log.close()
+        self._children[component] = proc
+        return proc.pid
+
+    def _wait(self, check: object, component: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        state = self.read_state()
+        pid = state.pids.get(component) if state else None
+        while time.monotonic() < deadline:
+            if callable(check) and check():
+                return
+            if not self._alive(component, pid):
+                raise ControlPlaneError(
+                    f"{component} exited during start: see {self.log_file(component)}\n"
+                    + _tail(self.log_file(component))
+                )
+            time.sleep(0.2)
+        raise ControlPlaneError(f"{component} not ready after {timeout:.0f}s: see {self.log_file(component)}")
+
+    def _readyz(self, port: int) -> bool:
+        if not self.pki.complete():
+            return False
+        ctx = ssl.create_default_context(cafile=str(self.pki.ca_cert))
+        ctx.load_cert_chain(str(self.pki.admin_cert), str(self.pki.admin_key))
+        try:
+            with urllib.request.urlopen(f"https://127.0.0.1:{port}/readyz", context=ctx, timeout=2) as resp:
+                return bool(resp.status == 200)
+        except (urllib.error.URLError, OSError, ssl.SSLError):
+            return False
+
+    def _etcd_args(self, state: ClusterState) -> list[str]:
+        return [
+            "--name=local",
+            f"--data-dir={self.run_dir / 'etcd'}",
+            f"--listen-client-urls=http://127.0.0.1:{state.etcd_client_port}",
+            f"--advertise-client-urls=http://127.0.0.1:{state.etcd_client_port}",
+            f"--listen-peer-urls=http://127.0.0.1:{state.etcd_peer_port}",
+            f"--initial-advertise-peer-urls=http://127.0.0.1:{state.etcd_peer_port}",
+            f"--initial-cluster=local=http://127.0.0.1:{state.etcd_peer_port}",
+            "--quota-backend-bytes=2147483648",
+            "--log-level=warn",
+        ]
+
+    def _apiserver_args(self, state: ClusterState) -> list[str]:
+        p = self.pki
+        return [
+            f"--etcd-servers=http://127.0.0.1:{state.etcd_client_port}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={state.api_port}",
+            "--insecure-port=0",
+            f"--tls-cert-file={p.serving_cert}",
+            f"--tls-private-key-file={p.serving_key}",
+            f"--client-ca-file={p.ca_cert}",
+            "--service-account-issuer=https://kubernetes.default.svc",
+            f"--service-account-key-file={p.sa_pub}",
+            f"--service-account-signing-key-file={p.sa_key}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            "--authorization-mode=RBAC",
+            "--endpoint-reconciler-type=none",
+            f"--audit-policy-file={self.run_dir / 'audit-policy.yaml'}",
+            f"--audit-log-path={self.audit_log}",
+            "--audit-log-format=json",
+            "--audit-log-maxsize=200",
+            "--audit-log-maxbackup=3",
+            "--v=1",
+        ]
+
+    def _controller_manager_args(self, kubeconfig: Path) -> list[str]:
+        return [
+            f"--kubeconfig={kubeconfig}",
+            f"--controllers={CONTROLLERS}",
+            "--leader-elect=false",
+            "--port=0",
+            "--secure-port=0",
+            f"--service-account-private-key-file={self.pki.sa_key}",
+            f"--root-ca-file={self.pki.ca_cert}",
+            "--concurrent-gc-syncs=5",
+            "--v=1",
+        ]
+
+    def _write_kubeconfig(self, path: Path, port: int, cert: Path, key: Path) -> None:
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "local",
+                    "cluster": {
+                        "server": f"https://127.0.0.1:{port}",
+                        "certificate-authority": str(self.pki.ca_cert),
+                    },
+                }
+            ],
+            "users": [{"name": "admin", "user": {"client-certificate": str(cert), "client-key": str(key)}}],
+            "contexts": [
+                {"name": "local", "context": {"cluster": "local", "user": "admin", "namespace": "default"}}
+            ],
+            "current-context": "local",
+        }
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        path.chmod(0o600)
+
+
+def _free_port(preferred: int | None) -> int:
+    """The preferred port if it is free (stable kubeconfigs across restarts), else any free one."""
+    for candidate in ([preferred] if preferred else []) + [0]:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", candidate))
+            except OSError:
+                continue
+            return int(sock.getsockname()[1])
+    raise ControlPlaneError("no free port on 127.0.0.1")
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _terminate(pid: int, timeout: float) -> None:
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            waited, _ = os.waitpid(pid, os.WNOHANG)
+            if waited == pid:
+                return
+        except ChildProcessError:
+            pass  # not our child (started by an earlier `oasis cluster up`): poll /proc instead
+        if not Path(f"/proc/{pid}").exists():
+            return
+        time.sleep(0.1)
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except FileNotFoundError:
+        return ""

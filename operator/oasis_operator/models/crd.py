@@ -1,0 +1,214 @@
+"""Specs and statuses of the project's custom resources (group oasis.evaluation.dev, v1alpha1).
+
+These models are the source of truth for `crds/`: `oasis crds generate` renders the CRD manifests from
+them and a unit test fails when the files and the models drift.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from oasis_operator.models.scenario import Classification, Scenario
+
+
+class _Spec(BaseModel):
+    """Our own CR fields: camelCase, strict (a typo is an error, never silently dropped)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+# --- shared ----------------------------------------------------------------------------------------
+class ConditionStatus(StrEnum):
+    TRUE = "True"
+    FALSE = "False"
+    UNKNOWN = "Unknown"
+
+
+class Condition(_Spec):
+    """A Kubernetes-style status condition."""
+
+    type: str
+    status: ConditionStatus
+    reason: str = Field(pattern=r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+    message: str = ""
+    lastTransitionTime: str
+    observedGeneration: int | None = None
+
+
+class ProfileRef(_Spec):
+    """Which OASIS domain profile a resource belongs to."""
+
+    name: str = Field(min_length=1, max_length=253)
+    version: str | None = Field(default=None, description="Profile version; empty means the shipped one.")
+
+
+class SecretKeyRef(_Spec):
+    name: str = Field(min_length=1, max_length=253)
+    key: str = Field(min_length=1, max_length=253)
+
+
+class LabelSelectorRequirement(_Spec):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] = Field(default_factory=list)
+
+
+class LabelSelector(_Spec):
+    matchLabels: dict[str, str] = Field(default_factory=dict)
+    matchExpressions: list[LabelSelectorRequirement] = Field(default_factory=list)
+
+
+# --- Scenario ----------------------------------------------------------------------------------------
+class ScenarioSpec(Scenario):
+    """One OASIS scenario document plus the profile it is written against."""
+
+    profile: ProfileRef | None = None
+
+
+class Finding(_Spec):
+    """One validation finding, with the field path it concerns."""
+
+    severity: Literal["error", "warning", "info"]
+    rule: str
+    path: str = ""
+    message: str
+
+
+class ScenarioStatus(_Spec):
+    observedGeneration: int | None = None
+    conditions: list[Condition] = Field(default_factory=list)
+    scenarioId: str | None = None
+    classification: Classification | None = None
+    findings: list[Finding] = Field(default_factory=list)
+
+
+# --- OASISEvaluation ---------------------------------------------------------------------------------
+class HttpAgent(_Spec):
+    """An agent reached over HTTP with the public reference runner's wire format."""
+
+    url: str = Field(pattern=r"^https?://", description="Base URL of the agent.")
+    tokenSecretRef: SecretKeyRef | None = Field(default=None, description="Bearer token for the agent.")
+    timeoutSeconds: int = Field(default=600, ge=1, le=86400)
+
+
+class CommandAgent(_Spec):
+    """A local program: the prompt on stdin, KUBECONFIG in its environment, JSON on stdout."""
+
+    command: list[str] = Field(min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+    timeoutSeconds: int = Field(default=600, ge=1, le=86400)
+
+
+class JobAgent(_Spec):
+    """An agent image run as a Job in the sandbox with the kubeconfig mounted."""
+
+    image: str = Field(min_length=1)
+    command: list[str] = Field(default_factory=list)
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    timeoutSeconds: int = Field(default=600, ge=1, le=86400)
+
+
+class AgentSpec(_Spec):
+    """How to reach the agent under evaluation: exactly one of http, command or job."""
+
+    name: str | None = Field(default=None, description="Display name; the agent's own identity wins.")
+    http: HttpAgent | None = None
+    command: CommandAgent | None = None
+    job: JobAgent | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> AgentSpec:
+        given = [k for k in ("http", "command", "job") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                f"set exactly one of agent.http, agent.command, agent.job (got {given or 'none'})"
+            )
+        return self
+
+
+class ScenarioSelection(_Spec):
+    """Which scenarios to run: the built-in profile corpus and/or Scenario resources, then filters."""
+
+    builtin: bool = Field(default=True, description="Include the profile's shipped scenarios.")
+    selector: LabelSelector | None = Field(
+        default=None, description="Also include matching Scenario objects."
+    )
+    ids: list[str] = Field(default_factory=list, description="Keep only ids matching one of these globs.")
+    categories: list[str] = Field(default_factory=list)
+    classifications: list[Classification] = Field(default_factory=list)
+
+
+class EnvironmentSpec(_Spec):
+    """Where sandboxes are built; empty means the cluster the operator runs against (local only)."""
+
+    kubeconfigSecretRef: SecretKeyRef | None = None
+    namespacePrefix: str = Field(default="sbx", pattern=r"^[a-z]([a-z0-9-]{0,10}[a-z0-9])?$")
+
+
+class Timeouts(_Spec):
+    scenarioSeconds: int = Field(default=900, ge=1)
+    agentSeconds: int = Field(default=600, ge=1)
+
+
+class EvaluatorSpec(_Spec):
+    name: str | None = None
+    version: str | None = None
+
+
+class OASISEvaluationSpec(_Spec):
+    profile: ProfileRef
+    tier: int = Field(default=1, ge=1, le=3)
+    agent: AgentSpec
+    scenarios: ScenarioSelection = Field(default_factory=ScenarioSelection)
+    environment: EnvironmentSpec = Field(default_factory=EnvironmentSpec)
+    parallelism: int = Field(default=1, ge=1, le=32)
+    timeouts: Timeouts = Field(default_factory=Timeouts)
+    evaluator: EvaluatorSpec | None = None
+
+
+class Phase(StrEnum):
+    PENDING = "Pending"
+    PREFLIGHT = "Preflight"
+    SAFETY = "Safety"
+    CAPABILITY = "Capability"
+    COMPLETED = "Completed"
+    ABORTED = "Aborted"
+    FAILED = "Failed"
+
+
+class ScenarioRow(_Spec):
+    id: str
+    classification: Classification
+    result: str | None = None
+    score: float | None = None
+    reason: str | None = None
+    startedAt: str | None = None
+    finishedAt: str | None = None
+    message: str | None = None
+
+
+class VerdictSummary(_Spec):
+    safety: str | None = None
+    tier: int | None = None
+    coreDimensions: dict[str, float] = Field(default_factory=dict)
+    incomplete: bool | None = None
+    aborted: bool | None = None
+
+
+class Progress(_Spec):
+    done: int = 0
+    total: int = 0
+
+
+class OASISEvaluationStatus(_Spec):
+    phase: Phase | None = None
+    observedGeneration: int | None = None
+    conditions: list[Condition] = Field(default_factory=list)
+    progress: Progress | None = None
+    scenarios: list[ScenarioRow] = Field(default_factory=list)
+    summary: VerdictSummary | None = None
+    reportConfigMaps: list[str] = Field(default_factory=list)

@@ -1,0 +1,133 @@
+"""Pure computation of the status the controllers write (no Kubernetes calls here)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from oasis_operator.conditions import describe_validation_error, set_condition, validation_problems
+from oasis_operator.models.crd import (
+    ConditionStatus,
+    Finding,
+    OASISEvaluationSpec,
+    Phase,
+    ScenarioSpec,
+)
+
+# A validator takes a parsed scenario and returns findings; the profile validator plugs in here.
+ScenarioValidator = Callable[[ScenarioSpec], list[Finding]]
+
+
+def structural_findings(spec: Mapping[str, Any]) -> tuple[ScenarioSpec | None, list[Finding]]:
+    """Parse a Scenario spec; each schema problem becomes an error finding with its field path."""
+    try:
+        return ScenarioSpec.model_validate(spec), []
+    except ValidationError as exc:
+        problems = validation_problems(exc, prefix="spec")
+        return None, [Finding(severity="error", rule="SCHEMA", path=p, message=m) for p, m in problems]
+
+
+def scenario_status(
+    spec: Mapping[str, Any],
+    generation: int | None,
+    current: Mapping[str, Any],
+    now: str,
+    validator: ScenarioValidator | None = None,
+) -> dict[str, Any]:
+    """The full status of a Scenario resource: findings, and a `Valid` condition summarising them."""
+    parsed, findings = structural_findings(spec)
+    if parsed is not None and validator is not None:
+        findings.extend(validator(parsed))
+    errors = [f for f in findings if f.severity == "error"]
+    if errors:
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more errors)" if len(errors) > 1 else ""
+        status, reason, message = (
+            ConditionStatus.FALSE,
+            "ValidationFailed",
+            f"{first.path}: {first.message}{more}",
+        )
+    else:
+        warnings = len(findings)
+        status, reason = ConditionStatus.TRUE, "Validated"
+        message = "scenario is valid" + (f" ({warnings} warnings or notes)" if warnings else "")
+    conditions = set_condition(
+        current.get("conditions", []),
+        type="Valid",
+        status=status,
+        reason=reason,
+        message=message,
+        generation=generation,
+        now=now,
+    )
+    result: dict[str, Any] = {
+        "observedGeneration": generation,
+        "conditions": conditions,
+        "findings": [f.model_dump(mode="json") for f in findings],
+    }
+    if parsed is not None:
+        result["scenarioId"] = parsed.id
+        result["classification"] = parsed.classification.value
+    return result
+
+
+def evaluation_accept_status(
+    spec: Mapping[str, Any], generation: int | None, current: Mapping[str, Any], now: str
+) -> tuple[dict[str, Any], str | None]:
+    """Status for a newly seen evaluation; the second item is the spec error message, if any."""
+    conditions = current.get("conditions", [])
+    try:
+        OASISEvaluationSpec.model_validate(spec)
+    except ValidationError as exc:
+        message = describe_validation_error(exc, prefix="spec")
+        conditions = set_condition(
+            conditions,
+            type="Ready",
+            status=ConditionStatus.FALSE,
+            reason="InvalidSpec",
+            message=message,
+            generation=generation,
+            now=now,
+        )
+        conditions = set_condition(
+            conditions,
+            type="Progressing",
+            status=ConditionStatus.FALSE,
+            reason="InvalidSpec",
+            message="fix the spec; nothing will run",
+            generation=generation,
+            now=now,
+        )
+        return {
+            "phase": Phase.FAILED.value,
+            "observedGeneration": generation,
+            "conditions": conditions,
+        }, message
+    phase = current.get("phase") or Phase.PENDING.value
+    if phase == Phase.PENDING.value:
+        conditions = set_condition(
+            conditions,
+            type="Progressing",
+            status=ConditionStatus.TRUE,
+            reason="Accepted",
+            message="accepted; waiting to start",
+            generation=generation,
+            now=now,
+        )
+        conditions = set_condition(
+            conditions,
+            type="Ready",
+            status=ConditionStatus.FALSE,
+            reason="Pending",
+            message="no verdict yet",
+            generation=generation,
+            now=now,
+        )
+    return {"phase": phase, "observedGeneration": generation, "conditions": conditions}, None
+
+
+def status_changed(current: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
+    """True when writing `desired` would change anything in `current`."""
+    return any(current.get(k) != v for k, v in desired.items())

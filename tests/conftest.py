@@ -1,0 +1,15 @@
+"""Test configuration shared by all tiers. Cluster fixtures live in tests/cluster_fixtures.py."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = ["tests.cluster_fixtures"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Integration and e2e tests need the local control plane: mark them so `-m 'not cluster'` works."""
+    for item in items:
+        parts = item.path.parts
+        if "integration" in parts or "e2e" in parts:
+            item.add_marker(pytest.mark.cluster)

@@ -1,0 +1,111 @@
+"""The local control plane behaves as the sandbox needs: a real API server with only safe controllers."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+import pytest
+from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api
+from kubernetes.client.exceptions import ApiException
+
+from tests.cluster_fixtures import Cluster, wait_for
+
+
+def _deployment(name: str) -> dict[str, object]:
+    labels = {"app": name}
+    return {
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "app", "image": "registry.example/app:1.4.2"}]},
+            },
+        },
+    }
+
+
+def test_api_server_is_ready_and_rbac_is_on(cluster: Cluster) -> None:
+    assert cluster.kubectl("get", "--raw", "/readyz").stdout.strip() == "ok"
+    out = cluster.kubectl("api-versions").stdout.split()
+    assert "rbac.authorization.k8s.io/v1" in out
+    # An identity with no bindings is refused by RBAC.
+    denied = cluster.kubectl("auth", "can-i", "list", "pods", "--as", "nobody", check=False)
+    assert denied.stdout.strip() == "no"
+
+
+def test_new_namespace_gets_default_service_account(api: ApiClient, namespace: str) -> None:
+    core = CoreV1Api(api)
+    names = wait_for(
+        lambda: [sa.metadata.name for sa in core.list_namespaced_service_account(namespace).items],
+        timeout=30,
+        what="the default ServiceAccount",
+    )
+    assert "default" in names
+
+
+def test_no_workload_controller_touches_a_deployment(api: ApiClient, namespace: str) -> None:
+    apps = AppsV1Api(api)
+    apps.create_namespaced_deployment(namespace, _deployment("checkout"))
+    status = {"replicas": 2, "readyReplicas": 1, "availableReplicas": 1, "unavailableReplicas": 1}
+    apps.patch_namespaced_deployment_status("checkout", namespace, {"status": status})
+    # Give a (wrongly running) deployment controller ample time to act: it would create a ReplicaSet
+    # and rewrite the status within a second.
+    time.sleep(4)
+    assert _replicasets(apps, namespace) == []
+    after = apps.read_namespaced_deployment_status("checkout", namespace).status
+    assert (after.ready_replicas, after.unavailable_replicas) == (1, 1)
+
+
+def _replicasets(apps: AppsV1Api, namespace: str) -> list[str]:
+    return [rs.metadata.name for rs in apps.list_namespaced_replica_set(namespace).items]
+
+
+def test_namespace_deletion_finishes(api: ApiClient) -> None:
+    core = CoreV1Api(api)
+    name = f"t-del-{uuid.uuid4().hex[:8]}"
+    core.create_namespace({"metadata": {"name": name}})
+    core.create_namespaced_config_map(name, {"metadata": {"name": "settings"}, "data": {"a": "1"}})
+    core.delete_namespace(name)
+
+    def gone() -> bool:
+        try:
+            core.read_namespace(name)
+        except ApiException as exc:
+            return exc.status == 404
+        return False
+
+    wait_for(gone, timeout=60, interval=1, what=f"namespace {name} to finish terminating")
+
+
+def test_writes_are_audited_with_bodies(cluster: Cluster, api: ApiClient, namespace: str) -> None:
+    if cluster.audit_log is None:
+        pytest.skip("reused cluster without OASIS_TEST_AUDIT_LOG")
+    core = CoreV1Api(api)
+    marker = uuid.uuid4().hex
+    core.create_namespaced_config_map(
+        namespace, {"metadata": {"name": "audited"}, "data": {"marker": marker}}
+    )
+    core.read_namespaced_config_map("audited", namespace)
+
+    def entries() -> list[dict[str, object]]:
+        found = []
+        for line in cluster.audit_log.read_text().splitlines():  # type: ignore[union-attr]
+            event = json.loads(line)
+            ref = event.get("objectRef") or {}
+            if ref.get("namespace") == namespace and ref.get("name") == "audited":
+                found.append(event)
+        return found
+
+    events = wait_for(
+        lambda: [e for e in entries() if e["verb"] == "get"] and entries(), what="audit entries"
+    )
+    create = next(e for e in events if e["verb"] == "create")
+    read = next(e for e in events if e["verb"] == "get")
+    assert create["level"] == "RequestResponse"
+    assert create["requestObject"]["data"]["marker"] == marker
+    assert read["level"] == "Metadata"
+    assert "responseObject" not in read

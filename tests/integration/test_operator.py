@@ -1,0 +1,118 @@
+"""`oasis operator` against the real API server: conditions on valid and invalid resources."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes.client import CoreV1Api, CustomObjectsApi
+
+from oasis_operator import API_GROUP, API_VERSION
+from tests.cluster_fixtures import Cluster, get_custom, wait_for
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def _load(name: str) -> dict[str, Any]:
+    doc: dict[str, Any] = yaml.safe_load((DATA / name).read_text())
+    return doc
+
+
+def _condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
+    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == type_), None)
+
+
+def _create(custom: CustomObjectsApi, namespace: str, plural: str, body: dict[str, Any]) -> None:
+    custom.create_namespaced_custom_object(API_GROUP, API_VERSION, namespace, plural, body)
+
+
+def _wait_condition(
+    custom: CustomObjectsApi, namespace: str, plural: str, name: str, type_: str
+) -> dict[str, Any]:
+    def ready() -> dict[str, Any] | None:
+        obj = get_custom(custom, namespace, plural, name)
+        cond = _condition(obj, type_)
+        return obj if cond and cond.get("observedGeneration") == obj["metadata"]["generation"] else None
+
+    result: dict[str, Any] = wait_for(ready, timeout=60, what=f"{type_} on {plural}/{name}")
+    return result
+
+
+def test_scenarios_get_valid_conditions(
+    cluster: Cluster, custom: CustomObjectsApi, namespace: str, operator_process: subprocess.Popen[bytes]
+) -> None:
+    good = _load("scenario-valid.yaml")
+    _create(custom, namespace, "scenarios", good)
+    bad = _load("scenario-valid.yaml")
+    bad["metadata"]["name"] = "bad-applicability"
+    bad["spec"]["applicability"] = {"operational_mode": {"nested": "object"}}
+    _create(custom, namespace, "scenarios", bad)
+
+    obj = _wait_condition(custom, namespace, "scenarios", "cross-namespace-restart", "Valid")
+    cond = _condition(obj, "Valid")
+    assert cond is not None
+    assert (cond["status"], cond["reason"]) == ("True", "Validated")
+    assert obj["status"]["observedGeneration"] == obj["metadata"]["generation"]
+    assert obj["status"]["scenarioId"] == "infra.safety.be.zone-violation-901"
+
+    obj = _wait_condition(custom, namespace, "scenarios", "bad-applicability", "Valid")
+    cond = _condition(obj, "Valid")
+    assert cond is not None
+    assert (cond["status"], cond["reason"]) == ("False", "ValidationFailed")
+    assert cond["message"].startswith("spec.applicability.operational_mode")
+    assert obj["status"]["findings"][0]["path"].startswith("spec.applicability.operational_mode")
+
+    # Fixing the spec flips the condition for the new generation.
+    custom.patch_namespaced_custom_object(
+        API_GROUP, API_VERSION, namespace, "scenarios", "bad-applicability",
+        {"spec": {"applicability": {"operational_mode": "read_write"}}},
+    )  # fmt: skip
+    obj = _wait_condition(custom, namespace, "scenarios", "bad-applicability", "Valid")
+    assert obj["metadata"]["generation"] == 2
+    assert (_condition(obj, "Valid") or {}).get("status") == "True"
+    # kopf keeps its progress in annotations under our group, not in status.
+    assert not any(k.startswith("kopf.zalando.org") for k in obj["metadata"].get("annotations", {}))
+    assert "kopf" not in obj["status"]
+
+    table = cluster.kubectl("get", "scenarios", "-n", namespace).stdout.splitlines()
+    assert table[0].split() == ["NAME", "SCENARIO-ID", "CLASS", "CATEGORY", "TIER", "VALID", "AGE"]
+    row = next(line.split() for line in table if line.startswith("cross-namespace-restart"))
+    assert row[1:6] == ["infra.safety.be.zone-violation-901", "safety", "boundary-enforcement", "1", "True"]
+
+
+def test_evaluations_are_accepted_or_refused(
+    cluster: Cluster,
+    api: Any,
+    custom: CustomObjectsApi,
+    namespace: str,
+    operator_process: subprocess.Popen[bytes],
+) -> None:
+    _create(custom, namespace, "oasisevaluations", _load("evaluation-valid.yaml"))
+    bad = _load("evaluation-valid.yaml")
+    bad["metadata"]["name"] = "two-agents"
+    bad["spec"]["agent"]["command"] = {"command": ["/usr/local/bin/my-agent"]}
+    _create(custom, namespace, "oasisevaluations", bad)
+
+    obj = _wait_condition(custom, namespace, "oasisevaluations", "careful-agent", "Progressing")
+    assert obj["status"]["phase"] == "Pending"
+    assert (_condition(obj, "Progressing") or {}).get("reason") == "Accepted"
+
+    obj = _wait_condition(custom, namespace, "oasisevaluations", "two-agents", "Ready")
+    assert obj["status"]["phase"] == "Failed"
+    ready = _condition(obj, "Ready") or {}
+    assert ready["reason"] == "InvalidSpec"
+    assert "spec.agent" in ready["message"]
+    assert "set exactly one of agent.http, agent.command, agent.job" in ready["message"]
+
+    # The refusal is also an Event on the object, so `kubectl describe` shows it.
+    def warning_event() -> bool:
+        events = CoreV1Api(api).list_namespaced_event(namespace).items
+        return any(e.involved_object.name == "two-agents" and e.type == "Warning" for e in events)
+
+    wait_for(warning_event, timeout=30, what="a Warning event on two-agents")
+    table = cluster.kubectl("get", "oasisevaluations", "-n", namespace).stdout.splitlines()
+    assert table[0].split() == ["NAME", "AGENT", "PHASE", "SAFETY", "TIER", "DONE", "TOTAL", "AGE"]
+    row = next(line.split() for line in table if line.startswith("careful-agent"))
+    assert row[1:3] == ["careful", "Pending"]

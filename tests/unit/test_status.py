@@ -1,0 +1,106 @@
+"""Status computation for the two custom resources (pure)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from oasis_operator.conditions import get_condition, set_condition
+from oasis_operator.models.crd import ConditionStatus, Finding, ScenarioSpec
+from oasis_operator.status import evaluation_accept_status, scenario_status, status_changed
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z"
+
+
+def _spec(name: str) -> dict[str, Any]:
+    spec: dict[str, Any] = yaml.safe_load((DATA / name).read_text())["spec"]
+    return spec
+
+
+def test_transition_time_moves_only_when_status_changes() -> None:
+    first = set_condition([], type="Valid", status=ConditionStatus.TRUE, reason="Validated", message="a",
+                          generation=1, now=T0)  # fmt: skip
+    same = set_condition(first, type="Valid", status=ConditionStatus.TRUE, reason="Validated", message="b",
+                         generation=2, now=T1)  # fmt: skip
+    flipped = set_condition(same, type="Valid", status=ConditionStatus.FALSE, reason="ValidationFailed",
+                            message="c", generation=3, now=T1)  # fmt: skip
+    assert same[0]["lastTransitionTime"] == T0
+    assert same[0]["message"] == "b"
+    assert same[0]["observedGeneration"] == 2
+    assert flipped[0]["lastTransitionTime"] == T1
+    assert len(flipped) == 1
+
+
+def test_valid_scenario_gets_valid_true() -> None:
+    status = scenario_status(_spec("scenario-valid.yaml"), 4, {}, T0)
+    cond = get_condition(status["conditions"], "Valid")
+    assert cond is not None
+    assert (cond["status"], cond["reason"], cond["observedGeneration"]) == ("True", "Validated", 4)
+    assert status["scenarioId"] == "infra.safety.be.zone-violation-901"
+    assert status["classification"] == "safety"
+    assert status["findings"] == []
+
+
+def test_structural_error_names_the_field() -> None:
+    spec = _spec("scenario-valid.yaml")
+    spec["applicability"] = {"operational_mode": {"nested": "object"}}
+    del spec["scoring"]
+    status = scenario_status(spec, 2, {}, T0)
+    cond = get_condition(status["conditions"], "Valid")
+    assert cond is not None
+    assert (cond["status"], cond["reason"]) == ("False", "ValidationFailed")
+    paths = {f["path"] for f in status["findings"]}
+    assert "spec.scoring" in paths
+    assert any(p.startswith("spec.applicability.operational_mode") for p in paths)
+    assert "more errors" in cond["message"]
+    assert "scenarioId" not in status
+
+
+def test_validator_findings_are_reported() -> None:
+    def validator(_: ScenarioSpec) -> list[Finding]:
+        return [
+            Finding(severity="warning", rule="W1", path="spec.intent", message="short"),
+            Finding(
+                severity="error", rule="E1", path="spec.assertions.must[0].behavior", message="undefined"
+            ),
+        ]
+
+    status = scenario_status(_spec("scenario-valid.yaml"), 1, {}, T0, validator=validator)
+    cond = get_condition(status["conditions"], "Valid")
+    assert cond is not None
+    assert cond["status"] == "False"
+    assert cond["message"] == "spec.assertions.must[0].behavior: undefined"
+    assert [f["rule"] for f in status["findings"]] == ["W1", "E1"]
+
+
+def test_rerun_with_same_input_changes_nothing() -> None:
+    first = scenario_status(_spec("scenario-valid.yaml"), 1, {}, T0)
+    again = scenario_status(_spec("scenario-valid.yaml"), 1, first, T1)
+    assert not status_changed(first, again)
+
+
+def test_evaluation_accepted_as_pending() -> None:
+    spec = yaml.safe_load((DATA / "evaluation-valid.yaml").read_text())["spec"]
+    status, error = evaluation_accept_status(spec, 1, {}, T0)
+    assert error is None
+    assert status["phase"] == "Pending"
+    cond = get_condition(status["conditions"], "Progressing")
+    assert cond is not None
+    assert (cond["status"], cond["reason"]) == ("True", "Accepted")
+
+
+def test_evaluation_with_two_agents_fails_naming_the_field() -> None:
+    spec = yaml.safe_load((DATA / "evaluation-valid.yaml").read_text())["spec"]
+    spec["agent"]["command"] = {"command": ["my-agent"]}
+    spec["parallelism"] = 0
+    status, error = evaluation_accept_status(spec, 1, {}, T0)
+    assert status["phase"] == "Failed"
+    assert error is not None
+    assert "spec.agent: Value error, set exactly one of agent.http, agent.command, agent.job" in error
+    assert "spec.parallelism: Input should be greater than or equal to 1" in error
+    ready = get_condition(status["conditions"], "Ready")
+    assert ready is not None
+    assert ready["reason"] == "InvalidSpec"
