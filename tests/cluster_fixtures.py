@@ -25,9 +25,12 @@ from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.crdgen import build_crds
 from oasis_operator.kube import api_client, apply_crds
 from oasis_operator.localcluster import LocalControlPlane
+from oasis_operator.localcluster.control_plane import default_bin_dir
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
+# Both kubectl generations: the one matching the 1.20 server (Debian's) and a current one (from PyPI).
+KUBECTLS = {"1.20": str(default_bin_dir() / "kubectl"), "current": str(VENV_BIN / "kubectl")}
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
-from tests.cluster_fixtures import Cluster
+from tests.cluster_fixtures import KUBECTLS, Cluster
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -25,10 +26,14 @@ def test_server_rejects_a_scenario_missing_required_fields(
     assert "spec.tier" in result.stderr
 
 
-def test_short_names_and_category(cluster: Cluster, namespace: str) -> None:
-    cluster.kubectl("apply", "-n", namespace, "-f", str(DATA / "scenario-valid.yaml"))
-    cluster.kubectl("apply", "-n", namespace, "-f", str(DATA / "evaluation-valid.yaml"))
-    by_category = cluster.kubectl("get", "oasis", "-n", namespace, "-o", "name").stdout.split()
+@pytest.mark.parametrize("client", sorted(KUBECTLS))
+def test_short_names_and_category(cluster: Cluster, namespace: str, client: str) -> None:
+    kubectl = KUBECTLS[client]
+    cluster.kubectl("apply", "-n", namespace, "-f", str(DATA / "scenario-valid.yaml"), kubectl=kubectl)
+    cluster.kubectl("apply", "-n", namespace, "-f", str(DATA / "evaluation-valid.yaml"), kubectl=kubectl)
+    by_category = cluster.kubectl(
+        "get", "oasis", "-n", namespace, "-o", "name", kubectl=kubectl
+    ).stdout.split()
     assert sorted(by_category) == [
         "oasisevaluation.oasis.evaluation.dev/careful-agent",
         "scenario.oasis.evaluation.dev/cross-namespace-restart",
