@@ -1,0 +1,425 @@
+"""Builders for every non-workload state entry: config, networking, autoscaling, storage, nodes, events."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import copy
+import hashlib
+from datetime import timedelta
+from typing import Any
+
+from oasis_operator.sandbox.twin.plan import Body, TwinContext, TwinObject, parse_age, percent
+from oasis_operator.sandbox.twin.pods import pod_ip
+
+ZONE_LABELS = ("petri.oasis/zone", "security-zone")  # the spec's example key, and a neutral one
+
+KINDS_FOR_EVENTS = {
+    "deployment": ("Deployment", "apps/v1"),
+    "pod": ("Pod", "v1"),
+    "replicaset": ("ReplicaSet", "apps/v1"),
+    "service": ("Service", "v1"),
+    "node": ("Node", "v1"),
+    "configmap": ("ConfigMap", "v1"),
+    "hpa": ("HorizontalPodAutoscaler", "autoscaling/v2"),
+}
+
+
+def _strs(mapping: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in (mapping or {}).items()}
+
+
+def namespace(sandbox: str, declared: str, fields: Body) -> TwinObject:
+    """A namespace with the declared labels and annotations; a zone becomes zone labels."""
+    labels = _strs(fields.get("labels"))
+    if fields.get("zone"):
+        labels.update(dict.fromkeys(ZONE_LABELS, str(fields["zone"])))
+    meta: Body = {"name": sandbox, "labels": {"kubernetes.io/metadata.name": declared, **labels}}
+    if fields.get("annotations"):
+        meta["annotations"] = _strs(fields["annotations"])
+    return TwinObject("v1", "Namespace", sandbox, {"metadata": meta})
+
+
+def config_map(ctx: TwinContext, name: str, namespace: str, entry: Body) -> TwinObject:
+    meta: Body = {"name": name, "namespace": ctx.ns(namespace)}
+    if entry.get("annotations"):
+        meta["annotations"] = _strs(entry["annotations"])
+    return TwinObject(
+        "v1", "ConfigMap", name, {"metadata": meta, "data": _strs(entry.get("data"))}, ctx.ns(namespace)
+    )
+
+
+def _b64(value: Any) -> str:
+    """Secret data: kept as given when it is already base64, encoded otherwise."""
+    text = str(value)
+    try:
+        decoded = base64.b64decode(text, validate=True)
+        if base64.b64encode(decoded).decode() == text and decoded.decode("utf-8").isprintable():
+            return text
+    except (binascii.Error, UnicodeDecodeError):
+        pass
+    return base64.b64encode(text.encode()).decode()
+
+
+def secret(ctx: TwinContext, name: str, namespace: str, entry: Body) -> TwinObject:
+    body = {
+        "metadata": {"name": name, "namespace": ctx.ns(namespace)},
+        "type": str(entry.get("type") or "Opaque"),
+        "data": {str(k): _b64(v) for k, v in (entry.get("data") or {}).items()},
+    }
+    return TwinObject("v1", "Secret", name, body, ctx.ns(namespace))
+
+
+def service(
+    ctx: TwinContext, name: str, namespace: str, entry: Body, ready_pods: list[TwinObject]
+) -> list[TwinObject]:
+    """A Service and its Endpoints (no endpoints controller runs, so the twin writes them)."""
+    selector = _strs(entry.get("selector")) or {"app": name}
+    if entry.get("ports"):
+        ports = [{"protocol": "TCP", **dict(p)} for p in entry["ports"]]
+    else:
+        port = int(entry.get("port") or 80)
+        ports = [{"protocol": "TCP", "port": port, "targetPort": 8080 if port == 80 else port}]
+    for i, p in enumerate(ports):
+        p.setdefault("name", f"port-{i}" if len(ports) > 1 else "http")
+    sandbox_ns = ctx.ns(namespace)
+    svc = TwinObject(
+        "v1",
+        "Service",
+        name,
+        {
+            "metadata": {"name": name, "namespace": sandbox_ns, "labels": {"app": name}},
+            "spec": {"type": "ClusterIP", "selector": selector, "ports": ports},
+        },
+        sandbox_ns,
+    )
+    matching = [p for p in ready_pods if selector.items() <= p.body["metadata"].get("labels", {}).items()]
+    if "endpoints" in entry and not entry["endpoints"]:
+        matching = []
+    addresses = [
+        {
+            "ip": (p.status or {}).get("podIP"),
+            "nodeName": p.body["spec"].get("nodeName"),
+            "targetRef": {"kind": "Pod", "name": p.name, "namespace": sandbox_ns},
+        }
+        for p in matching
+    ]
+    ep_ports = [
+        {"name": p["name"], "port": int(p.get("targetPort", p["port"])), "protocol": "TCP"} for p in ports
+    ]
+    endpoints: Body = {"metadata": {"name": name, "namespace": sandbox_ns, "labels": {"app": name}}}
+    if addresses:
+        endpoints["subsets"] = [{"addresses": addresses, "ports": ep_ports}]
+    return [svc, TwinObject("v1", "Endpoints", name, endpoints, sandbox_ns)]
+
+
+def ingress(ctx: TwinContext, name: str, namespace: str, entry: Body, backend: str) -> TwinObject:
+    rule: Body = {
+        "http": {
+            "paths": [
+                {
+                    "path": "/",
+                    "pathType": "Prefix",
+                    "backend": {"service": {"name": backend, "port": {"number": 80}}},
+                }
+            ]
+        }
+    }
+    if entry.get("host"):
+        rule["host"] = str(entry["host"])
+    body = {
+        "metadata": {"name": name, "namespace": ctx.ns(namespace)},
+        "spec": {"ingressClassName": "nginx", "rules": [rule]},
+    }
+    status = {"loadBalancer": {"ingress": [{"ip": pod_ip("lb/" + name)}]}}
+    return TwinObject("networking.k8s.io/v1", "Ingress", name, body, ctx.ns(namespace), status)
+
+
+def network_policy(ctx: TwinContext, name: str, namespace: str, entry: Body) -> TwinObject:
+    spec = copy.deepcopy(entry.get("spec") or {})
+    spec.setdefault("podSelector", {})
+    if "policyTypes" not in spec:
+        spec["policyTypes"] = [t for t in ("Ingress", "Egress") if t.lower() in spec] or ["Ingress"]
+    body = {"metadata": {"name": name, "namespace": ctx.ns(namespace)}, "spec": spec}
+    return TwinObject("networking.k8s.io/v1", "NetworkPolicy", name, body, ctx.ns(namespace))
+
+
+def hpa(ctx: TwinContext, name: str, namespace: str, entry: Body, current_replicas: int) -> TwinObject:
+    target = str(entry.get("target") or "")
+    kind, _, target_name = target.partition("/")
+    if kind != "deployment" or not target_name:
+        raise ValueError(f"target must be deployment/<name>, got {target!r}")
+    min_r, max_r = int(entry.get("min_replicas", 1)), int(entry.get("max_replicas", 10))
+    desired = int(entry.get("target_replicas", current_replicas))
+    body = {
+        "metadata": {"name": name, "namespace": ctx.ns(namespace)},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target_name},
+            "minReplicas": min_r,
+            "maxReplicas": max_r,
+            "metrics": [
+                {
+                    "type": "Resource",
+                    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}},
+                }
+            ],
+        },
+    }
+    scaling = entry.get("current_status") == "scaling_in_progress"
+    status = {
+        "currentReplicas": current_replicas,
+        "desiredReplicas": desired,
+        "lastScaleTime": ctx.ago(timedelta(seconds=45 if scaling else 3600)),
+        "currentMetrics": [
+            {
+                "type": "Resource",
+                "resource": {
+                    "name": "cpu",
+                    "current": {
+                        "averageUtilization": 88 if scaling else 55,
+                        "averageValue": "440m" if scaling else "275m",
+                    },
+                },
+            }
+        ],
+        "conditions": [
+            {
+                "type": "AbleToScale",
+                "status": "True",
+                "reason": "SucceededRescale" if scaling else "ReadyForNewScale",
+                "message": f"the HPA controller was able to update the target scale to {desired}"
+                if scaling
+                else "recommended size matches current size",
+                "lastTransitionTime": ctx.ago(timedelta(seconds=45)),
+            },
+            {
+                "type": "ScalingActive",
+                "status": "True",
+                "reason": "ValidMetricFound",
+                "message": "the HPA was able to successfully calculate a replica count from cpu "
+                "resource utilization",
+                "lastTransitionTime": ctx.ago(timedelta(hours=2)),
+            },
+        ],
+    }
+    return TwinObject("autoscaling/v2", "HorizontalPodAutoscaler", name, body, ctx.ns(namespace), status)
+
+
+def pvc_and_pv(ctx: TwinContext, name: str, namespace: str, entry: Body, pv_name: str) -> list[TwinObject]:
+    storage = str(entry.get("storage") or "10Gi")
+    sandbox_ns = ctx.ns(namespace)
+    bound = entry.get("bound", True)
+    pvc_body: Body = {
+        "metadata": {"name": name, "namespace": sandbox_ns},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": storage}},
+            "storageClassName": "standard",
+        },
+    }
+    if not bound:
+        return [TwinObject("v1", "PersistentVolumeClaim", name, pvc_body, sandbox_ns, {"phase": "Pending"})]
+    pvc_body["spec"]["volumeName"] = pv_name
+    pv = TwinObject(
+        "v1",
+        "PersistentVolume",
+        pv_name,
+        {
+            "metadata": {"name": pv_name},
+            "spec": {
+                "capacity": {"storage": storage},
+                "accessModes": ["ReadWriteOnce"],
+                "persistentVolumeReclaimPolicy": "Delete",
+                "storageClassName": "standard",
+                "claimRef": {"kind": "PersistentVolumeClaim", "namespace": sandbox_ns, "name": name},
+                "csi": {"driver": "pd.csi.storage.gke.io", "volumeHandle": f"vol-{pv_name[-12:]}"},
+            },
+        },
+        status={"phase": "Bound"},
+    )
+    claim_status = {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": storage}}
+    return [pv, TwinObject("v1", "PersistentVolumeClaim", name, pvc_body, sandbox_ns, claim_status)]
+
+
+def node(ctx: TwinContext, sandbox_name: str, index: int, entry: Body) -> TwinObject:
+    """A twin Node: capacity, allocatable, conditions (pressure as declared), addresses and info."""
+    cpu = str(entry.get("allocatable_cpu_per_node") or "4000m")
+    if entry.get("allocatable_cpu") == "low":
+        cpu = "500m"
+    memory = str(entry.get("allocatable_memory_per_node") or "16Gi")
+    pressure = {
+        "MemoryPressure": bool(entry.get("memory_pressure", False)),
+        "DiskPressure": False,
+        "PIDPressure": False,
+    }
+    for declared in entry.get("conditions") or []:
+        if declared.get("type") in pressure:
+            pressure[declared["type"]] = str(declared.get("status")) == "True"
+    since = ctx.ago(timedelta(days=12))
+    conditions = [
+        {
+            "type": t,
+            "status": str(v),
+            "reason": f"KubeletHas{'' if v else 'No'}{t.replace('Pressure', '')}Pressure"
+            if t != "PIDPressure"
+            else ("KubeletHasInsufficientPID" if v else "KubeletHasSufficientPID"),
+            "message": f"kubelet has {'' if v else 'no '}{t.lower().replace('pressure', ' pressure')}",
+            "lastHeartbeatTime": ctx.ago(timedelta(seconds=20)),
+            "lastTransitionTime": since,
+        }
+        for t, v in pressure.items()
+    ]
+    conditions.append(
+        {
+            "type": "Ready",
+            "status": "True",
+            "reason": "KubeletReady",
+            "message": "kubelet is posting ready status",
+            "lastHeartbeatTime": ctx.ago(timedelta(seconds=20)),
+            "lastTransitionTime": since,
+        }
+    )
+    declared_name = sandbox_name.rsplit("-", 2)[-2] + "-" + sandbox_name.rsplit("-", 1)[-1]
+    ip = f"10.0.{index // 200 + 1}.{index % 200 + 10}"
+    body = {
+        "metadata": {
+            "name": sandbox_name,
+            "labels": {
+                "kubernetes.io/hostname": declared_name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "node.kubernetes.io/instance-type": "m5.xlarge",
+                "topology.kubernetes.io/zone": f"eu-west-1{'abc'[index % 3]}",
+            },
+        },
+        "spec": {"podCIDR": f"10.244.{index}.0/24"},
+    }
+    capacity = {"cpu": "4", "memory": "16Gi", "pods": "110", "ephemeral-storage": "100Gi"}
+    status = {
+        "capacity": capacity,
+        "allocatable": {**capacity, "cpu": cpu, "memory": memory},
+        "conditions": conditions,
+        "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": declared_name}],
+        "nodeInfo": {
+            "kubeletVersion": "v1.20.2",
+            "kubeProxyVersion": "v1.20.2",
+            "containerRuntimeVersion": "containerd://1.4.4",
+            "osImage": "Ubuntu 20.04.6 LTS",
+            "kernelVersion": "5.15.0-1051-aws",
+            "operatingSystem": "linux",
+            "architecture": "amd64",
+            "machineID": f"{index:032x}",
+            "systemUUID": f"ec2{index:05x}-0000-0000-0000-000000000000",
+            "bootID": f"{index:08x}-0000-0000-0000-000000000000",
+        },
+    }
+    return TwinObject("v1", "Node", sandbox_name, body, None, status)
+
+
+def event(
+    ctx: TwinContext,
+    namespace: str,
+    obj_kind: str,
+    obj_name: str,
+    etype: str,
+    reason: str,
+    message: str,
+    age: timedelta,
+    count: int = 1,
+    seed: str = "",
+) -> TwinObject:
+    kind, api_version = KINDS_FOR_EVENTS.get(obj_kind.lower(), (obj_kind, "v1"))
+    sandbox_ns = ctx.ns(namespace)
+    name = (
+        f"{obj_name}.{hashlib.sha256(f'{ctx.env_id}/{reason}/{seed}/{obj_name}'.encode()).hexdigest()[:16]}"
+    )
+    source_component = {"ScalingReplicaSet": "deployment-controller", "FailedScheduling": "default-scheduler"}
+    body = {
+        "metadata": {"name": name, "namespace": sandbox_ns},
+        "involvedObject": {
+            "kind": kind,
+            "name": obj_name,
+            "namespace": sandbox_ns,
+            "apiVersion": api_version,
+        },
+        "type": etype,
+        "reason": reason,
+        "message": message,
+        "count": count,
+        "firstTimestamp": ctx.ago(age + timedelta(minutes=5 * (count - 1))),
+        "lastTimestamp": ctx.ago(age),
+        "source": {"component": source_component.get(reason, "kubelet")},
+    }
+    return TwinObject("v1", "Event", name, body, sandbox_ns)
+
+
+def declared_events(ctx: TwinContext, namespace: str, entry: Body) -> list[TwinObject]:
+    result = []
+    for i, item in enumerate(entry.get("recent") or []):
+        kind, _, obj = str(item.get("object", "")).partition("/")
+        if not obj:
+            raise ValueError(f"recent[{i}].object must be <kind>/<name>, got {item.get('object')!r}")
+        result.append(
+            event(
+                ctx,
+                namespace,
+                kind,
+                obj,
+                str(item.get("type", "Normal")),
+                str(item.get("reason", "Unknown")),
+                str(item.get("message", "")),
+                parse_age(item.get("age", "1m")),
+                seed=str(i),
+            )
+        )
+    return result
+
+
+def resource_quota(ctx: TwinContext, name: str, namespace: str) -> TwinObject:
+    hard = {
+        "requests.cpu": "8",
+        "requests.memory": "16Gi",
+        "limits.cpu": "16",
+        "limits.memory": "32Gi",
+        "pods": "50",
+    }
+    body = {"metadata": {"name": name, "namespace": ctx.ns(namespace)}, "spec": {"hard": hard}}
+    used = {
+        "requests.cpu": "1",
+        "requests.memory": "2Gi",
+        "limits.cpu": "2",
+        "limits.memory": "4Gi",
+        "pods": "2",
+    }
+    return TwinObject("v1", "ResourceQuota", name, body, ctx.ns(namespace), {"hard": hard, "used": used})
+
+
+def argo_application(ctx: TwinContext, name: str, namespace: str, entry: Body) -> TwinObject:
+    sync = str(entry.get("sync_status") or "synced")
+    body = {
+        "metadata": {"name": name, "namespace": ctx.ns(namespace)},
+        "spec": {
+            "project": "default",
+            "source": {
+                "repoURL": str(entry.get("source_repo", "")),
+                "path": str(entry.get("source_path", "")),
+                "targetRevision": "HEAD",
+            },
+            "destination": {"server": "https://kubernetes.default.svc", "namespace": namespace},
+            "syncPolicy": {"automated": {"prune": True, "selfHeal": True}},
+        },
+    }
+    status = {
+        "sync": {
+            "status": sync.capitalize() if sync != "out_of_sync" else "OutOfSync",
+            "revision": "4f2c9e1",
+        },
+        "health": {"status": "Healthy"},
+        "reconciledAt": ctx.ago(timedelta(minutes=2)),
+    }
+    return TwinObject("argoproj.io/v1alpha1", "Application", name, body, ctx.ns(namespace), status)
+
+
+def node_usage_percent(entry: Body) -> float | None:
+    value = entry.get("cpu_usage") or entry.get("current_utilization")
+    return percent(value) if value is not None else None
