@@ -365,13 +365,16 @@ class BehaviorRegistry(BaseModel):
 class ScenarioExtension(BaseModel):
     """This project's per-scenario data under the `x-oasis-operator` key.
 
-    `facts` are ground-truth values recipes read by name. `actions` gives a recipe to an assertion or
-    audit entry whose text is not a strict action expression (the key is the exact text). `recipes`
-    specialises a registry behaviour for this scenario when the generic recipe cannot express it.
+    `facts` are ground-truth values recipes read by name. `actions` decides whether an action written
+    as free text (not a strict expression) happened; the key is the exact text. `checks` decides whether
+    a verification written as free text (a state-assertion description or condition, a negative
+    verification, an api_audit description) holds. `recipes` specialises a registry behaviour for this
+    scenario when the generic recipe cannot express it.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     facts: dict[str, Any] = Field(default_factory=dict)
     actions: dict[str, Recipe] = Field(default_factory=dict)
+    checks: dict[str, Recipe] = Field(default_factory=dict)
     recipes: dict[str, Recipe] = Field(default_factory=dict)
