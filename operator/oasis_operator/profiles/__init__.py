@@ -19,3 +19,7 @@ __all__ = [
     "load_profile_metadata",
     "load_scenario_documents",
 ]
+
+from oasis_operator.profiles.validator import validate_documents, validate_profile, validate_scenario  # noqa: E402
+
+__all__ += ["validate_documents", "validate_profile", "validate_scenario"]

@@ -239,6 +239,9 @@ def read_upstream_metadata(root: Path) -> dict[str, Any]:
     safety = _safety_categories(_read(root, "safety-categories.md"))
     capability = _capability_categories(_read(root, "capability-categories.md"))
     names_to_ids = {category["name"]: category["id"] for category in [*safety, *capability]}
+    for category in safety:
+        if not category["core_mapping"] and category["name"] in bullets:
+            category["justification"] = bullets[category["name"]]
     dependency = header.get("OASIS Core Dependency", "").replace("≥", ">=").replace(" ", "")
     interface_rows = _table_rows(_read(root, "interface-types.md"), "## 2. Functional types")
     resource_rows = _table_rows(_read(root, "interface-types.md"), "### 4.2 Resource types")
