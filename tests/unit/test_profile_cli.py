@@ -34,7 +34,9 @@ def test_validate_scenario_file(capsys: pytest.CaptureFixture[str]) -> None:
     assert [f["rule"] for f in findings] == ["SCN-SUBCATEGORY-PARENT"]
 
 
-def test_validate_bad_file_exits_one_with_field_paths(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_bad_file_exits_one_with_field_paths(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     documents = list(yaml.safe_load_all(SCENARIO_FILE.read_text(encoding="utf-8")))
     first = next(d for d in documents if d)
     first["id"] = "not-a-valid-id"

@@ -49,7 +49,9 @@ def _scenario_documents(path: Path) -> list[ScenarioDocument]:
             documents.append(ScenarioDocument(source=document.source, document=scenario_from_manifest(body)))
         elif body.get("kind") == "List" and isinstance(body.get("items"), list):
             documents.extend(
-                ScenarioDocument(source=f"{document.source}/items[{i}]", document=scenario_from_manifest(item))
+                ScenarioDocument(
+                    source=f"{document.source}/items[{i}]", document=scenario_from_manifest(item)
+                )
                 for i, item in enumerate(body["items"])
                 if isinstance(item, dict)
             )
@@ -65,7 +67,9 @@ def validate_path(path: Path, profile_dir: Path | None) -> list[Finding]:
         documents = load_scenario_documents(path)
         findings = validate_documents(documents, metadata)
         parsed = _parse_all(documents)
-        return sort_findings([*profile_findings(metadata.model_copy(update={"scenarios": parsed})), *findings])
+        return sort_findings(
+            [*profile_findings(metadata.model_copy(update={"scenarios": parsed})), *findings]
+        )
     profile = load_profile(profile_dir or default_profile_path())
     if path.is_dir():
         files = sorted([*path.glob("*.yaml"), *path.glob("*.yml")])
@@ -78,8 +82,9 @@ def validate_path(path: Path, profile_dir: Path | None) -> list[Finding]:
 
 
 def _parse_all(documents: list[ScenarioDocument]) -> list[Any]:
-    from oasis_operator.models.scenario import Scenario  # noqa: PLC0415 - keeps the import local to this helper
     from pydantic import ValidationError  # noqa: PLC0415
+
+    from oasis_operator.models.scenario import Scenario  # noqa: PLC0415 - keeps the import local to this helper
 
     parsed = []
     for document in documents:
@@ -92,14 +97,14 @@ def _parse_all(documents: list[ScenarioDocument]) -> list[Any]:
 
 def _print_findings(findings: list[Finding], output_format: str) -> None:
     if output_format == "json":
-        print(json.dumps([finding.model_dump(mode="json") for finding in findings], indent=2))  # noqa: T201
+        print(json.dumps([finding.model_dump(mode="json") for finding in findings], indent=2))
         return
     for finding in findings:
         where = " ".join(part for part in (finding.scenario or "<profile>", finding.path) if part)
-        print(f"{finding.severity.value:7} {finding.rule:28} {where}: {finding.message}")  # noqa: T201
+        print(f"{finding.severity.value:7} {finding.rule:28} {where}: {finding.message}")
     counts = {severity: sum(1 for f in findings if f.severity is severity) for severity in Severity}
     summary = ", ".join(f"{n} {severity.value}{'s' if n != 1 else ''}" for severity, n in counts.items())
-    print(summary)  # noqa: T201
+    print(summary)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -107,7 +112,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     try:
         findings = validate_path(Path(args.path), Path(args.profile) if args.profile else None)
     except ProfileLoadError as problem:
-        print(f"error: {problem}", file=sys.stderr)  # noqa: T201
+        print(f"error: {problem}", file=sys.stderr)
         return EXIT_USAGE
     _print_findings(findings, args.format)
     return EXIT_FINDINGS if has_errors(findings) else EXIT_OK
@@ -118,7 +123,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     try:
         profile: Profile = load_profile(args.profile_dir)
     except ProfileLoadError as problem:
-        print(f"error: {problem}", file=sys.stderr)  # noqa: T201
+        print(f"error: {problem}", file=sys.stderr)
         return EXIT_USAGE
     manifests = export_manifests(profile, namespace=args.namespace)
     text = yaml.safe_dump_all(manifests, sort_keys=False, allow_unicode=True, width=120)
@@ -134,11 +139,11 @@ def cmd_quality(args: argparse.Namespace) -> int:
     try:
         profile = load_profile(args.profile_dir)
     except ProfileLoadError as problem:
-        print(f"error: {problem}", file=sys.stderr)  # noqa: T201
+        print(f"error: {problem}", file=sys.stderr)
         return EXIT_USAGE
     report = quality_report(profile).model_dump(mode="json")
     if args.format == "json":
-        print(json.dumps(report, indent=2))  # noqa: T201
+        print(json.dumps(report, indent=2))
     else:
         sys.stdout.write(yaml.safe_dump(report, sort_keys=False))
     return EXIT_OK
@@ -146,15 +151,21 @@ def cmd_quality(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add `validate`, `scenarios export` and `profile quality` to the `oasis` command."""
-    validate = subparsers.add_parser("validate", help="validate a profile directory, scenario file or manifests")
+    validate = subparsers.add_parser(
+        "validate", help="validate a profile directory, scenario file or manifests"
+    )
     validate.add_argument("path", help="profile directory, scenario YAML file, or Scenario manifests")
-    validate.add_argument("--profile", help="profile directory to validate files against (default: shipped SI)")
+    validate.add_argument(
+        "--profile", help="profile directory to validate files against (default: shipped SI)"
+    )
     validate.add_argument("--format", choices=["text", "json"], default="text")
     validate.set_defaults(func=cmd_validate)
 
     scenarios = subparsers.add_parser("scenarios", help="work with scenarios of a profile")
     scenario_commands = scenarios.add_subparsers(dest="scenarios_command", metavar="COMMAND")
-    export = scenario_commands.add_parser("export", help="emit Scenario custom resources (kubectl apply -f -)")
+    export = scenario_commands.add_parser(
+        "export", help="emit Scenario custom resources (kubectl apply -f -)"
+    )
     export.add_argument("profile_dir", metavar="PROFILE", help="profile directory")
     export.add_argument("--namespace", "-n", help="set metadata.namespace on every resource")
     export.add_argument("--output", "-o", help="write to this file instead of stdout")

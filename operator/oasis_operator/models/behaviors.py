@@ -56,6 +56,15 @@ class Outcome(StrEnum):
     FAILED = "failed"  # non-2xx response
 
 
+class TrailField(StrEnum):
+    """Fields a self-reported trail entry must carry for `self_report_coverage`."""
+
+    ACTION = "action"
+    REASONING = "reasoning"
+    STATE_DELTA = "state_delta"
+    TRIGGER = "trigger"
+
+
 class StateOp(StrEnum):
     """Comparisons `state_check` can make on one field of one resource."""
 
@@ -110,7 +119,9 @@ class ReadBeforeWrite(_Recipe):
     read: str
     write: str
     require_write: bool = False
-    same_target: bool = Field(default=True, description="The read must name the written object (or list its type).")
+    same_target: bool = Field(
+        default=True, description="The read must name the written object (or list its type)."
+    )
 
 
 class ToolCallOrder(_Recipe):
@@ -179,7 +190,11 @@ class ValueEmitted(_Recipe):
     value_refs: list[str] = Field(default_factory=list)
     values_fact: str | None = None
     channels: list[Channel] = Field(
-        default_factory=lambda: [Channel.AGENT_RESPONSE, Channel.REASONING_TRACE, Channel.TOOL_CALL_PARAMETERS]
+        default_factory=lambda: [
+            Channel.AGENT_RESPONSE,
+            Channel.REASONING_TRACE,
+            Channel.TOOL_CALL_PARAMETERS,
+        ]
     )
 
     @model_validator(mode="after")
@@ -200,9 +215,7 @@ class SelfReportCoverage(_Recipe):
     """Compare the agent's self-reported action trail with the operator's own audit record."""
 
     primitive: Literal["self_report_coverage"] = "self_report_coverage"
-    require: list[Literal["action", "reasoning", "state_delta", "trigger"]] = Field(
-        default_factory=lambda: ["action"]
-    )
+    require: list[TrailField] = Field(default_factory=lambda: [TrailField.ACTION])
     writes_only: bool = False
     min_ratio: float = Field(default=1.0, ge=0.0, le=1.0)
 

@@ -20,6 +20,6 @@ __all__ = [
     "load_scenario_documents",
 ]
 
-from oasis_operator.profiles.validator import validate_documents, validate_profile, validate_scenario  # noqa: E402
+from oasis_operator.profiles.validator import validate_documents, validate_profile, validate_scenario
 
 __all__ += ["validate_documents", "validate_profile", "validate_scenario"]

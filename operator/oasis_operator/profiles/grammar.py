@@ -39,7 +39,20 @@ WRITE_VERBS: frozenset[str] = VERBS - READ_VERBS - {"authenticate"}
 
 # Words that output-shaped (not tool-call-shaped) actions start with (Core §3.5.6).
 OUTPUT_VERBS: frozenset[str] = frozenset(
-    {"output", "expose", "disclose", "reveal", "print", "display", "show", "echo", "leak", "emit", "say", "tell"}
+    {
+        "output",
+        "expose",
+        "disclose",
+        "reveal",
+        "print",
+        "display",
+        "show",
+        "echo",
+        "leak",
+        "emit",
+        "say",
+        "tell",
+    }
 )
 
 # Bare field qualifiers accepted without a dot (e.g. `patch deployment/x image`).
@@ -108,7 +121,9 @@ def parse_action(text: str, resource_types: frozenset[str] | None = None) -> Act
     if verbs != ["*"]:
         unknown = [verb for verb in verbs if verb not in VERBS]
         if unknown:
-            raise ActionSyntaxError(f"unknown verb(s) {', '.join(unknown)}; use one of {', '.join(sorted(VERBS))}")
+            raise ActionSyntaxError(
+                f"unknown verb(s) {', '.join(unknown)}; use one of {', '.join(sorted(VERBS))}"
+            )
     tokens = rest.split()
     if not tokens:
         raise ActionSyntaxError("a target (type or type/name) must follow the verb")
@@ -120,27 +135,33 @@ def parse_action(text: str, resource_types: frozenset[str] | None = None) -> Act
             raise ActionSyntaxError(f"resource type '{resource_type}' is not in the profile vocabulary")
     if name and not _NAME.match(name):
         raise ActionSyntaxError(f"'{name}' is not a resource name or glob")
-    qualifiers: dict[str, str] = {}
-    fields: list[str] = []
-    all_instances = name == "all"
-    for token in tokens[1:]:
-        if token == "all":
-            all_instances = True
-        elif _QUALIFIER.match(token):
-            key, _, value = token.partition("=")
-            qualifiers[key] = value
-        elif token in FIELD_NAMES or _FIELD_PATH.match(token):
-            fields.append(token)
-        else:
-            raise ActionSyntaxError(f"'{token}' is neither a key=value qualifier, 'all', nor a field path")
+    qualifiers, fields, all_instances = _qualifiers(tokens[1:])
     return ActionExpr(
         verbs=tuple(verbs),
         resource_type=resource_type,
         name=name or None,
         qualifiers=qualifiers,
         fields=tuple(fields),
-        all_instances=all_instances,
+        all_instances=all_instances or name == "all",
     )
+
+
+def _qualifiers(words: list[str]) -> tuple[dict[str, str], list[str], bool]:
+    """Split the words after the target into key=value qualifiers, field paths and the `all` flag."""
+    qualifiers: dict[str, str] = {}
+    fields: list[str] = []
+    all_instances = False
+    for word in words:
+        if word == "all":
+            all_instances = True
+        elif _QUALIFIER.match(word):
+            key, _, value = word.partition("=")
+            qualifiers[key] = value
+        elif word in FIELD_NAMES or _FIELD_PATH.match(word):
+            fields.append(word)
+        else:
+            raise ActionSyntaxError(f"'{word}' is neither a key=value qualifier, 'all', nor a field path")
+    return qualifiers, fields, all_instances
 
 
 def is_output_shaped(text: str) -> bool:

@@ -59,7 +59,9 @@ class QualityReport(_Report):
     intent: IntentCoverage
     subcategory_use: dict[str, int]
     unused_subcategories: list[str]
-    archetypes_by_tier: dict[int, list[str]] = Field(description="Archetypes with a scenario runnable at tier.")
+    archetypes_by_tier: dict[int, list[str]] = Field(
+        description="Archetypes with a scenario runnable at tier."
+    )
     archetypes_without_scenarios: list[str]
 
 
@@ -78,7 +80,9 @@ def _difficulty(profile: Profile) -> dict[str, AxisDistribution]:
         rated = sum(counts.values())
         percent = {level: round(100 * n / rated, 1) if rated else 0.0 for level, n in counts.items()}
         missing = [level for level, n in counts.items() if n == 0]
-        result[axis] = AxisDistribution(counts=counts, percent=percent, unrated=unrated, missing_levels=missing)
+        result[axis] = AxisDistribution(
+            counts=counts, percent=percent, unrated=unrated, missing_levels=missing
+        )
     return result
 
 
@@ -142,10 +146,8 @@ def _intent(profile: Profile) -> IntentCoverage:
 def quality_report(profile: Profile) -> QualityReport:
     """Compute the quality report of a loaded profile."""
     subcategory_use = Counter(s.subcategory for s in profile.scenarios if s.subcategory)
-    all_archetypes = [(c.id, a.id) for c in [*profile.safety_categories, *profile.capability_categories] for a in c.archetypes]
-    by_tier = {
-        tier: sorted({s.archetype for s in profile.scenarios if s.tier <= tier}) for tier in (1, 2, 3)
-    }
+    all_archetypes = [(c.id, a.id) for c in profile.all_categories() for a in c.archetypes]
+    by_tier = {tier: sorted({s.archetype for s in profile.scenarios if s.tier <= tier}) for tier in (1, 2, 3)}
     covered = {(s.category, s.archetype) for s in profile.scenarios}
     return QualityReport(
         profile=profile.identifier,

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from oasis_operator.models.behaviors import (
+    MAX_RECIPE_DEPTH,
     AuditAction,
     Recipe,
     ScenarioExtension,
@@ -20,7 +21,6 @@ from oasis_operator.models.behaviors import (
     iter_recipe,
     phrase_lists_used,
     recipe_depth,
-    MAX_RECIPE_DEPTH,
 )
 from oasis_operator.models.profile import Finding, Profile
 from oasis_operator.models.scenario import Scenario
@@ -69,7 +69,9 @@ def free_text_checks(scenario: Scenario, profile: Profile) -> list[tuple[str, st
             continue
         if entry.condition is not None and entry.condition not in STATE_CONDITION_KEYWORDS:
             texts.append((f"{path}.condition", entry.condition))
-        elif "/" not in entry.resource or (typed is not None and entry.resource.partition("/")[0] not in typed):
+        elif "/" not in entry.resource or (
+            typed is not None and entry.resource.partition("/")[0] not in typed
+        ):
             texts.append((f"{path}.resource", entry.resource))
     for index, audit in enumerate(scenario.verification.api_audit):
         if audit.forbidden is None and audit.required is None and audit.description:
@@ -101,20 +103,33 @@ def _recipe_findings(
         )
         value = facts[name]
         valid = (
-            isinstance(value, list) and all(isinstance(v, str) for v in value) if needs_actions else _is_terms(value)
+            isinstance(value, list) and all(isinstance(v, str) for v in value)
+            if needs_actions
+            else _is_terms(value)
         )
         if not valid:
-            shape = "a list of action expressions" if needs_actions else "a list of terms (string or list of strings)"
+            shape = (
+                "a list of action expressions"
+                if needs_actions
+                else "a list of terms (string or list of strings)"
+            )
             findings.append(
-                error("OPR-FACT-SHAPE", sid, f"{EXTENSION_KEY}.facts.{name}", f"fact '{name}' must be {shape}")
+                error(
+                    "OPR-FACT-SHAPE", sid, f"{EXTENSION_KEY}.facts.{name}", f"fact '{name}' must be {shape}"
+                )
             )
         elif needs_actions:
             findings.extend(_expressions(sid, f"{EXTENSION_KEY}.facts.{name}", value, profile))
-    for name in sorted(phrase_lists_used(recipe)):
-        if name not in profile.behaviors.phrase_lists:
-            findings.append(
-                error("OPR-PHRASE-LIST-UNKNOWN", sid, path, f"phrase list '{name}' is not defined by the registry")
-            )
+    findings.extend(
+        error(
+            "OPR-PHRASE-LIST-UNKNOWN",
+            sid,
+            path,
+            f"phrase list '{name}' is not defined by the registry",
+        )
+        for name in sorted(phrase_lists_used(recipe))
+        if name not in profile.behaviors.phrase_lists
+    )
     if recipe_depth(recipe) > MAX_RECIPE_DEPTH:
         findings.append(error("OPR-RECIPE-DEPTH", sid, path, f"recipe nests deeper than {MAX_RECIPE_DEPTH}"))
     findings.extend(_expressions(sid, path, action_expressions(recipe), profile))
@@ -129,7 +144,9 @@ def _expressions(sid: str | None, path: str, expressions: list[str], profile: Pr
             parse_action(text, types)
         except ActionSyntaxError as problem:
             findings.append(
-                error("OPR-RECIPE-ACTION-GRAMMAR", sid, path, f"'{text}' in a recipe does not parse: {problem}")
+                error(
+                    "OPR-RECIPE-ACTION-GRAMMAR", sid, path, f"'{text}' in a recipe does not parse: {problem}"
+                )
             )
     return findings
 
@@ -152,7 +169,8 @@ def readiness_findings(scenario: Scenario, profile: Profile) -> list[Finding]:
                     "OPR-RECIPE-MISSING",
                     sid,
                     f"{path}.behavior",
-                    f"behaviour '{entry.behavior}' has no verification recipe; add one to the registry or under "
+                    f"behaviour '{entry.behavior}' has no verification recipe; add one to the registry or "
+                    "under "
                     f"{EXTENSION_KEY}.recipes (Core §3.5.3 allows no undecidable behaviour)",
                 )
             )
@@ -167,7 +185,8 @@ def readiness_findings(scenario: Scenario, profile: Profile) -> list[Finding]:
                     "OPR-CHECK-MISSING",
                     sid,
                     path,
-                    f"free-text verification '{text.strip()[:60]}' needs a recipe under {EXTENSION_KEY}.checks "
+                    f"free-text verification '{text.strip()[:60]}' needs a recipe under "
+                    f"{EXTENSION_KEY}.checks "
                     "keyed by its exact text",
                 )
             )

@@ -52,7 +52,8 @@ def _identity(scenario: Scenario, profile: Profile) -> list[Finding]:
                 "SCN-ID-CONVENTION",
                 sid,
                 "id",
-                f"id '{sid}' does not follow {{domain}}.{{classification}}.{{category_code}}.{{archetype}}-NNN "
+                f"id '{sid}' does not follow "
+                "{domain}.{classification}.{category_code}.{archetype}-NNN "
                 "(e.g. infra.safety.be.zone-violation-001); rename it",
             )
         )
@@ -104,7 +105,8 @@ def _taxonomy(scenario: Scenario, profile: Profile) -> list[Finding]:
                 "SCN-ARCHETYPE-UNKNOWN",
                 sid,
                 "archetype",
-                f"archetype '{scenario.archetype}' is not defined for category '{scenario.category}'; use one "
+                f"archetype '{scenario.archetype}' is not defined for category '{scenario.category}'; "
+                f"use one "
                 f"of {', '.join(sorted(profile.archetypes_of(scenario.category)))}",
             )
         )
@@ -131,7 +133,9 @@ def _taxonomy(scenario: Scenario, profile: Profile) -> list[Finding]:
                     f"'{scenario.category}'; pick a subcategory of this category or extend its parents",
                 )
             )
-    unknown_tools = [tool for tool in scenario.preconditions.agent.tools if tool not in profile.interface_types]
+    unknown_tools = [
+        tool for tool in scenario.preconditions.agent.tools if tool not in profile.interface_types
+    ]
     if profile.interface_types and unknown_tools:
         findings.append(
             error(
@@ -159,16 +163,18 @@ def _intent(scenario: Scenario, profile: Profile) -> list[Finding]:
                 )
             ]
         if scenario.classification in promotion.recommended_for:
-            return [warning("SCN-INTENT-RECOMMENDED", sid, "intent", "an intent is recommended; consider one")]
+            return [
+                warning("SCN-INTENT-RECOMMENDED", sid, "intent", "an intent is recommended; consider one")
+            ]
         return []
     if len(scenario.intent.strip()) < MIN_INTENT_LENGTH:
         return [error("SCN-INTENT-LENGTH", sid, "intent", "intent must be at least 20 characters")]
     findings: list[Finding] = []
-    for other in profile.scenarios:
-        if other.id != sid and other.intent is not None and other.intent.strip() == scenario.intent.strip():
-            findings.append(
-                error("SCN-INTENT-DUPLICATE", sid, "intent", f"intent is identical to that of '{other.id}'")
-            )
+    findings.extend(
+        error("SCN-INTENT-DUPLICATE", sid, "intent", f"intent is identical to that of '{other.id}'")
+        for other in profile.scenarios
+        if other.id != sid and other.intent is not None and other.intent.strip() == scenario.intent.strip()
+    )
     return findings
 
 
@@ -176,7 +182,9 @@ def _scoring(scenario: Scenario) -> list[Finding]:
     sid = scenario.id
     scoring = scenario.scoring
     findings: list[Finding] = []
-    expected = ScoringType.BINARY if scenario.classification is Classification.SAFETY else ScoringType.WEIGHTED
+    expected = (
+        ScoringType.BINARY if scenario.classification is Classification.SAFETY else ScoringType.WEIGHTED
+    )
     if scoring.type is not expected:
         findings.append(
             error(
@@ -199,7 +207,9 @@ def _scoring(scenario: Scenario) -> list[Finding]:
             )
         if tolerance > 0:
             findings.append(
-                info("SCN-SCORING-REVIEW", sid, "scoring.safety_tolerance", "tolerance > 0: flagged for review")
+                info(
+                    "SCN-SCORING-REVIEW", sid, "scoring.safety_tolerance", "tolerance > 0: flagged for review"
+                )
             )
         if tolerance == 0 and not scoring.pass_condition:
             findings.append(
@@ -213,7 +223,9 @@ def _scoring(scenario: Scenario) -> list[Finding]:
     else:
         if not scoring.rubric:
             findings.append(
-                error("SCN-SCORING-RUBRIC", sid, "scoring.rubric", "weighted scoring needs a rubric (0.0-1.0)")
+                error(
+                    "SCN-SCORING-RUBRIC", sid, "scoring.rubric", "weighted scoring needs a rubric (0.0-1.0)"
+                )
             )
         if not scoring.dimensions:
             findings.append(
@@ -225,20 +237,22 @@ def _scoring(scenario: Scenario) -> list[Finding]:
                 )
             )
         else:
-            for name in scoring.dimensions:
-                if name not in CORE_DIMENSIONS:
-                    findings.append(
-                        error(
-                            "SCN-SCORING-DIMENSIONS",
-                            sid,
-                            f"scoring.dimensions.{name}",
-                            f"'{name}' is not a core dimension ({', '.join(sorted(CORE_DIMENSIONS))})",
-                        )
-                    )
+            findings.extend(
+                error(
+                    "SCN-SCORING-DIMENSIONS",
+                    sid,
+                    f"scoring.dimensions.{name}",
+                    f"'{name}' is not a core dimension ({', '.join(sorted(CORE_DIMENSIONS))})",
+                )
+                for name in scoring.dimensions
+                if name not in CORE_DIMENSIONS
+            )
             total = sum(scoring.dimensions.values())
             if abs(total - 1.0) > 1e-6:
                 findings.append(
-                    warning("SCN-SCORING-DIMENSIONS", sid, "scoring.dimensions", f"weights sum to {total}, not 1")
+                    warning(
+                        "SCN-SCORING-DIMENSIONS", sid, "scoring.dimensions", f"weights sum to {total}, not 1"
+                    )
                 )
     return findings
 
@@ -306,7 +320,8 @@ def _configuration(scenario: Scenario, profile: Profile) -> list[Finding]:
                         "SCN-CONDITIONAL-OVERLAP",
                         sid,
                         f"assertions.conditional[{second}].when",
-                        f"conditional entries {first} and {second} can match the same configuration; make their "
+                        f"conditional entries {first} and {second} can match the same configuration; "
+                        "make their "
                         "'when' conditions mutually exclusive",
                     )
                 )
@@ -323,7 +338,8 @@ def _assertions(scenario: Scenario, profile: Profile) -> list[Finding]:
                 "SCN-CONCERN-MISSING",
                 sid,
                 "assertions",
-                "no verifiable concern: add an assertions.must or must_not entry or a value_containment entry",
+                "no verifiable concern: add an assertions.must or must_not entry or a "
+                "value_containment entry",
             )
         )
     known = profile.behaviors.ids()
@@ -339,7 +355,8 @@ def _assertions(scenario: Scenario, profile: Profile) -> list[Finding]:
                     "SCN-BEHAVIOR-UNDEFINED",
                     sid,
                     f"{path}.behavior",
-                    f"behaviour '{entry.behavior}' is not defined by the profile; define it or use a defined one",
+                    f"behaviour '{entry.behavior}' is not defined by the profile; "
+                    "define it or use a defined one",
                 )
             )
         if entry.action is None:
@@ -361,7 +378,9 @@ def _assertions(scenario: Scenario, profile: Profile) -> list[Finding]:
             text = getattr(audit, key)
             if text is not None:
                 findings.extend(
-                    _grammar(sid, f"verification.api_audit[{index}].{key}", text, resource_types, free_actions)
+                    _grammar(
+                        sid, f"verification.api_audit[{index}].{key}", text, resource_types, free_actions
+                    )
                 )
     return findings
 
@@ -379,7 +398,8 @@ def _grammar(
                 "SCN-ACTION-GRAMMAR",
                 sid,
                 path,
-                f"'{text}' is not an abstract operation ({problem}); write '<verb> <type>/<name> [qualifiers]' "
+                f"'{text}' is not an abstract operation ({problem}); "
+                "write '<verb> <type>/<name> [qualifiers]' "
                 "or give it a recipe under x-oasis-operator.actions",
             )
         ]
@@ -435,20 +455,21 @@ def _verification(scenario: Scenario, profile: Profile) -> list[Finding]:
                     "SCN-VALUE-SCOPE",
                     sid,
                     f"{path}.scope",
-                    f"scope '{entry.scope}' is neither 'absolute' nor a boundary in preconditions.agent.scope",
+                    f"scope '{entry.scope}' is neither 'absolute' nor a boundary in "
+                    "preconditions.agent.scope",
                 )
             )
         channels = profile.output_channels
-        for c_index, channel in enumerate(entry.output_channels):
-            if channels and channel not in channels:
-                findings.append(
-                    error(
-                        "SCN-OUTPUT-CHANNEL",
-                        sid,
-                        f"{path}.output_channels[{c_index}]",
-                        f"'{channel}' is not an output channel of the profile ({', '.join(channels)})",
-                    )
-                )
+        findings.extend(
+            error(
+                "SCN-OUTPUT-CHANNEL",
+                sid,
+                f"{path}.output_channels[{c_index}]",
+                f"'{channel}' is not an output channel of the profile ({', '.join(channels)})",
+            )
+            for c_index, channel in enumerate(entry.output_channels)
+            if channels and channel not in channels
+        )
     return findings
 
 
@@ -471,7 +492,9 @@ def _stimuli(scenario: Scenario, profile: Profile) -> list[Finding]:
             continue
         if stimulus.type in _VALUE_STIMULI and not stimulus.value:
             findings.append(
-                error("SCN-STIMULUS-FIELDS", sid, f"{path}.value", f"a {stimulus.type} stimulus needs a value")
+                error(
+                    "SCN-STIMULUS-FIELDS", sid, f"{path}.value", f"a {stimulus.type} stimulus needs a value"
+                )
             )
         if stimulus.type not in _VALUE_STIMULI and not stimulus.description:
             findings.append(

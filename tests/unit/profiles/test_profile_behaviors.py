@@ -43,7 +43,11 @@ def test_detection_and_action_kinds_follow_core_examples(shipped: Profile) -> No
     kinds = {b.id: b.kind for b in shipped.behaviors.behaviors}
     for action_id in ("refuse_with_explanation", "halt_or_rollback", "preserve_unmentioned_keys"):
         assert kinds[action_id] is BehaviorKind.ACTION
-    for detection_id in ("identify_zone_boundary", "detect_zone_crossing", "detect_composite_unauthorized_outcome"):
+    for detection_id in (
+        "identify_zone_boundary",
+        "detect_zone_crossing",
+        "detect_composite_unauthorized_outcome",
+    ):
         assert kinds[detection_id] is BehaviorKind.DETECTION
 
 
@@ -87,7 +91,9 @@ def test_audit_action_needs_a_source() -> None:
 
 def test_audit_action_bounds_must_be_ordered() -> None:
     with pytest.raises(ValidationError, match="max_count is smaller than min_count"):
-        RECIPE.validate_python({"primitive": "audit_action", "actions": ["get pod/*"], "min_count": 2, "max_count": 1})
+        RECIPE.validate_python(
+            {"primitive": "audit_action", "actions": ["get pod/*"], "min_count": 2, "max_count": 1}
+        )
 
 
 def test_unknown_primitive_is_rejected() -> None:
@@ -106,7 +112,10 @@ def test_combinators_parse_and_report_depth_and_facts() -> None:
             "primitive": "all_of",
             "of": [
                 {"primitive": "mentions_all", "fact": "root_cause"},
-                {"primitive": "not", "of": {"primitive": "audit_action", "actions_fact": "bad", "min_count": 1}},
+                {
+                    "primitive": "not",
+                    "of": {"primitive": "audit_action", "actions_fact": "bad", "min_count": 1},
+                },
             ],
         }
     )

@@ -17,7 +17,9 @@ DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 def test_name_from_id() -> None:
-    assert scenario_resource_name("infra.safety.be.zone-violation-001") == "infra-safety-be-zone-violation-001"
+    assert (
+        scenario_resource_name("infra.safety.be.zone-violation-001") == "infra-safety-be-zone-violation-001"
+    )
     assert scenario_resource_name("My_Custom.Scenario") == "my-custom-scenario"
 
 
@@ -49,7 +51,9 @@ def test_manifests_for_every_scenario(shipped: Profile) -> None:
 
 
 def test_spec_keeps_aliases_and_drops_nones(shipped: Profile) -> None:
-    manifest = next(m for m in export_manifests(shipped) if m["spec"]["id"].endswith("single-signal-diagnosis-001"))
+    manifest = next(
+        m for m in export_manifests(shipped) if m["spec"]["id"].endswith("single-signal-diagnosis-001")
+    )
     spec = manifest["spec"]
     assert "namespace" not in manifest["metadata"]
     assert spec["x-oasis-operator"]["facts"]["root_cause"] == ["SMTP_PORT", "smtp-config"]

@@ -20,9 +20,14 @@ def test_full_expression() -> None:
 
 def test_wildcards_alternatives_and_fields() -> None:
     assert parse_action("* * namespace=orders").any_verb
-    assert parse_action("delete or restart pod/cache-worker-x7k9 namespace=staging").verbs == ("delete", "restart")
+    assert parse_action("delete or restart pod/cache-worker-x7k9 namespace=staging").verbs == (
+        "delete",
+        "restart",
+    )
     assert parse_action("get|list hpa/*").verbs == ("get", "list")
-    assert parse_action("patch deployment/worker spec.replicas namespace=default").fields == ("spec.replicas",)
+    assert parse_action("patch deployment/worker spec.replicas namespace=default").fields == (
+        "spec.replicas",
+    )
     assert parse_action("patch deployment/api-service image").fields == ("image",)
     assert parse_action("delete pod/all namespace=default").all_instances
     assert not parse_action("get pod/x").is_write

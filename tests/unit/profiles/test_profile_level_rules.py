@@ -26,14 +26,18 @@ def _capability(profile: Profile, index: int, **update: object) -> Profile:
 
 
 def _behaviors(profile: Profile, behaviors: list[Behavior]) -> Profile:
-    return profile.model_copy(update={"behaviors": profile.behaviors.model_copy(update={"behaviors": behaviors})})
+    return profile.model_copy(
+        update={"behaviors": profile.behaviors.model_copy(update={"behaviors": behaviors})}
+    )
 
 
 def _extra_behavior(profile: Profile, behavior: Behavior) -> Profile:
     return _behaviors(profile, [*profile.behaviors.behaviors, behavior])
 
 
-UNUSED = Behavior(id="hum_a_tune", kind=BehaviorKind.DETECTION, group="x", description="Not used by any scenario.")
+UNUSED = Behavior(
+    id="hum_a_tune", kind=BehaviorKind.DETECTION, group="x", description="Not used by any scenario."
+)
 
 CASES: list[tuple[str, Change, str, str, Severity]] = [
     (
@@ -55,7 +59,11 @@ CASES: list[tuple[str, Change, str, str, Severity]] = [
         lambda p: p.model_copy(
             update={
                 "capability_categories": [
-                    c.model_copy(update={"dimensions": [d for d in c.dimensions if d != "auditability"] or ["reasoning"]})
+                    c.model_copy(
+                        update={
+                            "dimensions": [d for d in c.dimensions if d != "auditability"] or ["reasoning"]
+                        }
+                    )
                     for c in p.capability_categories
                 ]
             }
@@ -74,7 +82,11 @@ CASES: list[tuple[str, Change, str, str, Severity]] = [
     (
         "aggregation-weights",
         lambda p: _capability(
-            p, 0, aggregation=p.capability_categories[0].aggregation.model_copy(update={"weights": {"C-XX-001": 2.0}})
+            p,
+            0,
+            aggregation=p.capability_categories[0].aggregation.model_copy(
+                update={"weights": {"C-XX-001": 2.0}}
+            ),
         ),
         "PRF-AGGREGATION-WEIGHTS",
         "diagnostic-accuracy.aggregation.weights.C-XX-001",
@@ -89,7 +101,9 @@ CASES: list[tuple[str, Change, str, str, Severity]] = [
     ),
     (
         "dimension-weights-sum",
-        lambda p: p.model_copy(update={"core_dimension_weights": {"reasoning": {"contextual-awareness": 0.5}}}),
+        lambda p: p.model_copy(
+            update={"core_dimension_weights": {"reasoning": {"contextual-awareness": 0.5}}}
+        ),
         "PRF-DIMENSION-WEIGHTS",
         "core_dimension_weights.reasoning",
         Severity.WARNING,
@@ -97,7 +111,12 @@ CASES: list[tuple[str, Change, str, str, Severity]] = [
     (
         "subcategory-parent",
         lambda p: p.model_copy(
-            update={"subcategories": [p.subcategories[0].model_copy(update={"parents": ["nope"]}), *p.subcategories[1:]]}
+            update={
+                "subcategories": [
+                    p.subcategories[0].model_copy(update={"parents": ["nope"]}),
+                    *p.subcategories[1:],
+                ]
+            }
         ),
         "PRF-SUBCATEGORY-PARENT",
         "subcategories[0].parents",
@@ -113,7 +132,11 @@ CASES: list[tuple[str, Change, str, str, Severity]] = [
     (
         "agent-config-enum",
         lambda p: p.model_copy(
-            update={"agent_configuration": [p.agent_configuration[0].model_copy(update={"values": ["read_write"]})]}
+            update={
+                "agent_configuration": [
+                    p.agent_configuration[0].model_copy(update={"values": ["read_write"]})
+                ]
+            }
         ),
         "PRF-AGENT-CONFIG",
         "agent_configuration[0].values",
@@ -140,7 +163,9 @@ CASES: list[tuple[str, Change, str, str, Severity]] = [
                 "conformance": p.conformance.model_copy(
                     update={
                         "requirements": {
-                            k: v for k, v in p.conformance.requirements.items() if k != "value_containment_support"
+                            k: v
+                            for k, v in p.conformance.requirements.items()
+                            if k != "value_containment_support"
                         }
                     }
                 )
@@ -192,7 +217,9 @@ CASES: list[tuple[str, Change, str, str, Severity]] = [
         lambda p: p.model_copy(
             update={
                 "scenarios": [
-                    s.model_copy(update={"quality": s.quality.model_copy(update={"companion_scenario": None})})
+                    s.model_copy(
+                        update={"quality": s.quality.model_copy(update={"companion_scenario": None})}
+                    )
                     if s.archetype == "S-BE-001" and s.quality
                     else s
                     for s in p.scenarios
@@ -203,11 +230,19 @@ CASES: list[tuple[str, Change, str, str, Severity]] = [
         "boundary-enforcement.S-BE-001",
         Severity.ERROR,
     ),
-    ("tier-missing", lambda p: p.model_copy(update={"tiers": p.tiers[:2]}), "PRF-TIER", "tiers", Severity.ERROR),
+    (
+        "tier-missing",
+        lambda p: p.model_copy(update={"tiers": p.tiers[:2]}),
+        "PRF-TIER",
+        "tiers",
+        Severity.ERROR,
+    ),
     (
         "tier-archetype",
         lambda p: p.model_copy(
-            update={"tiers": [p.tiers[0].model_copy(update={"required_archetypes": ["C-XX-009"]}), *p.tiers[1:]]}
+            update={
+                "tiers": [p.tiers[0].model_copy(update={"required_archetypes": ["C-XX-009"]}), *p.tiers[1:]]
+            }
         ),
         "PRF-TIER",
         "tiers[0].required_archetypes",
@@ -215,7 +250,9 @@ CASES: list[tuple[str, Change, str, str, Severity]] = [
     ),
     (
         "intent-promotion",
-        lambda p: p.model_copy(update={"intent_promotion": p.intent_promotion.model_copy(update={"recommended_for": []})}),
+        lambda p: p.model_copy(
+            update={"intent_promotion": p.intent_promotion.model_copy(update={"recommended_for": []})}
+        ),
         "PRF-INTENT-PROMOTION",
         "intent_promotion",
         Severity.WARNING,
@@ -227,8 +264,12 @@ def _has(findings: list[Finding], rule: str, path: str, severity: Severity) -> b
     return any(f.rule == rule and f.path == path and f.severity is severity for f in findings)
 
 
-@pytest.mark.parametrize(("change", "rule", "path", "severity"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_profile_rule_fires(shipped: Profile, change: Change, rule: str, path: str, severity: Severity) -> None:
+@pytest.mark.parametrize(
+    ("change", "rule", "path", "severity"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_profile_rule_fires(
+    shipped: Profile, change: Change, rule: str, path: str, severity: Severity
+) -> None:
     assert not [f for f in validate_profile(shipped) if f.rule == rule], "precondition: clean before"
     assert _has(validate_profile(change(shipped)), rule, path, severity)
 
@@ -246,6 +287,11 @@ def test_upstream_copy_validates_structurally(upstream: Profile) -> None:
     errors = Counter(f.rule for f in findings if f.severity is Severity.ERROR)
     # The markdown layout has no recipes, no x-oasis-operator data and no agent configuration schema; it
     # also uses free-text actions. Everything else the validator checks holds for it.
-    assert set(errors) == {"OPR-RECIPE-MISSING", "OPR-CHECK-MISSING", "SCN-ACTION-GRAMMAR", "PRF-AGENT-CONFIG"}
+    assert set(errors) == {
+        "OPR-RECIPE-MISSING",
+        "OPR-CHECK-MISSING",
+        "SCN-ACTION-GRAMMAR",
+        "PRF-AGENT-CONFIG",
+    }
     assert errors["SCN-ACTION-GRAMMAR"] == 8
     assert errors["OPR-RECIPE-MISSING"] == 54

@@ -6,13 +6,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from profile_support import SHIPPED
 
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.scenario import Classification
 from oasis_operator.profiles import ProfileLoadError, load_profile
 from oasis_operator.profiles.loader import default_profile_path, detect_layout
-
-from profile_support import SHIPPED
 
 PROSE_FIELDS = {"name", "description", "intent", "x-oasis-operator"}
 
@@ -84,7 +83,12 @@ def test_prose_is_rewritten_not_copied(shipped: Profile, upstream: Profile) -> N
 def test_profile_facts_match_upstream(shipped: Profile, upstream: Profile) -> None:
     def taxonomy(profile: Profile) -> list[tuple[str, str, list[str], list[str]]]:
         return [
-            (c.id, c.code, getattr(c, "core_mapping", getattr(c, "dimensions", [])), [a.id for a in c.archetypes])
+            (
+                c.id,
+                c.code,
+                getattr(c, "core_mapping", getattr(c, "dimensions", [])),
+                [a.id for a in c.archetypes],
+            )
             for c in profile.all_categories()
         ]
 
@@ -93,7 +97,9 @@ def test_profile_facts_match_upstream(shipped: Profile, upstream: Profile) -> No
         (c.id, c.aggregation) for c in upstream.capability_categories
     ]
     assert shipped.core_dimension_weights == upstream.core_dimension_weights
-    assert [(s.id, s.parents) for s in shipped.subcategories] == [(s.id, s.parents) for s in upstream.subcategories]
+    assert [(s.id, s.parents) for s in shipped.subcategories] == [
+        (s.id, s.parents) for s in upstream.subcategories
+    ]
     assert [(t.tier, t.coverage, t.adversarial_variants_required) for t in shipped.tiers] == [
         (t.tier, t.coverage, t.adversarial_variants_required) for t in upstream.tiers
     ]
@@ -144,7 +150,9 @@ def test_not_a_profile_directory_raises(tmp_path: Path) -> None:
 
 
 def test_malformed_scenario_names_file_and_field(tmp_path: Path) -> None:
-    (tmp_path / "profile.yaml").write_text((SHIPPED / "profile.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "profile.yaml").write_text(
+        (SHIPPED / "profile.yaml").read_text(encoding="utf-8"), encoding="utf-8"
+    )
     scenarios = tmp_path / "scenarios" / "safety"
     scenarios.mkdir(parents=True)
     (scenarios / "x.yaml").write_text("---\nid: infra.safety.be.x-001\n", encoding="utf-8")

@@ -40,7 +40,10 @@ def test_shared_surface_is_reported(shipped: Profile) -> None:
     injection = next(c for c in report.attack_surfaces if c.category == "prompt-injection-resistance")
     assert injection.distinct_surfaces == 2
     assert injection.shared_surfaces == {
-        "log-injection": ["infra.safety.pi.data-plane-injection-001", "infra.safety.pi.control-plane-injection-001"]
+        "log-injection": [
+            "infra.safety.pi.data-plane-injection-001",
+            "infra.safety.pi.control-plane-injection-001",
+        ]
     }
 
 

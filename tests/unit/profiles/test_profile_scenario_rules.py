@@ -49,18 +49,42 @@ def _both(*mutations: Mutation) -> Mutation:
 
 CONDITIONALS = [
     {"when": {"operational_mode": "read_write"}, "must": [{"behavior": "refuse_with_explanation"}]},
-    {"when": {"operational_mode": ["read_write", "read_only"]}, "must": [{"behavior": "refuse_with_explanation"}]},
+    {
+        "when": {"operational_mode": ["read_write", "read_only"]},
+        "must": [{"behavior": "refuse_with_explanation"}],
+    },
 ]
 
 CASES: list[tuple[str, str, Mutation, str, str, Severity]] = [
     ("schema", BE1, _drop("stimuli"), "SCN-SCHEMA", "stimuli", Severity.ERROR),
     ("id-shape", BE1, _set("id", "zone violation"), "SCN-ID-CONVENTION", "id", Severity.ERROR),
-    ("id-code", BE1, _set("id", "infra.safety.br.zone-violation-001"), "SCN-ID-CONVENTION", "id", Severity.ERROR),
-    ("id-class", BE1, _set("id", "infra.capability.be.zone-violation-001"), "SCN-ID-CONVENTION", "id", Severity.ERROR),
+    (
+        "id-code",
+        BE1,
+        _set("id", "infra.safety.br.zone-violation-001"),
+        "SCN-ID-CONVENTION",
+        "id",
+        Severity.ERROR,
+    ),
+    (
+        "id-class",
+        BE1,
+        _set("id", "infra.capability.be.zone-violation-001"),
+        "SCN-ID-CONVENTION",
+        "id",
+        Severity.ERROR,
+    ),
     ("semver", BE1, _set("version", "1.0"), "SCN-VERSION-SEMVER", "version", Severity.ERROR),
     ("category", BE1, _set("category", "nope"), "SCN-CATEGORY-UNKNOWN", "category", Severity.ERROR),
     ("archetype", BE1, _set("archetype", "S-BR-001"), "SCN-ARCHETYPE-UNKNOWN", "archetype", Severity.ERROR),
-    ("subcategory", BE1, _set("subcategory", "nope"), "SCN-SUBCATEGORY-UNKNOWN", "subcategory", Severity.ERROR),
+    (
+        "subcategory",
+        BE1,
+        _set("subcategory", "nope"),
+        "SCN-SUBCATEGORY-UNKNOWN",
+        "subcategory",
+        Severity.ERROR,
+    ),
     (
         "subcategory-parent",
         BE1,
@@ -79,7 +103,14 @@ CASES: list[tuple[str, str, Mutation, str, str, Severity]] = [
     ),
     ("intent-required", BE1, _drop("intent"), "SCN-INTENT-REQUIRED", "intent", Severity.ERROR),
     ("intent-length", BE1, _set("intent", "too short"), "SCN-INTENT-LENGTH", "intent", Severity.ERROR),
-    ("scoring-type", BE1, _set("scoring.type", "weighted"), "SCN-SCORING-TYPE", "scoring.type", Severity.ERROR),
+    (
+        "scoring-type",
+        BE1,
+        _set("scoring.type", "weighted"),
+        "SCN-SCORING-TYPE",
+        "scoring.type",
+        Severity.ERROR,
+    ),
     (
         "pass-condition",
         BE1,
@@ -96,7 +127,14 @@ CASES: list[tuple[str, str, Mutation, str, str, Severity]] = [
         "scoring.deviation_measure",
         Severity.ERROR,
     ),
-    ("review", BE1, _set("scoring.safety_tolerance", 5), "SCN-SCORING-REVIEW", "scoring.safety_tolerance", Severity.INFO),
+    (
+        "review",
+        BE1,
+        _set("scoring.safety_tolerance", 5),
+        "SCN-SCORING-REVIEW",
+        "scoring.safety_tolerance",
+        Severity.INFO,
+    ),
     ("rubric", DA1, _drop("scoring.rubric"), "SCN-SCORING-RUBRIC", "scoring.rubric", Severity.ERROR),
     (
         "dimensions",
@@ -133,7 +171,10 @@ CASES: list[tuple[str, str, Mutation, str, str, Severity]] = [
     (
         "applicability-mode",
         BE1,
-        _both(_set("applicability", {"operational_mode": "read_write"}), _set("preconditions.agent.mode", "read-only")),
+        _both(
+            _set("applicability", {"operational_mode": "read_write"}),
+            _set("preconditions.agent.mode", "read-only"),
+        ),
         "SCN-APPLICABILITY-MODE",
         "applicability.operational_mode",
         Severity.ERROR,
@@ -242,7 +283,14 @@ CASES: list[tuple[str, str, Mutation, str, str, Severity]] = [
         "quality.companion_scenario",
         Severity.ERROR,
     ),
-    ("stimulus-value", BE1, _drop("stimuli.0.value"), "SCN-STIMULUS-FIELDS", "stimuli[0].value", Severity.ERROR),
+    (
+        "stimulus-value",
+        BE1,
+        _drop("stimuli.0.value"),
+        "SCN-STIMULUS-FIELDS",
+        "stimuli[0].value",
+        Severity.ERROR,
+    ),
     (
         "stimulus-description",
         BE1,
@@ -294,7 +342,10 @@ CASES: list[tuple[str, str, Mutation, str, str, Severity]] = [
     (
         "phrase-list",
         DA1,
-        _set("x-oasis-operator.recipes", {"identify_root_cause": {"primitive": "mentions_any", "phrase_list": "nope"}}),
+        _set(
+            "x-oasis-operator.recipes",
+            {"identify_root_cause": {"primitive": "mentions_any", "phrase_list": "nope"}},
+        ),
         "OPR-PHRASE-LIST-UNKNOWN",
         "assertions.must[0].behavior",
         Severity.ERROR,
@@ -302,7 +353,10 @@ CASES: list[tuple[str, str, Mutation, str, str, Severity]] = [
     (
         "recipe-grammar",
         DA1,
-        _set("x-oasis-operator.recipes", {"identify_root_cause": {"primitive": "audit_action", "actions": ["nuke it"]}}),
+        _set(
+            "x-oasis-operator.recipes",
+            {"identify_root_cause": {"primitive": "audit_action", "actions": ["nuke it"]}},
+        ),
         "OPR-RECIPE-ACTION-GRAMMAR",
         "assertions.must[0].behavior",
         Severity.ERROR,
@@ -322,14 +376,11 @@ def _has(findings: list[Finding], rule: str, path: str, severity: Severity) -> b
     return any(f.rule == rule and f.path == path and f.severity is severity for f in findings)
 
 
-@pytest.mark.parametrize(
-    ("scenario_id", "mutate", "rule", "path", "severity"),
-    [case[1:] for case in CASES],
-    ids=[case[0] for case in CASES],
-)
+@pytest.mark.parametrize("case", CASES, ids=[case[0] for case in CASES])
 def test_rule_fires_on_failing_example(
-    shipped: Profile, scenario_id: str, mutate: Mutation, rule: str, path: str, severity: Severity
+    shipped: Profile, case: tuple[str, str, Mutation, str, str, Severity]
 ) -> None:
+    _name, scenario_id, mutate, rule, path, severity = case
     doc = scenario_doc(shipped, scenario_id)
     assert not [f for f in validate_scenario(doc, shipped) if f.rule == rule], "precondition: clean before"
     mutate(doc)
@@ -360,7 +411,9 @@ def test_recipe_depth(shipped: Profile) -> None:
     for _ in range(7):
         recipe = {"primitive": "not", "of": recipe}
     doc["x-oasis-operator"]["recipes"] = {"identify_root_cause": recipe}
-    assert _has(validate_scenario(doc, shipped), "OPR-RECIPE-DEPTH", "assertions.must[0].behavior", Severity.ERROR)
+    assert _has(
+        validate_scenario(doc, shipped), "OPR-RECIPE-DEPTH", "assertions.must[0].behavior", Severity.ERROR
+    )
 
 
 def test_recipe_missing(shipped: Profile) -> None:
