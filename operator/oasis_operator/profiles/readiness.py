@@ -204,3 +204,12 @@ def readiness_findings(scenario: Scenario, profile: Profile) -> list[Finding]:
     for recipe in [*extension.actions.values(), *extension.recipes.values()]:
         findings.extend(_recipe_findings(scenario, profile, EXTENSION_KEY, recipe, facts))
     return findings
+
+
+def behavior_recipe(scenario: Scenario, profile: Profile, behavior_id: str) -> Recipe | None:
+    """The recipe deciding `behavior_id` in this scenario: its own override, else the registry's."""
+    extension, _ = parse_extension(scenario)
+    if behavior_id in extension.recipes:
+        return extension.recipes[behavior_id]
+    behavior = profile.behaviors.get(behavior_id)
+    return behavior.recipe if behavior else None
