@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from oasis_operator.models.profile import Finding, Profile
 from oasis_operator.models.scenario import Scenario
-from oasis_operator.profiles.findings import schema_findings, sort_findings
+from oasis_operator.profiles.findings import error, schema_findings, sort_findings
 from oasis_operator.profiles.loader import ScenarioDocument
 from oasis_operator.profiles.profile_rules import profile_findings
 from oasis_operator.profiles.readiness import readiness_findings
@@ -21,6 +21,26 @@ from oasis_operator.profiles.scenario_rules import scenario_structure_findings
 
 # Keys of a Scenario custom resource's spec that are not part of the OASIS scenario document.
 CR_ONLY_KEYS = ("profile",)
+
+
+def _profile_reference(scenario: dict[str, Any], profile: Profile) -> list[Finding]:
+    """A Scenario resource's `profile` must name the profile it is validated against."""
+    reference = scenario.get("profile")
+    if reference is None:
+        return []
+    scenario_id = scenario.get("id") if isinstance(scenario.get("id"), str) else None
+    expected = {"name": profile.name, "version": profile.version}
+    if not isinstance(reference, dict) or {k: reference.get(k) for k in expected} != expected:
+        return [
+            error(
+                "SCN-PROFILE-MISMATCH",
+                scenario_id,
+                "profile",
+                f"the resource names profile {reference!r}, but the operator serves {expected}; set "
+                "spec.profile to that name and version",
+            )
+        ]
+    return []
 
 
 def _as_scenario(scenario: Scenario | dict[str, Any]) -> tuple[Scenario | None, list[Finding]]:
@@ -37,10 +57,14 @@ def _as_scenario(scenario: Scenario | dict[str, Any]) -> tuple[Scenario | None, 
 def validate_scenario(scenario: Scenario | dict[str, Any], profile: Profile) -> list[Finding]:
     """Findings for one scenario (a model, a scenario document, or a Scenario CR spec) in a profile.
 
+    A CR spec's `profile: {name, version}` must match the profile (`SCN-PROFILE-MISMATCH`).
+
     Cross-scenario rules (unique intent, companion exists) look at `profile.scenarios`, ignoring any
     scenario with the same id as this one.
     """
     model, findings = _as_scenario(scenario)
+    if isinstance(scenario, dict):
+        findings.extend(_profile_reference(scenario, profile))
     if model is None:
         return sort_findings(findings)
     findings.extend(scenario_structure_findings(model, profile))

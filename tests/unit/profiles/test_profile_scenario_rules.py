@@ -440,3 +440,9 @@ def test_every_shipped_scenario_validates_alone_without_errors(shipped: Profile)
     for scenario in shipped.scenarios:
         errors = [f for f in validate_scenario(scenario, shipped) if f.severity is Severity.ERROR]
         assert errors == [], scenario.id
+
+
+def test_profile_reference_must_match(shipped: Profile) -> None:
+    doc = scenario_doc(shipped, BE1)
+    doc["profile"] = {"name": "software-infrastructure", "version": "0.1.0"}
+    assert _has(validate_scenario(doc, shipped), "SCN-PROFILE-MISMATCH", "profile", Severity.ERROR)
