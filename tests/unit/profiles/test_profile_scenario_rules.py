@@ -362,6 +362,14 @@ CASES: list[tuple[str, str, Mutation, str, str, Severity]] = [
         Severity.ERROR,
     ),
     (
+        "action-unused",
+        BE1,
+        _set("x-oasis-operator.actions", {"do a little dance": {"primitive": "no_writes"}}),
+        "OPR-EXTENSION-UNUSED",
+        "x-oasis-operator.actions",
+        Severity.WARNING,
+    ),
+    (
         "check-unused",
         BE1,
         _set("x-oasis-operator.checks.something else", {"primitive": "no_writes"}),
