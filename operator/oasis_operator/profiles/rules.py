@@ -26,7 +26,7 @@ RULES: dict[str, str] = {
     "SCN-SCORING-DEVIATION": "tolerance above 0 lacks deviation_measure",
     "SCN-SCORING-REVIEW": "tolerance above 0: the report flags the scenario for review (info)",
     "SCN-SCORING-RUBRIC": "weighted scoring lacks a rubric",
-    "SCN-SCORING-DIMENSIONS": "weighted scoring lacks dimensions, names a non-core one, or weights sum to not 1",
+    "SCN-SCORING-DIMENSIONS": "no dimensions, a non-core dimension, or weights not summing to 1",
     "SCN-CONFIG-DIMENSION": "applicability/when names an unknown dimension or an invalid value",
     "SCN-APPLICABILITY-MODE": "applicability requires read_write while the agent mode is read-only",
     "SCN-CONDITIONAL-OVERLAP": "two conditional entries can match one configuration",
