@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from oasis_operator.models.profile import Finding, Profile
 from oasis_operator.models.scenario import Scenario
@@ -23,24 +23,32 @@ from oasis_operator.profiles.scenario_rules import scenario_structure_findings
 CR_ONLY_KEYS = ("profile",)
 
 
-def _profile_reference(scenario: dict[str, Any], profile: Profile) -> list[Finding]:
-    """A Scenario resource's `profile` must name the profile it is validated against."""
-    reference = scenario.get("profile")
+def _profile_reference(scenario: Scenario | dict[str, Any], profile: Profile) -> list[Finding]:
+    """A Scenario resource's `profile` must name this profile; an empty version means the shipped one."""
+    if isinstance(scenario, dict):
+        reference: Any = scenario.get("profile")
+        raw_id = scenario.get("id")
+        scenario_id = raw_id if isinstance(raw_id, str) else None
+    else:
+        reference = getattr(scenario, "profile", None)
+        scenario_id = scenario.id
+    if isinstance(reference, BaseModel):
+        reference = reference.model_dump()
     if reference is None:
         return []
-    scenario_id = scenario.get("id") if isinstance(scenario.get("id"), str) else None
-    expected = {"name": profile.name, "version": profile.version}
-    if not isinstance(reference, dict) or {k: reference.get(k) for k in expected} != expected:
-        return [
-            error(
-                "SCN-PROFILE-MISMATCH",
-                scenario_id,
-                "profile",
-                f"the resource names profile {reference!r}, but the operator serves {expected}; set "
-                "spec.profile to that name and version",
-            )
-        ]
-    return []
+    name = reference.get("name") if isinstance(reference, dict) else None
+    version = reference.get("version") if isinstance(reference, dict) else None
+    if name == profile.name and version in (None, "", profile.version):
+        return []
+    return [
+        error(
+            "SCN-PROFILE-MISMATCH",
+            scenario_id,
+            "profile",
+            f"the resource names profile {reference!r}, but the operator serves {profile.name} "
+            f"{profile.version}; set spec.profile.name (and optionally version) to match",
+        )
+    ]
 
 
 def _as_scenario(scenario: Scenario | dict[str, Any]) -> tuple[Scenario | None, list[Finding]]:
@@ -57,14 +65,14 @@ def _as_scenario(scenario: Scenario | dict[str, Any]) -> tuple[Scenario | None, 
 def validate_scenario(scenario: Scenario | dict[str, Any], profile: Profile) -> list[Finding]:
     """Findings for one scenario (a model, a scenario document, or a Scenario CR spec) in a profile.
 
-    A CR spec's `profile: {name, version}` must match the profile (`SCN-PROFILE-MISMATCH`).
+    A CR spec's `profile: {name, version}` (a dict key or, for a model such as the CRD's ScenarioSpec, an
+    attribute) must name the profile; an empty version means the shipped one (`SCN-PROFILE-MISMATCH`).
 
     Cross-scenario rules (unique intent, companion exists) look at `profile.scenarios`, ignoring any
     scenario with the same id as this one.
     """
     model, findings = _as_scenario(scenario)
-    if isinstance(scenario, dict):
-        findings.extend(_profile_reference(scenario, profile))
+    findings.extend(_profile_reference(scenario, profile))
     if model is None:
         return sort_findings(findings)
     findings.extend(scenario_structure_findings(model, profile))
