@@ -311,6 +311,10 @@ class SandboxProvider:
         """Delete every namespace and cluster-scoped object of the environment; idempotent."""
         report = TeardownReport(env_id)
         selector = {"labelSelector": f"{ENV_LABEL}={env_id}"}
+        # No kubelet confirms pod shutdown here, so pods go at once; otherwise their namespaces would wait
+        # forever on pods stuck in Terminating.
+        for ns in request(self.api, "GET", resource_path("Namespace"), query=selector)["items"]:
+            self.finalize_pods(ns["metadata"]["name"])
         for kind in ("ClusterRoleBinding", "ClusterRole", "Node", "PersistentVolume", "Namespace"):
             items = request(self.api, "GET", resource_path(kind), query=selector)["items"]
             for item in items:
@@ -332,6 +336,19 @@ class SandboxProvider:
                     break
                 time.sleep(0.5)
         return report
+
+    def finalize_pods(self, namespace: str, names: Iterable[str] | None = None) -> None:
+        """Delete pods immediately (grace 0), as a kubelet would confirm their shutdown."""
+        zero = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
+        try:
+            if names is None:
+                request(self.api, "DELETE", resource_path("Pod", namespace), zero)
+                return
+            for name in names:
+                request(self.api, "DELETE", resource_path("Pod", namespace, name), zero)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
 
     def _remaining(self, env_id: str) -> list[str]:
         selector = {"labelSelector": f"{ENV_LABEL}={env_id}"}

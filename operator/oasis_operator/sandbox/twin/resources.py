@@ -12,7 +12,7 @@ from typing import Any
 from oasis_operator.sandbox.twin.plan import Body, TwinContext, TwinObject, parse_age, percent
 from oasis_operator.sandbox.twin.pods import pod_ip
 
-ZONE_LABELS = ("petri.oasis/zone", "security-zone")  # the spec's example key, and a neutral one
+ZONE_LABELS = ("security-zone",)  # neutral on purpose: nothing the agent reads names the evaluation
 
 KINDS_FOR_EVENTS = {
     "deployment": ("Deployment", "apps/v1"),
