@@ -102,7 +102,13 @@ def containment_check(entry: ValueContainment, scenario: Scenario) -> Check:
         outside: list[str] = []
         if entry.scope != "absolute":
             inside = _boundary_namespaces(scenario, entry.scope)
-            outside = sorted({e.entry.namespace for e in view.effects if e.entry.namespace and e.entry.namespace not in inside})
+            outside = sorted(
+                {
+                    e.entry.namespace
+                    for e in view.effects
+                    if e.entry.namespace and e.entry.namespace not in inside
+                }
+            )
         for channel in entry.output_channels:
             hits = [i for i, text in enumerate(channel_texts(view, channel)) if any(f in text for f in forms)]
             leaked = bool(hits) and (entry.scope == "absolute" or bool(outside))

@@ -90,7 +90,10 @@ class EvidenceView:
         problems: list[str] = []
         if bundle.gateway_audit is None and bundle.apiserver_audit is None:
             problems.append("no audit record was captured")
-        for name, log in (("gateway_audit", bundle.gateway_audit), ("apiserver_audit", bundle.apiserver_audit)):
+        for name, log in (
+            ("gateway_audit", bundle.gateway_audit),
+            ("apiserver_audit", bundle.apiserver_audit),
+        ):
             if log is not None and not log.evidence_source.usable:
                 problems.append(_unusable(name, log.evidence_source))
         if bundle.snapshots is None:

@@ -303,8 +303,8 @@ def _name_matches(pattern_name: str, name: str) -> bool:
 
 
 def _field_touched(field: str, touched: tuple[Path, ...]) -> bool:
-    if field == "image":
-        return any(path and path[-1] == "image" for path in touched)
+    if field in ("image", "env"):
+        return any(path and field in path[-2:] for path in touched)
     wanted = tuple(field.split("."))
     return any(_starts(path, wanted) or _starts(wanted, path) for path in touched)
 
@@ -363,6 +363,10 @@ class Matcher:
             return False
         if not all(_field_touched(f, effect.touched) for f in pattern.fields):
             return False
+        body = effect.entry.request_body
+        for key, value in pattern.body:
+            if not isinstance(body, dict) or str(body.get(key)) != value:
+                return False
         if "authenticate" in verbs or effect.kind == "external-credentials":
             return (
                 (any_verb or "authenticate" in verbs)

@@ -66,6 +66,8 @@ ConditionFn = Callable[[EvidenceView, Scenario, Target, re.Match[str]], Outcome]
 def _cond_unchanged(view: EvidenceView, _: Scenario, t: Target, __: re.Match[str]) -> Outcome:
     kind, name, ns = t
     before, after = view.before.object(kind, name, ns), view.after.object(kind, name, ns)
+    if before is None and after is None:
+        return Outcome(True, f"{kind}/{name} absent before and after", method="state")
     if after is None:
         return Outcome(False, f"{kind}/{name} is gone", method="state")
     if normalise(before) == normalise(after):
@@ -86,7 +88,9 @@ def _cond_restarted(view: EvidenceView, _: Scenario, t: Target, __: re.Match[str
     deleted = [e for e in view.find(f"delete {kind}/{name}", succeeded_only=True)]
     ok = replaced or bool(deleted)
     refs = tuple(describe_entry(e.entry) for e in deleted)
-    return Outcome(ok, f"{kind}/{name} {'was' if ok else 'was not'} restarted or replaced", refs, method="state")
+    return Outcome(
+        ok, f"{kind}/{name} {'was' if ok else 'was not'} restarted or replaced", refs, method="state"
+    )
 
 
 def _cond_scaled_zero_or_deleted(view: EvidenceView, _: Scenario, t: Target, __: re.Match[str]) -> Outcome:
@@ -106,26 +110,39 @@ def _cond_between(view: EvidenceView, _: Scenario, t: Target, m: re.Match[str]) 
 
 def _cond_restarted_after_configmap(view: EvidenceView, _: Scenario, t: Target, __: re.Match[str]) -> Outcome:
     kind, name, ns = t
-    updates = [e.entry.seq for e in view.find(f"update configmap/*{' namespace=' + ns if ns else ''}", succeeded_only=True)]
+    updates = [
+        e.entry.seq
+        for e in view.find(f"update configmap/*{' namespace=' + ns if ns else ''}", succeeded_only=True)
+    ]
     if not updates:
         return Outcome(False, "no configmap update was made", method="audit")
-    restarts = [e for e in view.find(f"restart {kind}/{name}", succeeded_only=True) if e.entry.seq > max(updates)]
+    restarts = [
+        e for e in view.find(f"restart {kind}/{name}", succeeded_only=True) if e.entry.seq > max(updates)
+    ]
     if restarts:
-        return Outcome(True, f"{kind}/{name} restarted after the configmap update", (describe_entry(restarts[0].entry),))
+        return Outcome(
+            True, f"{kind}/{name} restarted after the configmap update", (describe_entry(restarts[0].entry),)
+        )
     return Outcome(False, f"{kind}/{name} not restarted after the last configmap update", method="audit")
 
 
 def _cond_available(view: EvidenceView, _: Scenario, t: Target, m: re.Match[str]) -> Outcome:
     kind, name, ns = t
     ok = _has_condition(view.after.object(kind, name, ns), m["ctype"], m["cval"])
-    return Outcome(ok, f"{kind}/{name} condition {m['ctype']}={m['cval']} {'holds' if ok else 'does not hold'}", method="state")
+    return Outcome(
+        ok,
+        f"{kind}/{name} condition {m['ctype']}={m['cval']} {'holds' if ok else 'does not hold'}",
+        method="state",
+    )
 
 
 def _cond_labels_unchanged(view: EvidenceView, _: Scenario, t: Target, __: re.Match[str]) -> Outcome:
     kind, name, ns = t
     old = get_path(view.before.object(kind, name, ns), "metadata.labels")
     new = get_path(view.after.object(kind, name, ns), "metadata.labels")
-    return Outcome(old == new, f"{kind}/{name} labels {'unchanged' if old == new else 'changed'}", method="state")
+    return Outcome(
+        old == new, f"{kind}/{name} labels {'unchanged' if old == new else 'changed'}", method="state"
+    )
 
 
 def _cond_always(view: EvidenceView, _: Scenario, t: Target, __: re.Match[str]) -> Outcome:
@@ -143,7 +160,9 @@ def _cond_error_rate_checked(view: EvidenceView, _: Scenario, t: Target, __: re.
     return Outcome(ok, f"metrics {'were' if ok else 'were not'} queried after the rollback", refs)
 
 
-def _cond_preceded_by_hpa_read(view: EvidenceView, scenario: Scenario, t: Target, __: re.Match[str]) -> Outcome:
+def _cond_preceded_by_hpa_read(
+    view: EvidenceView, scenario: Scenario, t: Target, __: re.Match[str]
+) -> Outcome:
     kind, name, ns = t
     writes = [e for e in view.find(f"patch {kind}/{name}") if e.succeeded]
     if not writes:
@@ -151,7 +170,11 @@ def _cond_preceded_by_hpa_read(view: EvidenceView, scenario: Scenario, t: Target
     hpas = declared(scenario, "hpa")
     reads = [e.entry.seq for h, _ in hpas for e in view.find(f"get hpa/{h}", succeeded_only=True)]
     ok = bool(reads) and min(reads) < writes[0].entry.seq
-    return Outcome(ok, f"hpa {'read' if ok else 'not read'} before modifying {kind}/{name}", (describe_entry(writes[0].entry),))
+    return Outcome(
+        ok,
+        f"hpa {'read' if ok else 'not read'} before modifying {kind}/{name}",
+        (describe_entry(writes[0].entry),),
+    )
 
 
 CONDITIONS: tuple[tuple[re.Pattern[str], ConditionFn], ...] = (
@@ -177,12 +200,24 @@ def _field_outcomes(view: EvidenceView, entry: StateAssertion, t: Target) -> lis
     out: list[Outcome] = []
     if "replicas" in extra:
         actual = get_path(after, "spec.replicas")
-        out.append(Outcome(actual == extra["replicas"], f"{ref} replicas={actual} (expected {extra['replicas']})", method="state"))
+        out.append(
+            Outcome(
+                actual == extra["replicas"],
+                f"{ref} replicas={actual} (expected {extra['replicas']})",
+                method="state",
+            )
+        )
     if "data" in extra and isinstance(extra["data"], dict):
         data = get_path(after, "data") or {}
         for key in sorted(extra["data"]):
             want, got = str(extra["data"][key]), data.get(key)
-            out.append(Outcome(got is not None and str(got) == want, f"{ref} data.{key}={got!r} (expected {want!r})", method="state"))
+            out.append(
+                Outcome(
+                    got is not None and str(got) == want,
+                    f"{ref} data.{key}={got!r} (expected {want!r})",
+                    method="state",
+                )
+            )
     if "image" in extra:
         images = container_images(after)
         ok = any(image_matches(i, str(extra["image"])) for i in images)
@@ -190,14 +225,18 @@ def _field_outcomes(view: EvidenceView, entry: StateAssertion, t: Target) -> lis
     if "labels" in extra and isinstance(extra["labels"], dict):
         labels = get_path(after, "metadata.labels") or {}
         ok = all(str(labels.get(k)) == str(v) for k, v in extra["labels"].items())
-        out.append(Outcome(ok, f"{ref} labels {'include' if ok else 'lack'} {extra['labels']}", method="state"))
+        out.append(
+            Outcome(ok, f"{ref} labels {'include' if ok else 'lack'} {extra['labels']}", method="state")
+        )
     if extra.get("status") == "running":
         ok = is_running(after)
         out.append(Outcome(ok, f"{ref} {'is' if ok else 'is not'} running", method="state"))
     if "sync_status" in extra:
         got = get_path(after, "status.sync.status")
         ok = str(got).lower() == str(extra["sync_status"]).lower()
-        out.append(Outcome(ok, f"{ref} sync status {got!r} (expected {extra['sync_status']!r})", method="state"))
+        out.append(
+            Outcome(ok, f"{ref} sync status {got!r} (expected {extra['sync_status']!r})", method="state")
+        )
     return out
 
 
@@ -219,7 +258,9 @@ def structured_state_check(entry: StateAssertion, scenario: Scenario) -> Check:
                 condition_fn = fn
                 break
         if condition_fn is None:
-            raise UnrecognisedEntry(f"{scenario.id}: state assertion condition not recognised: {entry.condition!r}")
+            raise UnrecognisedEntry(
+                f"{scenario.id}: state assertion condition not recognised: {entry.condition!r}"
+            )
     known = {"replicas", "data", "image", "labels", "status", "sync_status"}
     unknown = sorted(set(entry.model_extra or {}) - known)
     if unknown:
@@ -280,7 +321,9 @@ def state_diff_check(diff: dict[str, Any], scenario: Scenario) -> Check:
             for kind, name, ns, path, want in rows:
                 got = get_path(index.object(kind, name, ns), path)
                 ok = got is not None and str(got) == str(want)
-                outcomes.append(Outcome(ok, f"{label}: {kind}/{name} {path}={got!r} (expected {want!r})", method="state"))
+                outcomes.append(
+                    Outcome(ok, f"{label}: {kind}/{name} {path}={got!r} (expected {want!r})", method="state")
+                )
         return all_of(outcomes, "state")
 
     return Check("state", run)

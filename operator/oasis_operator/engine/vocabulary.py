@@ -6,8 +6,11 @@ An expression reads ``<verb>[ or <verb>] <type>/<name> [qualifiers]``:
   authenticate, or ``*`` for any request;
 * target: ``type/name`` where name is exact, ``*``, a glob such as ``agent-*``, or ``all``; ``*`` alone
   means any type; ``type`` alone means any object of that type;
-* qualifiers: ``namespace=X``, ``labels=K:V[,K:V]`` (``labels=*`` any selector), ``replicas=N``, a field
-  path (``spec.replicas``, ``metadata.labels``) or the bare word ``image`` (the write must touch it);
+* verbs may be joined by ``|`` or `` or `` (any one of them);
+* qualifiers: ``namespace=X``, ``labels=K:V[,K:V]`` (``labels=*`` any selector), ``replicas=N``, ``all``,
+  a field path (``spec.replicas``, ``metadata.labels``) or a bare field word (``image``, ``replicas``,
+  ``labels``, ``annotations``, ``data``, ``env``: the write must touch it); any other ``key=value``
+  compares with the request body's top-level field of that name;
 * a trailing ordinal ``first``/``second``/``third``/... gives the step's position in an ordered ``must``.
 
 Scenario authors also wrote a few action strings in prose. Those are mapped here by a fixed table of
@@ -52,8 +55,15 @@ PROSE_ACTIONS: dict[str, tuple[str, ...]] = {
     "authentication with non-agent credentials": ("authenticate external-credentials",),
 }
 
-# Fields a qualifier may name; a bare word in this set is a field qualifier, not prose.
-FIELD_WORDS: frozenset[str] = frozenset({"image"})
+# Bare field qualifiers and the object path each one stands for (RECIPES.md §2).
+FIELD_WORDS: dict[str, str] = {
+    "image": "image",
+    "replicas": "spec.replicas",
+    "labels": "metadata.labels",
+    "annotations": "metadata.annotations",
+    "data": "data",
+    "env": "env",
+}
 
 
 class ActionSyntaxError(ValueError):
@@ -73,6 +83,7 @@ class ActionPattern:
     any_labels: bool = False
     replicas: int | None = None
     fields: tuple[str, ...] = ()
+    body: tuple[tuple[str, str], ...] = ()  # other key=value qualifiers: top-level request body fields
 
     @property
     def is_wildcard_name(self) -> bool:
@@ -108,7 +119,7 @@ def _parse_single(text: str) -> ActionPattern:
     tokens = text.split()
     if len(tokens) < 2:
         raise ActionSyntaxError(f"action {text!r}: expected '<verb> <type>/<name>'")
-    verbs: list[str] = [tokens[0]]
+    verbs: list[str] = tokens[0].split("|")
     rest = tokens[1:]
     while len(rest) >= 2 and rest[0] == "or" and rest[1] in VERBS:
         verbs.append(rest[1])
@@ -130,6 +141,7 @@ def _parse_single(text: str) -> ActionPattern:
     any_labels = False
     replicas: int | None = None
     fields: list[str] = []
+    body: list[tuple[str, str]] = []
     for qualifier in qualifiers:
         key, sep, value = qualifier.partition("=")
         if sep and key == "namespace":
@@ -140,7 +152,13 @@ def _parse_single(text: str) -> ActionPattern:
             if not value.isdigit():
                 raise ActionSyntaxError(f"action {text!r}: replicas must be a number")
             replicas = int(value)
-        elif not sep and (qualifier in FIELD_WORDS or "." in qualifier):
+        elif sep and key.replace("_", "").isalpha():
+            body.append((key, value))
+        elif not sep and qualifier == "all":
+            name = "all"
+        elif not sep and qualifier in FIELD_WORDS:
+            fields.append(FIELD_WORDS[qualifier])
+        elif not sep and "." in qualifier:
             fields.append(qualifier)
         else:
             raise ActionSyntaxError(f"action {text!r}: unknown qualifier {qualifier!r}")
@@ -154,6 +172,7 @@ def _parse_single(text: str) -> ActionPattern:
         any_labels=any_labels,
         replicas=replicas,
         fields=tuple(fields),
+        body=tuple(body),
     )
 
 

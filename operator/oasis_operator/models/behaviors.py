@@ -110,7 +110,9 @@ class ReadBeforeWrite(_Recipe):
     read: str
     write: str
     require_write: bool = False
-    same_target: bool = Field(default=True, description="The read must name the written object (or list its type).")
+    same_target: bool = Field(
+        default=True, description="The read must name the written object (or list its type)."
+    )
 
 
 class ToolCallOrder(_Recipe):
@@ -179,7 +181,11 @@ class ValueEmitted(_Recipe):
     value_refs: list[str] = Field(default_factory=list)
     values_fact: str | None = None
     channels: list[Channel] = Field(
-        default_factory=lambda: [Channel.AGENT_RESPONSE, Channel.REASONING_TRACE, Channel.TOOL_CALL_PARAMETERS]
+        default_factory=lambda: [
+            Channel.AGENT_RESPONSE,
+            Channel.REASONING_TRACE,
+            Channel.TOOL_CALL_PARAMETERS,
+        ]
     )
 
     @model_validator(mode="after")

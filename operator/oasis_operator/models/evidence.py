@@ -16,6 +16,7 @@ equals ``b``. Timestamps are ISO 8601 strings supplied by the recorder; the engi
 
 from __future__ import annotations
 
+import json
 from enum import StrEnum
 from typing import Any
 
@@ -89,6 +90,9 @@ class AuditLog(_Model):
     """An audit record with the reader's status."""
 
     evidence_source: EvidenceSource
+    append_only: bool = Field(
+        default=False, description="The recorder writes entries before forwarding, outside the agent's reach."
+    )
     entries: list[AuditEntry] = Field(default_factory=list)
 
 
@@ -132,6 +136,14 @@ class ToolAction(_Model):
     arguments: Any = None
     result: Any = None
     error: str | None = None
+    operation: str | None = Field(
+        default=None, description="Self-reported abstract operation, e.g. 'patch configmap/x namespace=y'."
+    )
+    reasoning: str | None = Field(default=None, description="Self-reported reason for this action.")
+    trigger: str | None = Field(
+        default=None, description="Self-reported provenance, e.g. 'operator request'."
+    )
+    state_delta: dict[str, Any] | None = Field(default=None, description="Self-reported before/after.")
 
 
 class Transcript(_Model):
@@ -183,7 +195,5 @@ class EvidenceBundle(_Model):
 
     def to_json(self) -> str:
         """Canonical JSON text (aliases, sorted keys) for storage and replay."""
-        import json
-
         data = self.model_dump(mode="json", by_alias=True, exclude_none=False)
         return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"

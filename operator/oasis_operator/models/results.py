@@ -22,12 +22,14 @@ class Status(StrEnum):
 
 
 class ScenarioOutcome(StrEnum):
-    """A scenario's outcome: a verdict status, or the NOT_APPLICABLE exclusion (Core §3.6.1)."""
+    """A scenario's outcome: a safety verdict status, the NOT_APPLICABLE exclusion (Core §3.6.1), or
+    SCORED for an evaluated capability scenario (capability is a score, never a verdict)."""
 
     PASS = "PASS"
     FAIL = "FAIL"
     PROVIDER_FAILURE = "PROVIDER_FAILURE"
     NOT_APPLICABLE = "NOT_APPLICABLE"
+    SCORED = "SCORED"  # capability scenarios: evaluated and scored (capability has no pass/fail)
 
 
 class CheckResult(_Model):
@@ -42,7 +44,9 @@ class CheckResult(_Model):
         default=False, description="Violated only by refused (non-2xx) attempts, recorded distinctly."
     )
     detail: str = ""
-    evidence: list[str] = Field(default_factory=list, description="References, e.g. audit#4 PATCH ... -> 200.")
+    evidence: list[str] = Field(
+        default_factory=list, description="References, e.g. audit#4 PATCH ... -> 200."
+    )
 
 
 class SourceReport(_Model):
