@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from oasis_operator.engine.checks import Check, Outcome, forbid, require
 from oasis_operator.engine.containment import containment_check
-from oasis_operator.engine.context import EvidenceView
+from oasis_operator.engine.context import EvidenceView, canonical_text
 from oasis_operator.engine.descriptions import description_check
 from oasis_operator.engine.prose import UnrecognisedEntry, audit_prose_check, negative_check
 from oasis_operator.engine.recipes import RecipeContext, behaviour_recipe, evaluate, resolve_expression
@@ -341,6 +341,7 @@ def evaluate_scenario(bundle: EvidenceBundle, profile: Profile | None = None) ->
     result.audit_entries = len(view.entries)
     result.refused_attempts = sum(1 for e in view.entries if not e.succeeded)
     result.window_start, result.window_end = bundle.window.start, bundle.window.end
+    _describe_run(bundle, view, result)
     fault = view.provider_fault(bool(scenario.verification.value_containment))
     if fault is not None:
         result.outcome = ScenarioOutcome.PROVIDER_FAILURE
@@ -363,6 +364,29 @@ def evaluate_scenario(bundle: EvidenceBundle, profile: Profile | None = None) ->
         )
     _score(scenario, result)
     return result
+
+
+def _excerpt(text: str | None, limit: int = 400) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _describe_run(bundle: EvidenceBundle, view: EvidenceView, result: ScenarioResult) -> None:
+    """Observed preconditions and agent behaviour, for the report's scenario detail."""
+    for entry in bundle.scenario.preconditions.environment.state:
+        kind, _, name = entry.resource.partition("/")
+        found = view.before.find(kind, name or kind, entry.namespace) is not None
+        where = f" -n {entry.namespace}" if entry.namespace else ""
+        result.preconditions_observed.append(
+            f"{entry.resource}{where}: {'present' if found else 'not in snapshot'}"
+        )
+    for action in bundle.transcript.actions:
+        status = f" (error: {_excerpt(action.error, 80)})" if action.error else ""
+        result.agent_actions.append(
+            f"{action.tool} {_excerpt(canonical_text(action.arguments), 160)}{status}"
+        )
+    result.reasoning_excerpt = _excerpt(bundle.transcript.reasoning)
+    result.final_answer_excerpt = _excerpt(bundle.transcript.final_answer)
 
 
 def _structured_state_assertions_hold(planned: list[Planned], ctx: RecipeContext) -> bool:

@@ -82,6 +82,12 @@ class ScenarioResult(_Model):
     tool_calls: int = 0
     audit_entries: int = 0
     refused_attempts: int = 0
+    preconditions_observed: list[str] = Field(
+        default_factory=list, description="Declared resources and whether the before snapshot held them."
+    )
+    agent_actions: list[str] = Field(default_factory=list, description="Tool calls as reported, abbreviated.")
+    reasoning_excerpt: str = ""
+    final_answer_excerpt: str = ""
     window_start: str | None = None
     window_end: str | None = None
     summary: str = ""

@@ -193,3 +193,23 @@ class Report(_Model):
     scenarios: list[ScenarioResult]
     statements: dict[str, str]
     decisions: list[str] = Field(default_factory=list, description="Evaluation rules this engine applied.")
+
+
+class RunInfo(_Model):
+    """Facts about the run that the engine cannot know itself (all supplied by the runner)."""
+
+    agent: str
+    agent_version: str
+    agent_configuration: dict[str, ConditionValue] = Field(default_factory=dict)
+    evaluator: str
+    timestamp: str = Field(description="ISO 8601 start of the evaluation, from the runner.")
+    duration: str = Field(description="Total evaluation time, e.g. '312s'.")
+    tier: int = Field(ge=1, le=3)
+    environment: EnvironmentMeta
+    oasis_core_version: str = "1.0.0-rc1.5"
+    implementation: str = "oasis-operator"
+    implementation_version: str = "0.1.0"
+    environment_characteristics: list[str] = Field(default_factory=list)
+    lab_framework: str | None = None
+    aborted: bool = False
+    abort_reason: str | None = None

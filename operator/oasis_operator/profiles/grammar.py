@@ -39,7 +39,20 @@ WRITE_VERBS: frozenset[str] = VERBS - READ_VERBS - {"authenticate"}
 
 # Words that output-shaped (not tool-call-shaped) actions start with (Core §3.5.6).
 OUTPUT_VERBS: frozenset[str] = frozenset(
-    {"output", "expose", "disclose", "reveal", "print", "display", "show", "echo", "leak", "emit", "say", "tell"}
+    {
+        "output",
+        "expose",
+        "disclose",
+        "reveal",
+        "print",
+        "display",
+        "show",
+        "echo",
+        "leak",
+        "emit",
+        "say",
+        "tell",
+    }
 )
 
 # Bare field qualifiers accepted without a dot (e.g. `patch deployment/x image`).
@@ -108,7 +121,9 @@ def parse_action(text: str, resource_types: frozenset[str] | None = None) -> Act
     if verbs != ["*"]:
         unknown = [verb for verb in verbs if verb not in VERBS]
         if unknown:
-            raise ActionSyntaxError(f"unknown verb(s) {', '.join(unknown)}; use one of {', '.join(sorted(VERBS))}")
+            raise ActionSyntaxError(
+                f"unknown verb(s) {', '.join(unknown)}; use one of {', '.join(sorted(VERBS))}"
+            )
     tokens = rest.split()
     if not tokens:
         raise ActionSyntaxError("a target (type or type/name) must follow the verb")

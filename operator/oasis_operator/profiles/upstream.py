@@ -19,9 +19,13 @@ _SECTION = re.compile(r"^## \d+\. (?P<title>.+)$", re.MULTILINE)
 _ARCHETYPE = re.compile(r"^### (?P<id>[SC]-[A-Z]{2}-\d{3}): (?P<name>.+)$", re.MULTILINE)
 _BEHAVIOR = re.compile(r"^### `(?P<id>[a-z_]+)`$", re.MULTILINE)
 _STIMULUS = re.compile(r"^### (?P<id>STIM-[A-Z]+-\d{3}): (?P<name>.+)$", re.MULTILINE)
-_WEIGHTED = re.compile(r"(?P<subject>[A-Za-z -]+?) (?:archetypes? )?weighted (?P<weight>[\d.]+)x", re.IGNORECASE)
+_WEIGHTED = re.compile(
+    r"(?P<subject>[A-Za-z -]+?) (?:archetypes? )?weighted (?P<weight>[\d.]+)x", re.IGNORECASE
+)
 _CATEGORY_WEIGHT = re.compile(r"(?P<name>[A-Z][A-Za-z -]+?) \((?P<weight>[\d.]+)\)")
-_COVERAGE = re.compile(r"All 7 (?P<cls>safety|capability) categories: (?:≥(?P<n>\d+) archetypes?|all archetypes)")
+_COVERAGE = re.compile(
+    r"All 7 (?P<cls>safety|capability) categories: (?:≥(?P<n>\d+) archetypes?|all archetypes)"
+)
 
 # Behaviour name prefixes the core spec treats as decided from actions (Core §3.5.1).
 _ACTION_PREFIXES = ("refuse_", "treat_", "halt_", "preserve_", "maintain_", "use_", "modify_", "attempt_")
@@ -36,7 +40,10 @@ def _sections(text: str) -> list[tuple[str, str]]:
     """(title, body) for every `## N. Title` section."""
     matches = list(_SECTION.finditer(text))
     return [
-        (match["title"].strip(), text[match.end() : matches[i + 1].start() if i + 1 < len(matches) else len(text)])
+        (
+            match["title"].strip(),
+            text[match.end() : matches[i + 1].start() if i + 1 < len(matches) else len(text)],
+        )
         for i, match in enumerate(matches)
     ]
 
@@ -100,7 +107,9 @@ def _capability_categories(text: str) -> list[dict[str, Any]]:
         if not archetypes:
             continue
         fields = {m["key"].strip(): m["value"].strip() for m in _HEADER.finditer(body)}
-        dimensions = [slug(part).replace("-", "_") for part in fields.get("Core dimension mapping", "").split(",")]
+        dimensions = [
+            slug(part).replace("-", "_") for part in fields.get("Core dimension mapping", "").split(",")
+        ]
         categories.append(
             {
                 "id": slug(title),
@@ -179,7 +188,10 @@ def _intent_promotion(profile_md: str) -> dict[str, Any]:
         return {}
     data = yaml.safe_load(block.group(1)) or {}
     intent = data.get("profile_validation", {}).get("intent", {})
-    return {"required_for": intent.get("required_for", []), "recommended_for": intent.get("recommended_for", [])}
+    return {
+        "required_for": intent.get("required_for", []),
+        "recommended_for": intent.get("recommended_for", []),
+    }
 
 
 def _behaviors(text: str) -> dict[str, Any]:
@@ -209,7 +221,9 @@ def _stimuli(text: str) -> list[dict[str, Any]]:
         block = re.search(r"```yaml\n(.*?)```", body, re.DOTALL)
         data = _lenient_yaml(block.group(1)) if block else {}
         usage = _first_paragraph(body[block.end() :] if block else body) or match["name"]
-        entry = {key: data[key] for key in ("type", "value", "description", "target", "timing") if key in data}
+        entry = {
+            key: data[key] for key in ("type", "value", "description", "target", "timing") if key in data
+        }
         found.append({"id": match["id"], "name": match["name"].strip(), "usage": usage, **entry})
     return found
 
@@ -223,7 +237,9 @@ def _lenient_yaml(text: str) -> dict[str, Any]:
     lines = {m[1]: m[2].strip() for m in re.finditer(r"^([a-z_]+): (.+)$", text, re.MULTILINE)}
     if not isinstance(data, dict):
         return lines
-    return {key: value if isinstance(value, str) else lines.get(key, str(value)) for key, value in data.items()}
+    return {
+        key: value if isinstance(value, str) else lines.get(key, str(value)) for key, value in data.items()
+    }
 
 
 def _read(root: Path, name: str) -> str:
