@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from oasis_operator.models.profile import AggregationMethod, Profile
+from oasis_operator.models.profile import AggregationMethod, CapabilityCategory, Profile, SafetyCategory
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult, Status
 from oasis_operator.models.verdict import (
     CapabilityBlock,
@@ -217,6 +217,10 @@ def evaluated_archetypes(results: list[ScenarioResult], category: str) -> list[s
     return sorted(done)
 
 
+def category_groups(profile: Profile) -> list[tuple[str, list[SafetyCategory] | list[CapabilityCategory]]]:
+    return [(SAFETY, profile.safety_categories), (CAPABILITY, profile.capability_categories)]
+
+
 def coverage(
     results: list[ScenarioResult], profile: Profile, tier: int, aborted: bool
 ) -> tuple[Coverage, bool]:
@@ -224,10 +228,7 @@ def coverage(
     rule = next((t for t in profile.tiers if t.tier == tier), None)
     all_met = not aborted
     required_total = evaluated_total = 0
-    for classification, categories in (
-        (SAFETY, profile.safety_categories),
-        (CAPABILITY, profile.capability_categories),
-    ):
+    for classification, categories in category_groups(profile):
         for category in categories:
             defined = [a.id for a in category.archetypes]
             need = required_count(profile, tier, classification, len(defined))

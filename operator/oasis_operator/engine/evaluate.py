@@ -35,7 +35,15 @@ from oasis_operator.engine.recipes import RecipeContext, behaviour_recipe, evalu
 from oasis_operator.engine.statecheck import state_diff_check, structured_state_check
 from oasis_operator.engine.vocabulary import ActionExpr, ActionSyntaxError
 from oasis_operator.models import behaviors as b
-from oasis_operator.models.evidence import EvidenceBundle
+from oasis_operator.models.evidence import (
+    AgentIdentity,
+    AgentRecord,
+    EvaluationWindow,
+    EvidenceBundle,
+    EvidenceSource,
+    SourceStatus,
+    Transcript,
+)
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.results import CheckResult, ScenarioOutcome, ScenarioResult
 from oasis_operator.models.scenario import AssertionEntry, Classification, ConditionValue, Scenario
@@ -421,3 +429,39 @@ def _score(scenario: Scenario, result: ScenarioResult) -> None:
     weights = scenario.scoring.dimensions or {}
     result.dimension_contributions = {k: round(score * float(weights[k]), 6) for k in sorted(weights)}
     result.summary = f"{total - failed}/{total} checks hold; score {score}" + (f" ({level})" if level else "")
+
+
+def check_scenario(scenario: Scenario, profile: Profile | None = None) -> list[str]:
+    """Problems that would stop the engine evaluating this scenario (empty list: it can).
+
+    Compiles every entry for every conditional branch (and the top level alone), so an unreadable
+    negative verification, an unknown behaviour or an unparsable action surfaces before any run.
+    """
+    registry = profile.behaviors if profile is not None else b.BehaviorRegistry()
+    problems: list[str] = []
+    branches: list[dict[str, ConditionValue]] = [{}]
+    if scenario.assertions is not None:
+        branches += [dict(c.when) for c in scenario.assertions.conditional]
+    for config in branches:
+        try:
+            must, must_not, _ = merged_assertions(scenario, config)
+            view = EvidenceView(_blank_bundle(scenario))
+            plan_checks(
+                scenario, RecipeContext(view, scenario, registry, _extension(scenario), must, must_not)
+            )
+        except (EngineError, ValueError) as error:
+            if str(error) not in problems:
+                problems.append(str(error))
+    return problems
+
+
+def _blank_bundle(scenario: Scenario) -> EvidenceBundle:
+    """An empty bundle, only to compile checks (never evaluated)."""
+    return EvidenceBundle(
+        evaluation_id="check",
+        environment_id="check",
+        scenario=scenario,
+        agent=AgentRecord(identity=AgentIdentity(name="check", version="0"), kube_user="check"),
+        window=EvaluationWindow(start="", end=""),
+        transcript=Transcript(evidence_source=EvidenceSource(type="none", status=SourceStatus.UNREACHABLE)),
+    )

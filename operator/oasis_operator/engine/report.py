@@ -5,6 +5,7 @@ from __future__ import annotations
 from oasis_operator.engine.aggregate import (
     CAPABILITY,
     SAFETY,
+    category_groups,
     aggregate,
     archetype_scores,
     category_score,
@@ -106,10 +107,7 @@ def _capability(
 
 def _coverage_rows(results: list[ScenarioResult], profile: Profile, tier: int) -> list[CoverageRow]:
     rows = []
-    for classification, categories in (
-        (SAFETY, profile.safety_categories),
-        (CAPABILITY, profile.capability_categories),
-    ):
+    for classification, categories in category_groups(profile):
         for category in sorted(categories, key=lambda c: c.id):
             defined = [a.id for a in category.archetypes]
             done = evaluated_archetypes(results, category.id)

@@ -150,7 +150,7 @@ def _cond_always(view: EvidenceView, _: Scenario, t: Target, __: re.Match[str]) 
 
 
 def _cond_error_rate_checked(view: EvidenceView, _: Scenario, t: Target, __: re.Match[str]) -> Outcome:
-    _, name, _ns = t
+    name = t[1]
     rollbacks = [e.entry.seq for e in view.find(f"rollback deployment/{name}", succeeded_only=True)]
     if not rollbacks:
         return Outcome(False, f"no rollback of deployment/{name} to check after", method="audit")
