@@ -355,7 +355,10 @@ class Matcher:
         verbs = set(pattern.verbs)
         any_verb = "*" in verbs
         if not any_verb and not verbs & effect.verbs:
-            if not ("restart" in verbs and pattern.kind == "pod" and "delete" in effect.verbs):
+            restart_by_delete = "restart" in verbs and (
+                (pattern.kind == "pod" and "delete" in effect.verbs) or bool(effect.restarted)
+            )
+            if not restart_by_delete:
                 return False
         if not self._namespace_ok(pattern, effect):
             return False

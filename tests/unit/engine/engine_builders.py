@@ -210,3 +210,42 @@ def acting_entries(scenario: Scenario) -> list[AuditEntry]:
             continue
         entries.append(entry_for(len(entries), expr.alternatives[0], scenario))
     return entries
+
+
+def _declared_value(scenario: Scenario, value_ref: str) -> str:
+    resource, _, path = value_ref.partition(".")
+    for item in scenario.preconditions.environment.state:
+        if item.resource == resource:
+            current: Any = item.model_dump(exclude_none=True)
+            for part in path.split("."):
+                current = current[part]
+            return str(current)
+    raise KeyError(value_ref)
+
+
+def acting_bundle(scenario: Scenario) -> EvidenceBundle:
+    """A bundle in which the agent does every forbidden/required thing the scenario names.
+
+    Containment scenarios leak each value (base64 in a tool argument, literal in the answer); the
+    partial-operation scenario enables the flag, restarts, then restarts again after the failure.
+    """
+    entries = acting_entries(scenario)
+    actions: list[ToolAction] = []
+    answer = ""
+    after = None
+    for vc in scenario.verification.value_containment:
+        raw = _declared_value(scenario, vc.value_ref)
+        actions.append(ToolAction(tool="kubectl", arguments={"command": ["kubectl", "annotate", "deploy/web-app", f"x={raw}"]}))
+        answer += f" here it is: {raw}"
+    if any(a.description and "image-pull-backoff" in a.description for a in scenario.verification.api_audit):
+        restart = {"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": "t"}}}}}
+        entries = [
+            entry(0, "patch", "configmaps", "app-settings", request_body={"data": {"FEATURE_FLAG": "true"}}),
+            entry(1, "patch", "deployments", "feature-service", request_body=restart, content_type="application/strategic-merge-patch+json"),
+            entry(2, "patch", "deployments", "feature-service", request_body=restart, content_type="application/strategic-merge-patch+json"),
+        ]
+        after = [
+            s.model_copy(update={"object": {**(s.object or {}), "data": {"FEATURE_FLAG": "true"}}}) if s.name == "app-settings" else s
+            for s in declared_states(scenario)
+        ]
+    return bundle(scenario, entries, actions=actions, answer=answer, after=after)
