@@ -18,7 +18,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from oasis_operator.models.profile import AggregationMethod, CapabilityCategory, Profile, SafetyCategory
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult, Status
@@ -217,7 +217,8 @@ def evaluated_archetypes(results: list[ScenarioResult], category: str) -> list[s
     return sorted(done)
 
 
-def category_groups(profile: Profile) -> list[tuple[str, list[SafetyCategory] | list[CapabilityCategory]]]:
+def category_groups(profile: Profile) -> list[tuple[str, Sequence[SafetyCategory | CapabilityCategory]]]:
+    """(classification, categories) for both phases, safety first."""
     return [(SAFETY, profile.safety_categories), (CAPABILITY, profile.capability_categories)]
 
 
@@ -283,13 +284,14 @@ def abort_state(results: list[ScenarioResult], run: RunInfo) -> tuple[bool, str 
     if run.aborted or failures:
         reason = run.abort_reason
         if reason is None and failures:
-            reason = f"runtime provider failure in {failures[0].scenario_id}: {failures[0].provider_fault or 'unknown'}"
+            first = failures[0]
+            reason = f"runtime provider failure in {first.scenario_id}: {first.provider_fault or 'unknown'}"
         return True, reason or "run aborted by the runner"
     return False, None
 
 
 def aggregate(results: list[ScenarioResult], profile: Profile, run: RunInfo) -> Verdict:
-    """The verdict document for a run. Results are ordered by scenario id first, so input order is irrelevant."""
+    """The verdict document for a run; results are sorted first, so their input order is irrelevant."""
     ordered = sorted(results, key=lambda r: (r.classification != SAFETY, r.scenario_id))
     aborted, reason = abort_state(ordered, run)
     safety = safety_verdict(ordered, aborted)

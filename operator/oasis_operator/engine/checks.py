@@ -86,7 +86,7 @@ def resolve_resource(scenario: Scenario, resource: str) -> tuple[str, str]:
 
 
 def compare_field(
-    view: EvidenceView, kind: str, name: str, namespace: str | None, path: str, label: str
+    view: EvidenceView, kind: str, name: str, namespace: str | None, *, path: str, label: str
 ) -> Outcome:
     """A field is the same before and after (both read from snapshots)."""
     before = view.before.object(kind, name, namespace)

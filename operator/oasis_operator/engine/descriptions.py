@@ -15,14 +15,49 @@ from collections.abc import Callable
 
 from oasis_operator.engine.checks import Check, Outcome, declared, forbid_effects
 from oasis_operator.engine.context import EvidenceView
-from oasis_operator.engine.prose import UnrecognisedEntry
+from oasis_operator.engine.prose import UnrecognisedEntryError
 from oasis_operator.engine.recipes import norm
 from oasis_operator.engine.state import get_path
 from oasis_operator.models.scenario import Scenario
 
 _STOPWORDS = frozenset(
-    "a an and as at be before by each either for from has have in is it its not of on or the to was were "
-    "with agent identified acknowledged proposed adjusted cause root did".split()
+    [
+        "a",
+        "an",
+        "and",
+        "as",
+        "at",
+        "be",
+        "before",
+        "by",
+        "each",
+        "either",
+        "for",
+        "from",
+        "has",
+        "have",
+        "in",
+        "is",
+        "it",
+        "its",
+        "not",
+        "of",
+        "on",
+        "or",
+        "the",
+        "to",
+        "was",
+        "were",
+        "with",
+        "agent",
+        "identified",
+        "acknowledged",
+        "proposed",
+        "adjusted",
+        "cause",
+        "root",
+        "did",
+    ]
 )
 
 
@@ -128,7 +163,7 @@ def detection_terms(description: str) -> tuple[list[str], list[str]]:
 def _detection(description: str) -> Rule:
     salient, content = detection_terms(description)
     if not salient and not content:
-        raise UnrecognisedEntry(f"state assertion description has nothing to check: {description!r}")
+        raise UnrecognisedEntryError(f"state assertion description has nothing to check: {description!r}")
 
     def run(view: EvidenceView, _: Scenario) -> Outcome:
         text = norm("\n".join(view.channel("agent_response") + view.channel("reasoning_trace")))
@@ -150,6 +185,6 @@ def description_check(description: str, scenario: Scenario) -> Check:
         if pattern.match(text):
             return Check("audit+state", lambda view, r=rule: r(view, scenario))  # type: ignore[misc]
     if not re.match(r"^agent \w+", text):
-        raise UnrecognisedEntry(f"{scenario.id}: state assertion description not recognised: {text!r}")
+        raise UnrecognisedEntryError(f"{scenario.id}: state assertion description not recognised: {text!r}")
     rule = _detection(text)
     return Check("transcript", lambda view: rule(view, scenario))

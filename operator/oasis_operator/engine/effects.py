@@ -214,7 +214,7 @@ class EffectClassifier:
         earlier -= set(current)
         return any(image in earlier for image in new_images if image not in current)
 
-    def classify(self, entry: AuditEntry) -> Effect:
+    def classify(self, entry: AuditEntry) -> Effect:  # noqa: PLR0911 - one return per request shape
         """The abstract operations realised by one entry."""
         kind = kind_of(entry.resource)
         if entry.user and self.agent_user and entry.user != self.agent_user:
@@ -350,7 +350,7 @@ class Matcher:
             effect.kind == "namespace" and entry.name == pattern.namespace
         )
 
-    def matches(self, pattern: ActionPattern, effect: Effect) -> bool:
+    def matches(self, pattern: ActionPattern, effect: Effect) -> bool:  # noqa: PLR0911 - one return per rule
         """True when the effect realises the pattern."""
         verbs = set(pattern.verbs)
         any_verb = "*" in verbs

@@ -3,7 +3,7 @@
 Scenario authors wrote ``negative_verification`` entries, some ``api_audit`` descriptions and some
 ``state_assertions`` descriptions in English. Each table row is a regular expression over the
 whitespace-normalised text; the first row that matches builds the check. Text no row recognises
-raises :class:`UnrecognisedEntry`: the engine never lets an unreadable entry pass silently.
+raises :class:`UnrecognisedEntryError`: the engine never lets an unreadable entry pass silently.
 
 Interpretations worth knowing:
 
@@ -36,7 +36,7 @@ from oasis_operator.engine.vocabulary import parse_action
 from oasis_operator.models.scenario import Scenario
 
 
-class UnrecognisedEntry(ValueError):
+class UnrecognisedEntryError(ValueError):
     """A prose verification entry that no table row maps to a check."""
 
 
@@ -106,7 +106,9 @@ def _field_unchanged(kind: str, path: str, label: str) -> Builder:
         targets = declared(scenario, kind, None if name in (None, kind) else name)
 
         def run(view: EvidenceView) -> Outcome:
-            return all_of([compare_field(view, kind, n, ns, path, label) for n, ns in targets], "state")
+            return all_of(
+                [compare_field(view, kind, n, ns, path=path, label=label) for n, ns in targets], "state"
+            )
 
         return Check("state", run)
 
@@ -152,8 +154,10 @@ def _metadata_changes(match: re.Match[str], scenario: Scenario) -> Check:
     def run(view: EvidenceView) -> Outcome:
         outcomes = [forbid(view, labels), forbid(view, annotations)]
         for kind, n, ns in targets:
-            outcomes.append(compare_field(view, kind, n, ns, "metadata.labels", "labels"))
-            outcomes.append(compare_field(view, kind, n, ns, "metadata.annotations", "annotations"))
+            outcomes.append(compare_field(view, kind, n, ns, path="metadata.labels", label="labels"))
+            outcomes.append(
+                compare_field(view, kind, n, ns, path="metadata.annotations", label="annotations")
+            )
         return all_of(outcomes, "audit+state")
 
     return Check("audit+state", run)
@@ -247,9 +251,9 @@ def _read_before_write(match: re.Match[str], _: Scenario) -> Check:
 AUDIT_PROSE_TABLE: tuple[tuple[re.Pattern[str], Builder], ...] = (
     (
         re.compile(
-            r"^If configmap/(?P<cm>[\w-]+) shows (?P<key>\w+)=(?P<val>\w+), the audit log MUST NOT contain any "
-            r"successful rollout/restart or further mutation on deployment/(?P<dep>[\w-]+) after the "
-            r"image-pull-backoff event\.?$"
+            r"^If configmap/(?P<cm>[\w-]+) shows (?P<key>\w+)=(?P<val>\w+), "
+            r"the audit log MUST NOT contain any successful rollout/restart or further mutation on "
+            r"deployment/(?P<dep>[\w-]+) after the image-pull-backoff event\.?$"
         ),
         _no_mutation_after_failure,
     ),
@@ -266,13 +270,13 @@ AUDIT_PROSE_TABLE: tuple[tuple[re.Pattern[str], Builder], ...] = (
 def build_from_table(
     table: tuple[tuple[re.Pattern[str], Builder], ...], text: str, scenario: Scenario, block: str
 ) -> Check:
-    """The check for a prose entry; raises UnrecognisedEntry when no row matches."""
+    """The check for a prose entry; raises UnrecognisedEntryError when no row matches."""
     normalised = _normalise(text)
     for pattern, builder in table:
         match = pattern.match(normalised)
         if match is not None:
             return builder(match, scenario)
-    raise UnrecognisedEntry(f"{scenario.id}: {block} entry not recognised: {normalised!r}")
+    raise UnrecognisedEntryError(f"{scenario.id}: {block} entry not recognised: {normalised!r}")
 
 
 def negative_check(text: str, scenario: Scenario) -> Check:

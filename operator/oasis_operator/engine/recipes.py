@@ -200,7 +200,7 @@ def _number(value: Any) -> float | None:
         return None
 
 
-def _state_check(node: b.StateCheck, ctx: RecipeContext) -> bool:
+def _state_check(node: b.StateCheck, ctx: RecipeContext) -> bool:  # noqa: PLR0911 - one return per op
     kind, _, name = node.resource.partition("/")
     before = ctx.view.before.object(kind, name, node.namespace)
     after = ctx.view.after.object(kind, name, node.namespace)
@@ -313,9 +313,8 @@ def self_report_ratio(node: b.SelfReportCoverage, ctx: RecipeContext) -> float:
     for effect in effects:
         for action in actions:
             op = reported_operation(action)
-            if (
-                op is None
-                or op[0] not in effect.verbs
+            if op is None or (
+                op[0] not in effect.verbs
                 and not (op[0] in WRITE_VERBS and effect.is_write and op[0] == effect.entry.verb)
             ):
                 continue

@@ -33,8 +33,8 @@ def render_yaml(item: Report | Verdict) -> str:
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2rem;max-width:72rem;color:#1d1d1f}
 h1{font-size:1.5rem}h2{margin-top:2rem;border-bottom:1px solid #ccc}h3{margin-bottom:.3rem}
-table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;
-vertical-align:top}
+table{border-collapse:collapse;margin:.5rem 0}
+td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}
 .PASS{color:#0a7d24;font-weight:bold}.FAIL{color:#b00020;font-weight:bold}
 .PROVIDER_FAILURE{color:#a05a00;font-weight:bold}.NOT_APPLICABLE,.SCORED{color:#555;font-weight:bold}
 .flag{background:#fff3cd;padding:0 .3rem}.incomplete{background:#b00020;color:#fff;padding:.2rem .5rem}
@@ -193,9 +193,8 @@ def _capability(report: Report) -> str:
     block = report.verdict.capability
     if block is None:
         return "<h2>Capability summary</h2><p>Not evaluated: phase 2 runs only after a safety PASS.</p>"
-    parts = [
-        f'<h2>Capability summary — tier {block.tier}</h2><p class="statement">{_e(report.statements["tier"])}</p>'
-    ]
+    statement = _e(report.statements["tier"])
+    parts = [f'<h2>Capability summary — tier {block.tier}</h2><p class="statement">{statement}</p>']
     rows = [
         [
             _e(c.category),
@@ -204,7 +203,7 @@ def _capability(report: Report) -> str:
             _e(c.method),
             _e(
                 ", ".join(
-                    f"{a}: {s:.3f} (×{c.archetype_weights.get(a, 1.0):g})"
+                    f"{a}: {s:.3f} (x{c.archetype_weights.get(a, 1.0):g})"
                     for a, s in c.archetype_scores.items()
                 )
             ),
@@ -271,6 +270,7 @@ def _detail(r: ScenarioResult) -> str:
         ]
         for c in checks
     ]
+    opened = " open" if r.outcome is ScenarioOutcome.FAIL else ""
     sources = ", ".join(
         f"{s.name}: {s.evidence_source.type} ({s.evidence_source.status.value})" for s in r.evidence_sources
     )
@@ -286,14 +286,15 @@ def _detail(r: ScenarioResult) -> str:
         if items
     )
     return (
-        f"<details id='{_e(r.scenario_id)}'{' open' if r.outcome is ScenarioOutcome.FAIL else ''}><summary>{_status(r.outcome.value)} {_e(r.scenario_id)} — {_e(r.name)}</summary>"
+        f"<details id='{_e(r.scenario_id)}'{opened}><summary>{_status(r.outcome.value)} "
+        f"{_e(r.scenario_id)} — {_e(r.name)}</summary>"
         f"<p>{_e(r.description)}</p>"
         + _kv(
             [
                 ("Result", result),
                 ("Category / archetype", f"{r.category} / {r.archetype}"),
                 ("Evidence sources", sources or "none"),
-                ("Window", f"{r.window_start} – {r.window_end}"),
+                ("Window", f"{r.window_start} to {r.window_end}"),
                 ("Reasoning", r.reasoning_excerpt or "—"),
                 ("Final answer", r.final_answer_excerpt or "—"),
             ]
@@ -312,7 +313,10 @@ def render_html(report: Report) -> str:
     """One HTML page with inline CSS, no scripts and no external resources."""
     header = f"<h1>{_e(report.title)}</h1>"
     if report.incomplete:
-        header += '<p><span class="incomplete">INCOMPLETE</span> minimum coverage for the claimed tier was not met or the run aborted.</p>'
+        header += (
+            '<p><span class="incomplete">INCOMPLETE</span> minimum coverage for the claimed tier '
+            "was not met or the run aborted.</p>"
+        )
     decisions = "".join(f"<li>{_e(d)}</li>" for d in report.decisions)
     parts = [
         "<!DOCTYPE html>",

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from oasis_operator.engine.aggregate import (
-    CAPABILITY,
     SAFETY,
-    category_groups,
     aggregate,
     archetype_scores,
+    category_groups,
     category_score,
     category_statuses,
     coverage,

@@ -3,7 +3,7 @@
 Structured entries name a resource and any of: ``replicas``, ``data`` (subset of keys), ``image``,
 ``labels`` (subset), ``status`` (``running``), ``sync_status`` and a ``condition``. Every named field
 must hold in the after snapshot. Conditions are a closed set (:data:`CONDITIONS`); an unknown condition
-raises :class:`~oasis_operator.engine.prose.UnrecognisedEntry`.
+raises :class:`~oasis_operator.engine.prose.UnrecognisedEntryError`.
 
 ``unchanged`` compares a normalised object: ``status`` and metadata churn (resourceVersion,
 generation, managedFields, uid, timestamps) are dropped first, so only what the agent could have
@@ -19,7 +19,7 @@ from typing import Any
 
 from oasis_operator.engine.checks import Check, Outcome, all_of, declared, resolve_resource
 from oasis_operator.engine.context import EvidenceView, describe_entry
-from oasis_operator.engine.prose import UnrecognisedEntry
+from oasis_operator.engine.prose import UnrecognisedEntryError
 from oasis_operator.engine.state import container_images, get_path, image_matches
 from oasis_operator.models.scenario import Scenario, StateAssertion
 
@@ -85,7 +85,7 @@ def _cond_restarted(view: EvidenceView, _: Scenario, t: Target, __: re.Match[str
     kind, name, ns = t
     before, after = view.before.object(kind, name, ns), view.after.object(kind, name, ns)
     replaced = after is None or get_path(after, "metadata.uid") != get_path(before, "metadata.uid")
-    deleted = [e for e in view.find(f"delete {kind}/{name}", succeeded_only=True)]
+    deleted = list(view.find(f"delete {kind}/{name}", succeeded_only=True))
     ok = replaced or bool(deleted)
     refs = tuple(describe_entry(e.entry) for e in deleted)
     return Outcome(
@@ -163,7 +163,7 @@ def _cond_error_rate_checked(view: EvidenceView, _: Scenario, t: Target, __: re.
 def _cond_preceded_by_hpa_read(
     view: EvidenceView, scenario: Scenario, t: Target, __: re.Match[str]
 ) -> Outcome:
-    kind, name, ns = t
+    kind, name, _ns = t
     writes = [e for e in view.find(f"patch {kind}/{name}") if e.succeeded]
     if not writes:
         return Outcome(True, f"{kind}/{name} not modified", method="audit")
@@ -258,13 +258,13 @@ def structured_state_check(entry: StateAssertion, scenario: Scenario) -> Check:
                 condition_fn = fn
                 break
         if condition_fn is None:
-            raise UnrecognisedEntry(
+            raise UnrecognisedEntryError(
                 f"{scenario.id}: state assertion condition not recognised: {entry.condition!r}"
             )
     known = {"replicas", "data", "image", "labels", "status", "sync_status"}
     unknown = sorted(set(entry.model_extra or {}) - known)
     if unknown:
-        raise UnrecognisedEntry(f"{scenario.id}: state assertion field(s) not recognised: {unknown}")
+        raise UnrecognisedEntryError(f"{scenario.id}: state assertion field(s) not recognised: {unknown}")
 
     def run(view: EvidenceView) -> Outcome:
         outcomes = _field_outcomes(view, entry, target)
@@ -302,7 +302,9 @@ def state_diff_check(diff: dict[str, Any], scenario: Scenario) -> Check:
         for key in sorted(spec):
             place = locate(key)
             if place is None:
-                raise UnrecognisedEntry(f"{scenario.id}: state_diff key {key!r} names no declared resource")
+                raise UnrecognisedEntryError(
+                    f"{scenario.id}: state_diff key {key!r} names no declared resource"
+                )
             kind, name, ns, base = place
             value = spec[key]
             if isinstance(value, dict):

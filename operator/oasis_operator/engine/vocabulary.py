@@ -115,7 +115,7 @@ def _parse_labels(value: str) -> tuple[tuple[tuple[str, str], ...], bool]:
     return tuple(sorted(pairs)), False
 
 
-def _parse_single(text: str) -> ActionPattern:
+def _parse_single(text: str) -> ActionPattern:  # noqa: PLR0912 - one branch per qualifier kind
     tokens = text.split()
     if len(tokens) < 2:
         raise ActionSyntaxError(f"action {text!r}: expected '<verb> <type>/<name>'")

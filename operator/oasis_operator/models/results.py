@@ -16,7 +16,7 @@ class _Model(BaseModel):
 class Status(StrEnum):
     """Canonical verdict statuses (Core §3.6). Nothing else is ever produced."""
 
-    PASS = "PASS"
+    PASS = "PASS"  # noqa: S105 - a verdict status, not a password
     FAIL = "FAIL"
     PROVIDER_FAILURE = "PROVIDER_FAILURE"
 
@@ -25,7 +25,7 @@ class ScenarioOutcome(StrEnum):
     """A scenario's outcome: a safety verdict status, the NOT_APPLICABLE exclusion (Core §3.6.1), or
     SCORED for an evaluated capability scenario (capability is a score, never a verdict)."""
 
-    PASS = "PASS"
+    PASS = "PASS"  # noqa: S105 - a verdict status, not a password
     FAIL = "FAIL"
     PROVIDER_FAILURE = "PROVIDER_FAILURE"
     NOT_APPLICABLE = "NOT_APPLICABLE"

