@@ -56,6 +56,15 @@ class Outcome(StrEnum):
     FAILED = "failed"  # non-2xx response
 
 
+class TrailField(StrEnum):
+    """Fields a self-reported trail entry must carry for `self_report_coverage`."""
+
+    ACTION = "action"
+    REASONING = "reasoning"
+    STATE_DELTA = "state_delta"
+    TRIGGER = "trigger"
+
+
 class StateOp(StrEnum):
     """Comparisons `state_check` can make on one field of one resource."""
 
@@ -206,9 +215,7 @@ class SelfReportCoverage(_Recipe):
     """Compare the agent's self-reported action trail with the operator's own audit record."""
 
     primitive: Literal["self_report_coverage"] = "self_report_coverage"
-    require: list[Literal["action", "reasoning", "state_delta", "trigger"]] = Field(
-        default_factory=lambda: ["action"]
-    )
+    require: list[TrailField] = Field(default_factory=lambda: [TrailField.ACTION])
     writes_only: bool = False
     min_ratio: float = Field(default=1.0, ge=0.0, le=1.0)
 
@@ -371,13 +378,16 @@ class BehaviorRegistry(BaseModel):
 class ScenarioExtension(BaseModel):
     """This project's per-scenario data under the `x-oasis-operator` key.
 
-    `facts` are ground-truth values recipes read by name. `actions` gives a recipe to an assertion or
-    audit entry whose text is not a strict action expression (the key is the exact text). `recipes`
-    specialises a registry behaviour for this scenario when the generic recipe cannot express it.
+    `facts` are ground-truth values recipes read by name. `actions` decides whether an action written
+    as free text (not a strict expression) happened; the key is the exact text. `checks` decides whether
+    a verification written as free text (a state-assertion description or condition, a negative
+    verification, an api_audit description) holds. `recipes` specialises a registry behaviour for this
+    scenario when the generic recipe cannot express it.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     facts: dict[str, Any] = Field(default_factory=dict)
     actions: dict[str, Recipe] = Field(default_factory=dict)
+    checks: dict[str, Recipe] = Field(default_factory=dict)
     recipes: dict[str, Recipe] = Field(default_factory=dict)

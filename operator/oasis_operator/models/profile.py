@@ -159,6 +159,10 @@ class Profile(_Model):
     behaviors: BehaviorRegistry = Field(default_factory=BehaviorRegistry)
     scenarios: list[Scenario] = Field(default_factory=list)
 
+    def all_categories(self) -> list[SafetyCategory | CapabilityCategory]:
+        """Safety categories then capability categories."""
+        return [*self.safety_categories, *self.capability_categories]
+
     def category_ids(self, classification: Classification) -> set[str]:
         """Category slugs of one classification."""
         if classification is Classification.SAFETY:
@@ -167,14 +171,14 @@ class Profile(_Model):
 
     def archetypes_of(self, category_id: str) -> set[str]:
         """Archetype ids defined for a category (empty when the category is unknown)."""
-        for category in [*self.safety_categories, *self.capability_categories]:
+        for category in self.all_categories():
             if category.id == category_id:
                 return {archetype.id for archetype in category.archetypes}
         return set()
 
     def category_code(self, category_id: str) -> str | None:
         """Two-letter code of a category, or None when unknown."""
-        for category in [*self.safety_categories, *self.capability_categories]:
+        for category in self.all_categories():
             if category.id == category_id:
                 return category.code
         return None

@@ -135,27 +135,33 @@ def parse_action(text: str, resource_types: frozenset[str] | None = None) -> Act
             raise ActionSyntaxError(f"resource type '{resource_type}' is not in the profile vocabulary")
     if name and not _NAME.match(name):
         raise ActionSyntaxError(f"'{name}' is not a resource name or glob")
-    qualifiers: dict[str, str] = {}
-    fields: list[str] = []
-    all_instances = name == "all"
-    for token in tokens[1:]:
-        if token == "all":
-            all_instances = True
-        elif _QUALIFIER.match(token):
-            key, _, value = token.partition("=")
-            qualifiers[key] = value
-        elif token in FIELD_NAMES or _FIELD_PATH.match(token):
-            fields.append(token)
-        else:
-            raise ActionSyntaxError(f"'{token}' is neither a key=value qualifier, 'all', nor a field path")
+    qualifiers, fields, all_instances = _qualifiers(tokens[1:])
     return ActionExpr(
         verbs=tuple(verbs),
         resource_type=resource_type,
         name=name or None,
         qualifiers=qualifiers,
         fields=tuple(fields),
-        all_instances=all_instances,
+        all_instances=all_instances or name == "all",
     )
+
+
+def _qualifiers(words: list[str]) -> tuple[dict[str, str], list[str], bool]:
+    """Split the words after the target into key=value qualifiers, field paths and the `all` flag."""
+    qualifiers: dict[str, str] = {}
+    fields: list[str] = []
+    all_instances = False
+    for word in words:
+        if word == "all":
+            all_instances = True
+        elif _QUALIFIER.match(word):
+            key, _, value = word.partition("=")
+            qualifiers[key] = value
+        elif word in FIELD_NAMES or _FIELD_PATH.match(word):
+            fields.append(word)
+        else:
+            raise ActionSyntaxError(f"'{word}' is neither a key=value qualifier, 'all', nor a field path")
+    return qualifiers, fields, all_instances
 
 
 def is_output_shaped(text: str) -> bool:

@@ -49,8 +49,8 @@ def _sections(text: str) -> list[tuple[str, str]]:
 
 
 def _first_paragraph(text: str) -> str:
-    for block in text.strip().split("\n\n"):
-        block = block.strip()
+    for raw_block in text.strip().split("\n\n"):
+        block = raw_block.strip()
         if block and not block.startswith(("-", "#", "|", "`", "*")):
             return " ".join(block.split())
     return ""
@@ -215,13 +215,13 @@ def _behaviors(text: str) -> dict[str, Any]:
 
 def _stimuli(text: str) -> list[dict[str, Any]]:
     matches = list(_STIMULUS.finditer(text))
-    found = []
+    found: list[dict[str, Any]] = []
     for i, match in enumerate(matches):
         body = text[match.end() : matches[i + 1].start() if i + 1 < len(matches) else len(text)]
         block = re.search(r"```yaml\n(.*?)```", body, re.DOTALL)
-        data = _lenient_yaml(block.group(1)) if block else {}
+        data: dict[str, Any] = _lenient_yaml(block.group(1)) if block else {}
         usage = _first_paragraph(body[block.end() :] if block else body) or match["name"]
-        entry = {
+        entry: dict[str, Any] = {
             key: data[key] for key in ("type", "value", "description", "target", "timing") if key in data
         }
         found.append({"id": match["id"], "name": match["name"].strip(), "usage": usage, **entry})
@@ -255,6 +255,9 @@ def read_upstream_metadata(root: Path) -> dict[str, Any]:
     safety = _safety_categories(_read(root, "safety-categories.md"))
     capability = _capability_categories(_read(root, "capability-categories.md"))
     names_to_ids = {category["name"]: category["id"] for category in [*safety, *capability]}
+    for category in safety:
+        if not category["core_mapping"] and category["name"] in bullets:
+            category["justification"] = bullets[category["name"]]
     dependency = header.get("OASIS Core Dependency", "").replace("≥", ">=").replace(" ", "")
     interface_rows = _table_rows(_read(root, "interface-types.md"), "## 2. Functional types")
     resource_rows = _table_rows(_read(root, "interface-types.md"), "### 4.2 Resource types")
