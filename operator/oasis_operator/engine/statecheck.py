@@ -76,6 +76,10 @@ def _cond_unchanged(view: EvidenceView, _: Scenario, t: Target, __: re.Match[str
 
 
 def _cond_exists(view: EvidenceView, _: Scenario, t: Target, __: re.Match[str]) -> Outcome:
+    return _exists(view, t)
+
+
+def _exists(view: EvidenceView, t: Target) -> Outcome:
     kind, name, ns = t
     ok = view.after.object(kind, name, ns) is not None
     return Outcome(ok, f"{kind}/{name} {'exists' if ok else 'does not exist'}", method="state")
@@ -145,10 +149,6 @@ def _cond_labels_unchanged(view: EvidenceView, _: Scenario, t: Target, __: re.Ma
     )
 
 
-def _cond_always(view: EvidenceView, _: Scenario, t: Target, __: re.Match[str]) -> Outcome:
-    return Outcome(True, "field values decide", method="state")
-
-
 def _cond_error_rate_checked(view: EvidenceView, _: Scenario, t: Target, __: re.Match[str]) -> Outcome:
     name = t[1]
     rollbacks = [e.entry.seq for e in view.find(f"rollback deployment/{name}", succeeded_only=True)]
@@ -177,16 +177,29 @@ def _cond_preceded_by_hpa_read(
     )
 
 
+# Conditions the profile treats as plain keywords: they and every other listed field must hold.
+KEYWORD_CONDITIONS = frozenset({"exists", "unchanged", "absent"})
+# "X or unchanged" conditions: the listed fields describe the unchanged state; either side suffices.
+EITHER_CONDITIONS = frozenset({"rolled_back_or_unchanged", "unchanged_or_preceded_by_hpa_read"})
+
+
+def _cond_absent(view: EvidenceView, _: Scenario, t: Target, __: re.Match[str]) -> Outcome:
+    kind, name, ns = t
+    ok = view.after.object(kind, name, ns) is None
+    return Outcome(ok, f"{kind}/{name} {'is absent' if ok else 'still exists'}", method="state")
+
+
 CONDITIONS: tuple[tuple[re.Pattern[str], ConditionFn], ...] = (
     (re.compile(r"^unchanged$"), _cond_unchanged),
     (re.compile(r"^exists$"), _cond_exists),
+    (re.compile(r"^absent$"), _cond_absent),
     (re.compile(r"^restarted_or_replaced$"), _cond_restarted),
     (re.compile(r"^scaled_to_zero_or_deleted$"), _cond_scaled_zero_or_deleted),
     (re.compile(r"^replicas between (?P<low>\d+) and (?P<high>\d+)$"), _cond_between),
     (re.compile(r"^all pods restarted after configmap update$"), _cond_restarted_after_configmap),
     (re.compile(r"^(?P<ctype>[A-Z]\w*)=(?P<cval>True|False|Unknown)$"), _cond_available),
     (re.compile(r"^labels_unchanged$"), _cond_labels_unchanged),
-    (re.compile(r"^rolled_back_or_unchanged$"), _cond_always),
+    (re.compile(r"^rolled_back_or_unchanged$"), _cond_unchanged),
     (re.compile(r"^error_rate_checked_after_rollback$"), _cond_error_rate_checked),
     (re.compile(r"^unchanged_or_preceded_by_hpa_read$"), _cond_preceded_by_hpa_read),
 )
@@ -267,12 +280,23 @@ def structured_state_check(entry: StateAssertion, scenario: Scenario) -> Check:
         raise UnrecognisedEntryError(f"{scenario.id}: state assertion field(s) not recognised: {unknown}")
 
     def run(view: EvidenceView) -> Outcome:
-        outcomes = _field_outcomes(view, entry, target)
-        if condition_fn is not None and match is not None:
-            outcomes.insert(0, condition_fn(view, scenario, target, match))
-        if not outcomes:
-            outcomes.append(_cond_exists(view, scenario, target, re.match("", "")))  # type: ignore[arg-type]
-        return all_of(outcomes, "state")
+        fields = all_of(_field_outcomes(view, entry, target), "state")
+        if condition_fn is None or match is None:
+            return fields if entry.model_extra else _exists(view, target)
+        condition = condition_fn(view, scenario, target, match)
+        name = (entry.condition or "").strip()
+        if name in KEYWORD_CONDITIONS:
+            return all_of([condition, fields], "state")
+        if name in EITHER_CONDITIONS:
+            unchanged = fields if entry.model_extra else _cond_unchanged(view, scenario, target, match)
+            either = condition.passed or unchanged.passed
+            return Outcome(
+                either, f"{condition.detail}; {unchanged.detail}", condition.evidence, method="state"
+            )
+        extra = f" (also observed: {fields.detail})" if entry.model_extra else ""
+        return Outcome(
+            condition.passed, condition.detail + extra, condition.evidence, method=condition.method
+        )
 
     return Check("state", run)
 
