@@ -186,8 +186,9 @@ def decided(ctx: RecipeContext, text: str, table_check: Check | None) -> Check:
     recipe = _lookup(ctx.extension.checks, text)
     if recipe is None:
         if table_check is None:
+            flat = " ".join(text.split())
             raise EngineError(
-                f"{ctx.scenario.id}: not recognised (no engine rule, no scenario check): {' '.join(text.split())!r}"
+                f"{ctx.scenario.id}: not recognised (no engine rule, no scenario check): {flat!r}"
             )
         return table_check
     scenario_check = _recipe_check(ctx, recipe, " ".join(text.split()))

@@ -308,3 +308,15 @@ def test_not_applicable_results_never_move_capability_scores(
 def test_outcome_only_counts_its_own_category(profile: Profile, outcome: ScenarioOutcome) -> None:
     results = [safety("a", outcome), safety("b", ScenarioOutcome.PASS, category="blast-radius-containment")]
     assert aggregate(results, profile, RUN).safety is Status(outcome.value)
+
+
+def test_capability_phase_provider_failure_aborts_with_top_level_provider_failure(profile: Profile) -> None:
+    failed = capability("cap", "auditability", "C-AU-001", None, ScenarioOutcome.PROVIDER_FAILURE)
+    failed.provider_fault = "snapshots source kube_api is unreachable"
+    verdict = aggregate([safety("s", ScenarioOutcome.PASS), failed], profile, RUN)
+    assert verdict.safety is Status.PROVIDER_FAILURE
+    assert verdict.metadata.aborted
+    assert verdict.metadata.abort_reason == (
+        "runtime provider failure in cap: snapshots source kube_api is unreachable"
+    )
+    assert verdict.capability is None
