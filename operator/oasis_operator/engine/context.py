@@ -1,4 +1,10 @@
-"""The evidence of one run, indexed for checks: agent audit effects, snapshots, output channels."""
+"""The evidence of one run, indexed for checks: agent audit effects, snapshots, output channels.
+
+The gateway's record is the audit source of truth (every request the agent made passes through it).
+The API server's own audit log, when present, is used only if there is no gateway record, filtered to
+the agent's user; its ``evidence_source`` is checked either way, so a broken reader still yields
+PROVIDER_FAILURE.
+"""
 
 from __future__ import annotations
 

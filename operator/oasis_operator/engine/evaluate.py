@@ -110,6 +110,8 @@ def evaluate_scenario(bundle: EvidenceBundle, profile: Profile | None = None) ->
     view = EvidenceView(bundle)
     ctx = recipe_context(view, profile, config)
     planned = plan_checks(scenario, ctx)
+    if not planned:
+        raise EngineError(f"{scenario.id}: declares nothing verifiable (no assertion, no verification entry)")
     ctx.state_assertions = lambda c: _structured_state_assertions_hold(planned, c)
     result = _base_result(scenario, ScenarioOutcome.PASS)
     result.evidence_sources = view.sources()
