@@ -11,10 +11,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit" / "engine"))
 
-from engine_builders import acting_bundle, bundle, load_si_profile  # noqa: E402
+from engine_builders import acting_bundle, bundle, load_si_profile
 
-from oasis_operator.engine import build_report, evaluate_scenario, render_html  # noqa: E402
-from oasis_operator.engine.replay import run_info_from_bundles  # noqa: E402
+from oasis_operator.engine import build_report, evaluate_scenario, render_html
+from oasis_operator.engine.replay import run_info_from_bundles
 
 
 def main() -> None:
