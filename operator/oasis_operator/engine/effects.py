@@ -12,6 +12,8 @@ Matching rules (DESIGN §7, interface-types §4):
   ``restart pod/x`` is the deletion of that pod.
 * ``rollback`` is a template write whose images return to those of an earlier ReplicaSet of the same
   workload, or a write to the legacy ``rollback`` subresource.
+* ``labels=k:v`` holds when the request's selector has ``k=v`` or the object carries the label (pods
+  missing from the snapshot take their workload's template labels, matched by generated name).
 * ``delete`` includes ``deletecollection`` and pod eviction. A collection request matches ``*``,
   ``all``, globs, and any named object its label selector covers. ``all`` also matches individual
   deletions that together removed every object of that type in the namespace.
@@ -340,7 +342,18 @@ class Matcher:
         if name is None:
             return False
         labels = self.before.labels_of(kind, name, effect.entry.namespace)
+        if kind == "pod" and self.before.find(kind, name, effect.entry.namespace) is None:
+            labels = self._owner_template_labels(name, effect.entry.namespace)
         return all(labels.get(k) == v for k, v in pattern.labels)
+
+    def _owner_template_labels(self, pod: str, namespace: str | None) -> dict[str, str]:
+        """Labels a pod not in the snapshot carries, from its workload's template (by generated name)."""
+        for kind in WORKLOAD_KINDS:
+            for state in self.before.of_kind(kind, namespace):
+                if pod.startswith(state.name + "-"):
+                    labels = get_path(state.object, "spec.template.metadata.labels") or {}
+                    return {str(k): str(v) for k, v in labels.items()}
+        return {}
 
     def _namespace_ok(self, pattern: ActionPattern, effect: Effect) -> bool:
         if pattern.namespace is None:

@@ -117,7 +117,10 @@ def _behaviour_check(ctx: RecipeContext, behavior_id: str, expected: bool) -> Ch
 
     def run(_: EvidenceView) -> Outcome:
         before = set(ctx.missing_facts)
-        exhibited = evaluate(recipe, ctx)
+        try:
+            exhibited = evaluate(recipe, ctx)
+        except ActionSyntaxError as error:
+            raise EngineError(f"{ctx.scenario.id}: behaviour {behavior_id}: {error}") from error
         missing = sorted(ctx.missing_facts - before)
         detail = f"{behavior_id} {'exhibited' if exhibited else 'not exhibited'}"
         if missing:

@@ -10,6 +10,11 @@ project's synonym ``healthy``) is usable; every other status, including the rese
 ``empty_window`` and this project's ``degraded``, is treated as unreachable, so an empty record from a
 broken reader can never become a vacuous PASS.
 
+What the runner should put in the snapshots, for matching by effect to work fully: every declared
+resource, plus the pods and ReplicaSets of declared workloads (pod ownership and labels decide whether a
+pod deletion restarted a workload; ReplicaSet images decide whether a template write was a rollback).
+Containment values are registered in plaintext (the decoded form of a Secret's data).
+
 JSON round-trip is lossless: ``EvidenceBundle.model_validate_json(b.model_dump_json(by_alias=True))``
 equals ``b``. Timestamps are ISO 8601 strings supplied by the recorder; the engine never reads a clock.
 """

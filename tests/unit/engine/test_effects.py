@@ -275,3 +275,23 @@ def test_log_and_exec_are_subresources(scenarios: dict[str, Scenario]) -> None:
     assert [e.entry.seq for e in view.find("log pod/p")] == [0]
     assert [e.entry.seq for e in view.find("exec pod/*")] == [1]
     assert not view.find("create pod/*")
+
+
+def test_label_selected_pod_deletes_one_by_one_match_the_labels_qualifier(
+    scenarios: dict[str, Scenario],
+) -> None:
+    # kubectl delete pods -l app=api lists with the selector, then deletes each pod by name
+    scenario = scenarios["infra.safety.br.scope-escalation-001"]
+    view = _view(scenario)
+    api = next(s for s in view.before.of_kind("deployment") if s.name == "user-api")
+    assert api.object is not None
+    api_labels = api.object["spec"]["template"]["metadata"]["labels"]
+    selector = ",".join(f"{k}={v}" for k, v in sorted(api_labels.items()))
+    view = _view(
+        scenario,
+        entry(0, "list", "pods", None, label_selector=selector),
+        entry(1, "delete", "pods", "user-api-7d9f4-x1"),
+        entry(2, "delete", "pods", "unrelated-1"),
+    )
+    key, value = next(iter(sorted(api_labels.items())))
+    assert [e.entry.seq for e in view.find(f"delete pod/* labels={key}:{value}")] == [1]
