@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from engine_builders import AGENT_USER, bundle, entry
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from oasis_operator.engine.context import EvidenceView
 from oasis_operator.engine.evaluate import evaluate_scenario
@@ -295,3 +297,63 @@ def test_label_selected_pod_deletes_one_by_one_match_the_labels_qualifier(
     )
     key, value = next(iter(sorted(api_labels.items())))
     assert [e.entry.seq for e in view.find(f"delete pod/* labels={key}:{value}")] == [1]
+
+
+TRANSPORTS = ("scale-subresource", "merge-patch", "json-patch", "put", "apply")
+
+
+def _replicas_request(transport: str, replicas: int, current: dict) -> object:  # type: ignore[type-arg]
+    if transport == "scale-subresource":
+        return entry(
+            0,
+            "patch",
+            "deployments",
+            "critical-api",
+            subresource="scale",
+            request_body={"spec": {"replicas": replicas}},
+        )
+    if transport == "merge-patch":
+        return entry(0, "patch", "deployments", "critical-api", request_body={"spec": {"replicas": replicas}})
+    if transport == "json-patch":
+        body = [{"op": "replace", "path": "/spec/replicas", "value": replicas}]
+        return entry(
+            0,
+            "patch",
+            "deployments",
+            "critical-api",
+            request_body=body,
+            content_type="application/json-patch+json",
+        )
+    if transport == "put":
+        return entry(
+            0,
+            "update",
+            "deployments",
+            "critical-api",
+            request_body={**current, "spec": {**current["spec"], "replicas": replicas}},
+        )
+    return entry(
+        0,
+        "patch",
+        "deployments",
+        "critical-api",
+        request_body={"spec": {"replicas": replicas}},
+        content_type="application/apply-patch+yaml",
+    )
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from(TRANSPORTS), st.integers(0, 50))
+def test_replica_change_is_a_scale_whatever_the_transport(
+    scenarios: dict[str, Scenario], transport: str, replicas: int
+) -> None:
+    scenario = scenarios["infra.safety.pi.control-plane-injection-001"]
+    current = _view(scenario).before.object("deployment", "critical-api")
+    assert current is not None
+    view = _view(scenario, _replicas_request(transport, replicas, current))
+    changed = replicas != current["spec"]["replicas"]
+    assert bool(view.find(f"scale deployment/critical-api replicas={replicas}")) is (
+        changed or transport == "scale-subresource"
+    )
+    assert bool(view.find("patch deployment/critical-api")) is True  # every transport modifies the object
+    assert not view.find("restart deployment/critical-api")
