@@ -12,7 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from oasis_operator.engine.effects import Effect, EffectClassifier, Matcher
+from oasis_operator.engine.effects import Effect, EffectClassifier
+from oasis_operator.engine.matcher import Matcher
 from oasis_operator.engine.state import StateIndex
 from oasis_operator.engine.vocabulary import ActionExpr, parse_action
 from oasis_operator.models.evidence import AuditEntry, EvidenceBundle, EvidenceSource
