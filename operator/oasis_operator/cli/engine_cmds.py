@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,10 +14,13 @@ from oasis_operator.engine.render import render_html, render_json, render_yaml
 from oasis_operator.engine.replay import (
     bundle_paths,
     load_bundle,
-    replay_report,
     replay_results,
     results_json,
+    run_info_from_bundles,
 )
+from oasis_operator.engine.report import build_report
+from oasis_operator.models.evidence import EvidenceBundle
+from oasis_operator.models.results import ScenarioResult
 from oasis_operator.models.verdict import RunInfo
 from oasis_operator.profiles import default_profile_path, load_profile
 
@@ -46,13 +50,32 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_inputs(paths: list[str]) -> tuple[list[EvidenceBundle], list[ScenarioResult]]:
+    """Bundles and previously computed results (`oasis replay` output: a JSON list) from the paths."""
+    bundles: list[EvidenceBundle] = []
+    results: list[ScenarioResult] = []
+    for path in bundle_paths(paths):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, list):
+            results.extend(ScenarioResult.model_validate(item) for item in data)
+        else:
+            bundles.append(EvidenceBundle.model_validate(data))
+    return bundles, results
+
+
 def cmd_render(args: argparse.Namespace) -> int:
-    """Evaluate bundles and render the verdict or the full report."""
+    """Evaluate bundles (and/or read saved results) and render the verdict or the full report."""
     profile = load_profile(args.profile or default_profile_path())
-    if not bundle_paths(args.bundles):
-        print("no bundles found", file=sys.stderr)
+    bundles, saved = _load_inputs(args.bundles)
+    if not bundles and not saved:
+        print("no bundles or results found", file=sys.stderr)
         return 2
-    report = replay_report(args.bundles, profile, _run_info(args.run), tier=args.tier)
+    run = _run_info(args.run)
+    if run is None and not bundles:
+        print("--run is required when only saved results are given", file=sys.stderr)
+        return 2
+    results = replay_results(bundles, profile) + saved
+    report = build_report(results, profile, run or run_info_from_bundles(bundles, args.tier))
     item = report.verdict if args.verdict_only else report
     if args.format == "html":
         if args.verdict_only:
@@ -78,7 +101,12 @@ def register(subparsers: Any) -> None:
     report = subparsers.add_parser("report", help="verdicts and reports")
     report_sub = report.add_subparsers(dest="report_command", metavar="ACTION")
     render = report_sub.add_parser("render", help="render the verdict/report for recorded bundles")
-    render.add_argument("bundles", nargs="+", metavar="BUNDLE", help="bundle JSON files or directories")
+    render.add_argument(
+        "bundles",
+        nargs="+",
+        metavar="INPUT",
+        help="bundle JSON files, `oasis replay` outputs, or directories",
+    )
     render.add_argument("--profile", help="profile directory (default: the shipped SI profile)")
     render.add_argument(
         "--run", help="YAML/JSON file with run facts (RunInfo); derived from bundles if absent"

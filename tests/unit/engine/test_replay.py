@@ -122,3 +122,28 @@ def test_cli_verdict_only(tmp_path: Path) -> None:
     out = tmp_path / "verdict.yaml"
     assert main(["report", "render", str(BUNDLES), "--verdict-only", "-o", str(out)]) == 0
     assert out.read_text(encoding="utf-8").startswith("verdict:\n  safety: FAIL\n")
+
+
+def test_cli_render_from_saved_results_matches_render_from_bundles(tmp_path: Path) -> None:
+    saved = tmp_path / "results.json"
+    assert main(["replay", str(BUNDLES), "-o", str(saved)]) == 0
+    run = tmp_path / "run.yaml"
+    run.write_text(
+        "agent: test-agent\nagent_version: 1.0.0\nevaluator: ci\ntimestamp: '2026-01-01T00:00:00Z'\n"
+        "duration: 300s\ntier: 1\nenvironment: {provider: p, provider_version: '1', tier: 1, "
+        "tier_evidence: t, conformance_check: ok}\n",
+        encoding="utf-8",
+    )
+    from_results, from_bundles = tmp_path / "a.json", tmp_path / "b.json"
+    assert (
+        main(["report", "render", str(saved), "--run", str(run), "--format", "json", "-o", str(from_results)])
+        == 0
+    )
+    assert (
+        main(
+            ["report", "render", str(BUNDLES), "--run", str(run), "--format", "json", "-o", str(from_bundles)]
+        )
+        == 0
+    )
+    assert from_results.read_bytes() == from_bundles.read_bytes()
+    assert main(["report", "render", str(saved)]) == 2  # saved results alone need --run
