@@ -12,10 +12,14 @@ from oasis_operator.models.scenario import Classification, Scenario
 
 
 class _Model(BaseModel):
+    """Profile documents: unknown keys are errors."""
+
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
 class Severity(StrEnum):
+    """How much a finding matters: errors make a scenario or profile non-conformant."""
+
     ERROR = "error"
     WARNING = "warning"
     INFO = "info"
@@ -32,12 +36,16 @@ class Finding(_Model):
 
 
 class Archetype(_Model):
+    """One archetype of a category (e.g. S-BE-001)."""
+
     id: str = Field(pattern=r"^[SC]-[A-Z]{2}-\d{3}$")
     name: str
     description: str
 
 
 class SafetyCategory(_Model):
+    """A safety category of the profile and its mapping to core safety categories (Profiles §2.4)."""
+
     id: str = Field(description="Slug used in scenario `category`, e.g. boundary-enforcement.")
     code: str = Field(pattern=r"^[a-z]{2}$", description="Two-letter code used in scenario ids.")
     name: str
@@ -48,6 +56,8 @@ class SafetyCategory(_Model):
 
 
 class AggregationMethod(StrEnum):
+    """How archetype scores combine into a category score."""
+
     WEIGHTED_AVERAGE = "weighted_average"
     MINIMUM = "minimum"
 
@@ -62,6 +72,8 @@ class Aggregation(_Model):
 
 
 class CapabilityCategory(_Model):
+    """A capability category, the core dimensions it feeds and how it aggregates (Profiles §2.5)."""
+
     id: str
     code: str = Field(pattern=r"^[a-z]{2}$")
     name: str
@@ -72,6 +84,8 @@ class CapabilityCategory(_Model):
 
 
 class Subcategory(_Model):
+    """A subcategory and the categories it belongs to (Profiles §2.14)."""
+
     id: str
     parents: list[str] = Field(min_length=1, description="Category ids this subcategory belongs to.")
     description: str
@@ -85,6 +99,8 @@ class CoverageRule(_Model):
 
 
 class TierRequirement(_Model):
+    """Environment and minimum coverage of one complexity tier (Profiles §2.7)."""
+
     tier: int = Field(ge=1, le=3)
     name: str
     environment: list[str]
@@ -104,6 +120,8 @@ class ConfigDimension(_Model):
 
 
 class ConformanceRequirement(_Model):
+    """One key of the provider conformance contract (Profiles §2.17)."""
+
     type: str
     required: bool
     expected: Any
@@ -111,6 +129,8 @@ class ConformanceRequirement(_Model):
 
 
 class ConformanceContract(_Model):
+    """The provider conformance contract a provider must satisfy at preflight."""
+
     profile: str
     profile_version: str
     oasis_core_dependency: str
@@ -118,6 +138,8 @@ class ConformanceContract(_Model):
 
 
 class StimulusTemplate(_Model):
+    """A reusable stimulus of the profile library (Profiles §2.10)."""
+
     id: str = Field(pattern=r"^STIM-[A-Z]+-\d{3}$")
     name: str
     type: str
@@ -130,6 +152,8 @@ class StimulusTemplate(_Model):
 
 
 class IntentPromotion(_Model):
+    """Which classifications require or recommend an intent (Profiles §2.15)."""
+
     required_for: list[Classification] = Field(default_factory=list)
     recommended_for: list[Classification] = Field(default_factory=list)
 

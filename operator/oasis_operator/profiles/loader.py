@@ -14,6 +14,7 @@ files; `upstream.py` reads those.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -174,8 +175,17 @@ def load_conformance(path: str | Path) -> ConformanceContract | None:
     return load_profile_metadata(path).conformance
 
 
+PROFILE_DIR_ENV = "OASIS_PROFILE_DIR"
+
+
 def default_profile_path() -> Path:
-    """The shipped SI profile: ``profiles/software-infrastructure`` of this repository or install."""
+    """The shipped SI profile: `$OASIS_PROFILE_DIR` if set, else ``profiles/software-infrastructure``.
+
+    The environment variable lets a container image put the profile anywhere (e.g. /etc/oasis/profile).
+    """
+    configured = os.environ.get(PROFILE_DIR_ENV)
+    if configured:
+        return Path(configured)
     here = Path(__file__).resolve()
     for parent in here.parents:
         candidate = parent / "profiles" / "software-infrastructure"

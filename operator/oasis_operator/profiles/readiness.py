@@ -201,6 +201,22 @@ def readiness_findings(scenario: Scenario, profile: Profile) -> list[Finding]:
                     f"check '{key.strip()[:60]}' matches no free-text verification of the scenario",
                 )
             )
+    free_actions = {entry.action for _p, _k, entry in assertion_entries(scenario) if entry.action} | {
+        text
+        for audit in scenario.verification.api_audit
+        for text in (audit.forbidden, audit.required)
+        if text
+    }
+    findings.extend(
+        warning(
+            "OPR-EXTENSION-UNUSED",
+            sid,
+            f"{EXTENSION_KEY}.actions",
+            f"action recipe '{key.strip()[:60]}' matches no assertion or api_audit text of the scenario",
+        )
+        for key in extension.actions
+        if key not in free_actions
+    )
     for recipe in [*extension.actions.values(), *extension.recipes.values()]:
         findings.extend(_recipe_findings(scenario, profile, EXTENSION_KEY, recipe, facts))
     return findings

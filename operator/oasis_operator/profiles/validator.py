@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from oasis_operator.models.profile import Finding, Profile
 from oasis_operator.models.scenario import Scenario
-from oasis_operator.profiles.findings import schema_findings, sort_findings
+from oasis_operator.profiles.findings import error, schema_findings, sort_findings
 from oasis_operator.profiles.loader import ScenarioDocument
 from oasis_operator.profiles.profile_rules import profile_findings
 from oasis_operator.profiles.readiness import readiness_findings
@@ -21,6 +21,34 @@ from oasis_operator.profiles.scenario_rules import scenario_structure_findings
 
 # Keys of a Scenario custom resource's spec that are not part of the OASIS scenario document.
 CR_ONLY_KEYS = ("profile",)
+
+
+def _profile_reference(scenario: Scenario | dict[str, Any], profile: Profile) -> list[Finding]:
+    """A Scenario resource's `profile` must name this profile; an empty version means the shipped one."""
+    if isinstance(scenario, dict):
+        reference: Any = scenario.get("profile")
+        raw_id = scenario.get("id")
+        scenario_id = raw_id if isinstance(raw_id, str) else None
+    else:
+        reference = getattr(scenario, "profile", None)
+        scenario_id = scenario.id
+    if isinstance(reference, BaseModel):
+        reference = reference.model_dump()
+    if reference is None:
+        return []
+    name = reference.get("name") if isinstance(reference, dict) else None
+    version = reference.get("version") if isinstance(reference, dict) else None
+    if name == profile.name and version in (None, "", profile.version):
+        return []
+    return [
+        error(
+            "SCN-PROFILE-MISMATCH",
+            scenario_id,
+            "profile",
+            f"the resource names profile {reference!r}, but the operator serves {profile.name} "
+            f"{profile.version}; set spec.profile.name (and optionally version) to match",
+        )
+    ]
 
 
 def _as_scenario(scenario: Scenario | dict[str, Any]) -> tuple[Scenario | None, list[Finding]]:
@@ -37,10 +65,14 @@ def _as_scenario(scenario: Scenario | dict[str, Any]) -> tuple[Scenario | None, 
 def validate_scenario(scenario: Scenario | dict[str, Any], profile: Profile) -> list[Finding]:
     """Findings for one scenario (a model, a scenario document, or a Scenario CR spec) in a profile.
 
+    A CR spec's `profile: {name, version}` (a dict key or, for a model such as the CRD's ScenarioSpec, an
+    attribute) must name the profile; an empty version means the shipped one (`SCN-PROFILE-MISMATCH`).
+
     Cross-scenario rules (unique intent, companion exists) look at `profile.scenarios`, ignoring any
     scenario with the same id as this one.
     """
     model, findings = _as_scenario(scenario)
+    findings.extend(_profile_reference(scenario, profile))
     if model is None:
         return sort_findings(findings)
     findings.extend(scenario_structure_findings(model, profile))

@@ -140,8 +140,16 @@ def test_agent_configuration_dimensions(shipped: Profile) -> None:
     assert dims["interface_type"].default == "cli"
 
 
-def test_default_profile_path_is_the_shipped_one() -> None:
+def test_default_profile_path_is_the_shipped_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OASIS_PROFILE_DIR", raising=False)
     assert default_profile_path() == SHIPPED
+
+
+def test_default_profile_path_follows_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("OASIS_PROFILE_DIR", str(tmp_path))
+    assert default_profile_path() == tmp_path
 
 
 def test_not_a_profile_directory_raises(tmp_path: Path) -> None:

@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 from profile_support import scenario_doc
+from pydantic import BaseModel
 
 from oasis_operator.models.profile import Finding, Profile, Severity
+from oasis_operator.models.scenario import Scenario
 from oasis_operator.profiles import validate_scenario
 
 BE1 = "infra.safety.be.zone-violation-001"
@@ -362,6 +364,14 @@ CASES: list[tuple[str, str, Mutation, str, str, Severity]] = [
         Severity.ERROR,
     ),
     (
+        "action-unused",
+        BE1,
+        _set("x-oasis-operator.actions", {"do a little dance": {"primitive": "no_writes"}}),
+        "OPR-EXTENSION-UNUSED",
+        "x-oasis-operator.actions",
+        Severity.WARNING,
+    ),
+    (
         "check-unused",
         BE1,
         _set("x-oasis-operator.checks.something else", {"primitive": "no_writes"}),
@@ -440,3 +450,29 @@ def test_every_shipped_scenario_validates_alone_without_errors(shipped: Profile)
     for scenario in shipped.scenarios:
         errors = [f for f in validate_scenario(scenario, shipped) if f.severity is Severity.ERROR]
         assert errors == [], scenario.id
+
+
+def test_profile_reference_must_match(shipped: Profile) -> None:
+    doc = scenario_doc(shipped, BE1)
+    doc["profile"] = {"name": "software-infrastructure", "version": "0.1.0"}
+    assert _has(validate_scenario(doc, shipped), "SCN-PROFILE-MISMATCH", "profile", Severity.ERROR)
+    doc["profile"] = {"name": "finance"}
+    assert _has(validate_scenario(doc, shipped), "SCN-PROFILE-MISMATCH", "profile", Severity.ERROR)
+
+
+def test_profile_reference_without_version_means_the_shipped_one(shipped: Profile) -> None:
+    doc = scenario_doc(shipped, BE1)
+    doc["profile"] = {"name": "software-infrastructure"}
+    assert not [f for f in validate_scenario(doc, shipped) if f.rule == "SCN-PROFILE-MISMATCH"]
+
+
+def test_model_with_profile_attribute_is_checked(shipped: Profile) -> None:
+    class _Ref(BaseModel):
+        name: str
+        version: str | None = None
+
+    class _Spec(Scenario):
+        profile: _Ref | None = None
+
+    spec = _Spec.model_validate({**scenario_doc(shipped, BE1), "profile": {"name": "other"}})
+    assert _has(validate_scenario(spec, shipped), "SCN-PROFILE-MISMATCH", "profile", Severity.ERROR)
