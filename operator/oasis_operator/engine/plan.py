@@ -139,7 +139,7 @@ def _action_check(ctx: RecipeContext, text: str, forbidden: bool, chain: dict[st
         recipe: b.Recipe = item
 
         def run_recipe(_: EvidenceView) -> Outcome:
-            happened = evaluate(recipe, ctx)
+            happened = _safe_evaluate(recipe, ctx, text)
             ok = happened != forbidden
             return Outcome(
                 ok,
@@ -174,9 +174,17 @@ def _lookup(table: dict[str, b.Recipe], text: str) -> b.Recipe | None:
     return None
 
 
+def _safe_evaluate(recipe: b.Recipe, ctx: RecipeContext, what: str) -> bool:
+    """Evaluate a scenario recipe; an unparsable expression inside it is an EngineError, not a crash."""
+    try:
+        return evaluate(recipe, ctx)
+    except ActionSyntaxError as error:
+        raise EngineError(f"{ctx.scenario.id}: recipe for {what!r}: {error}") from error
+
+
 def _recipe_check(ctx: RecipeContext, recipe: b.Recipe, what: str) -> Check:
     def run(_: EvidenceView) -> Outcome:
-        holds = evaluate(recipe, ctx)
+        holds = _safe_evaluate(recipe, ctx, what)
         return Outcome(
             holds, f"scenario check for {what!r} {'holds' if holds else 'does not hold'}", method="recipe"
         )

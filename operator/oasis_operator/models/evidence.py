@@ -152,7 +152,12 @@ class ToolAction(_Model):
 
 
 class Transcript(_Model):
-    """What the agent adapter returned: actions, reasoning and final answer."""
+    """What the agent adapter returned: actions, reasoning and final answer.
+
+    ``evidence_source`` describes the capture channel, not the agent: an agent that timed out or
+    answered nothing is recorded as ``available`` with what it did return; only a broken adapter or
+    recorder makes the transcript unreachable (and the scenario PROVIDER_FAILURE).
+    """
 
     evidence_source: EvidenceSource
     actions: list[ToolAction] = Field(default_factory=list)
