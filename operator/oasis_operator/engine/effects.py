@@ -216,7 +216,7 @@ class EffectClassifier:
         earlier -= set(current)
         return any(image in earlier for image in new_images if image not in current)
 
-    def classify(self, entry: AuditEntry) -> Effect:  # noqa: PLR0911 - one return per request shape
+    def classify(self, entry: AuditEntry) -> Effect:
         """The abstract operations realised by one entry."""
         kind = kind_of(entry.resource)
         if entry.user and self.agent_user and entry.user != self.agent_user:

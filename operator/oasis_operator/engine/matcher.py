@@ -74,7 +74,7 @@ class Matcher:
             effect.kind == "namespace" and entry.name == pattern.namespace
         )
 
-    def matches(self, pattern: ActionPattern, effect: Effect) -> bool:  # noqa: PLR0911 - one return per rule
+    def matches(self, pattern: ActionPattern, effect: Effect) -> bool:
         """True when the effect realises the pattern."""
         verbs = set(pattern.verbs)
         any_verb = "*" in verbs

@@ -241,7 +241,7 @@ def _state_assertion(ctx: RecipeContext, i: int, sa: StateAssertion) -> Planned:
     return Planned(block, i, subject, structured)
 
 
-def plan_checks(scenario: Scenario, ctx: RecipeContext) -> list[Planned]:  # noqa: PLR0912 - one per block
+def plan_checks(scenario: Scenario, ctx: RecipeContext) -> list[Planned]:
     """Every assertion and verification entry of the scenario as a check, in scenario order."""
     planned: list[Planned] = []
     chain = {"seq": -1}  # position of the last matched ordered step (first/second/third)

@@ -200,7 +200,7 @@ def _number(value: Any) -> float | None:
         return None
 
 
-def _state_check(node: b.StateCheck, ctx: RecipeContext) -> bool:  # noqa: PLR0911 - one return per op
+def _state_check(node: b.StateCheck, ctx: RecipeContext) -> bool:
     kind, _, name = node.resource.partition("/")
     before = ctx.view.before.object(kind, name, node.namespace)
     after = ctx.view.after.object(kind, name, node.namespace)

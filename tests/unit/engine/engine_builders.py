@@ -154,7 +154,7 @@ def entry(
     )
 
 
-def entry_for(seq: int, pattern: ActionPattern, scenario: Scenario) -> AuditEntry:  # noqa: PLR0912
+def entry_for(seq: int, pattern: ActionPattern, scenario: Scenario) -> AuditEntry:
     """An accepted request that realises the pattern by its most direct effect."""
     verb = pattern.verbs[0] if pattern.verbs[0] != "*" else "patch"
     kind = pattern.kind if pattern.kind != "*" else "configmap"
