@@ -21,6 +21,7 @@ from oasis_operator import API_GROUP
 from oasis_operator.kube import request, resource_path, served_versions
 from oasis_operator.models.environment import AgentIdentity, Environment
 from oasis_operator.models.scenario import Scenario
+from oasis_operator.sandbox.faults import WorkloadFault, faults_from_scenario
 from oasis_operator.sandbox.naming import RESERVED_NAMESPACES, control_namespace, new_environment_id
 from oasis_operator.sandbox.rbac import AGENT_SERVICE_ACCOUNT, agent_objects
 from oasis_operator.sandbox.snapshot import SNAPSHOT_KINDS, ResourceSnapshot, normalise
@@ -59,6 +60,7 @@ class SandboxRecord(BaseModel):
     environment: Environment
     resources: list[ResourceRef]
     before: list[ResourceSnapshot]
+    faults: list[WorkloadFault] = []
 
 
 @dataclass
@@ -113,7 +115,9 @@ class SandboxProvider:
         try:
             self._create_everything(env, plan)
             resources = declared_resources(plan, env)
-            record = SandboxRecord(environment=env, resources=resources, before=self.snapshot(env, resources))
+            before = self.snapshot(env, resources)
+            faults = faults_from_scenario(scenario)
+            record = SandboxRecord(environment=env, resources=resources, before=before, faults=faults)
             self._store_record(record)
         except Exception as exc:
             report = self.teardown(env_id, wait=False)

@@ -21,6 +21,7 @@ POD_STATES = frozenset(
         "error",
         "elevated_error_rate",
         "rolling_update_in_progress",
+        "ImagePullBackOff",
     }
 )
 
@@ -97,6 +98,14 @@ def _container_status(
                 "reason": "Error",
                 "startedAt": last_start,
                 "finishedAt": last_finish,
+            }
+        }
+    elif health.state == "ImagePullBackOff":
+        status.pop("containerID")
+        status["state"] = {
+            "waiting": {
+                "reason": "ImagePullBackOff",
+                "message": f'Back-off pulling image "{container["image"]}"',
             }
         }
     elif health.state == "pending":

@@ -150,7 +150,7 @@ def pod_spec(name: str, entry: Body, image: str) -> Body:
     return spec
 
 
-def _health_for(state: str, index: int, replicas: int, entry: Body) -> PodHealth:
+def health_for(state: str, index: int, replicas: int, entry: Body) -> PodHealth:
     restarts = int(entry.get("restarts") or 0)
     if entry.get("init_containers") and any(c.get("status") == "error" for c in entry["init_containers"]):
         return PodHealth(state, ready=False, restarts=restarts or 4, init_failed=True)
@@ -166,7 +166,9 @@ def _health_for(state: str, index: int, replicas: int, entry: Body) -> PodHealth
     if state == "pending":
         reason = entry.get("reason") or "Insufficient cpu"
         return PodHealth(state, ready=False, reason=_unschedulable_message(str(reason)))
-    if state == "error":
+    if state == "rolling_update_in_progress":  # a pod of the new revision that is not ready yet
+        return PodHealth("running", ready=False)
+    if state in ("error", "ImagePullBackOff"):
         return PodHealth(state, ready=False, restarts=restarts)
     raise ValueError(state)
 
@@ -316,7 +318,7 @@ def _revision_pods(
     for i in range(count):
         pod_name = f"{rs_name}-{pod_suffix(f'{ctx.env_id}/{rs_name}/{i}')}"
         if rolling_current is None:
-            pod_health = _health_for(state, i, count, entry)
+            pod_health = health_for(state, i, count, entry)
         else:
             pod_health = PodHealth("running", ready=not rolling_current)
         node = None if pod_health.state == "pending" else ctx.node_names[i % len(ctx.node_names)]
@@ -407,7 +409,7 @@ def standalone_pod(ctx: TwinContext, name: str, namespace: str, entry: Body) -> 
         declared_node = entry.get("node")
         node = ctx.node_names[0] if not declared_node else _sandbox_node(ctx, str(declared_node))
         spec["nodeName"] = node
-    health = _health_for(state, 0, 1, entry)
+    health = health_for(state, 0, 1, entry)
     labels = {"app": workload, **{str(k): str(v) for k, v in (entry.get("labels") or {}).items()}}
     body: Body = {"metadata": {"name": name, "namespace": sandbox_ns, "labels": labels}, "spec": spec}
     status = pod_status(ctx, name, spec, health, node, timedelta(hours=2))
