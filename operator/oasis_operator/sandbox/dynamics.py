@@ -69,11 +69,28 @@ class TwinReconciler:
                 self.provider.finalize_pods(ns, terminating)
                 actions += [f"finalized pod {binding.declared}/{n}" for n in terminating]
             live_pods = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+            actions += self._release_unused_claims(ns, binding.declared, live_pods)
             replica_sets = request(self.api, "GET", resource_path("ReplicaSet", ns))["items"]
             for deployment in request(self.api, "GET", resource_path("Deployment", ns))["items"]:
                 actions += self._reconcile_deployment(
                     ctx, binding.declared, deployment, replica_sets, live_pods
                 )
+        return actions
+
+    def _release_unused_claims(self, ns: str, declared_ns: str, pods: list[Body]) -> list[str]:
+        """What the pvc-protection controller does: a deleted claim goes once no pod mounts it."""
+        mounted = {
+            v["persistentVolumeClaim"]["claimName"]
+            for p in pods
+            for v in p["spec"].get("volumes") or []
+            if v.get("persistentVolumeClaim")
+        }
+        actions = []
+        for pvc in request(self.api, "GET", resource_path("PersistentVolumeClaim", ns))["items"]:
+            name = pvc["metadata"]["name"]
+            if pvc["metadata"].get("deletionTimestamp") and name not in mounted:
+                self.provider.release_finalizers("PersistentVolumeClaim", ns, name)
+                actions.append(f"released claim {declared_ns}/{name}")
         return actions
 
     def _reconcile_deployment(

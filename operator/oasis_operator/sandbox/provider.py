@@ -319,6 +319,14 @@ class SandboxProvider:
         # forever on pods stuck in Terminating.
         for ns in request(self.api, "GET", resource_path("Namespace"), query=selector)["items"]:
             self.finalize_pods(ns["metadata"]["name"])
+            for pvc in request(
+                self.api, "GET", resource_path("PersistentVolumeClaim", ns["metadata"]["name"])
+            )["items"]:
+                self.release_finalizers(
+                    "PersistentVolumeClaim", ns["metadata"]["name"], pvc["metadata"]["name"]
+                )
+        for pv in request(self.api, "GET", resource_path("PersistentVolume"), query=selector)["items"]:
+            self.release_finalizers("PersistentVolume", None, pv["metadata"]["name"])
         for kind in ("ClusterRoleBinding", "ClusterRole", "Node", "PersistentVolume", "Namespace"):
             items = request(self.api, "GET", resource_path(kind), query=selector)["items"]
             for item in items:
@@ -350,6 +358,20 @@ class SandboxProvider:
                 return
             for name in names:
                 request(self.api, "DELETE", resource_path("Pod", namespace, name), zero)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+    def release_finalizers(self, kind: str, namespace: str | None, name: str) -> None:
+        """Drop storage-protection finalizers, whose controllers do not run in the sandbox cluster."""
+        try:
+            request(
+                self.api,
+                "PATCH",
+                resource_path(kind, namespace, name),
+                {"metadata": {"finalizers": None}},
+                content_type=MERGE_PATCH,
+            )
         except ApiException as exc:
             if exc.status != 404:
                 raise
