@@ -39,6 +39,10 @@ RECORD_CONFIGMAP = "environment"
 MERGE_PATCH = "application/merge-patch+json"
 
 
+# Versions the twin writes, and what to use on servers that do not serve them yet.
+OLDER_VERSIONS = {"autoscaling/v2": "autoscaling/v2beta2", "policy/v1": "policy/v1beta1"}
+
+
 class SandboxError(RuntimeError):
     """Provisioning or teardown failed; the message says which scenario and object."""
 
@@ -85,7 +89,7 @@ class SandboxProvider:
         self.api = api
         self.prefix = prefix
         self.clock = clock
-        self._hpa_version: str | None = None
+        self._versions: dict[str, str] = {}
 
     # --- provisioning ------------------------------------------------------------------------------
     def provision(
@@ -197,9 +201,7 @@ class SandboxProvider:
                     "blockOwnerDeletion": True,
                 }
             ]
-        api_version = obj.api_version
-        if obj.kind == "HorizontalPodAutoscaler":
-            api_version = self._hpa_api_version()
+        api_version = self._served(obj.api_version)
         body = {"apiVersion": api_version, "kind": obj.kind, **body}
         created = self._create(obj.kind, body, api_version=api_version)
         uids[obj.key] = created["metadata"]["uid"]
@@ -219,11 +221,17 @@ class SandboxProvider:
             ) from exc
         return created
 
-    def _hpa_api_version(self) -> str:
-        if self._hpa_version is None:
-            versions = served_versions(self.api, "autoscaling")
-            self._hpa_version = "autoscaling/v2" if "v2" in versions else "autoscaling/v2beta2"
-        return self._hpa_version
+    def _served(self, api_version: str) -> str:
+        """`api_version`, or its older equivalent when the server predates it (e.g. a 1.20 sandbox)."""
+        older = OLDER_VERSIONS.get(api_version)
+        if older is None:
+            return api_version
+        if api_version not in self._versions:
+            group, _, version = api_version.partition("/")
+            self._versions[api_version] = (
+                api_version if version in served_versions(self.api, group) else older
+            )
+        return self._versions[api_version]
 
     def _ensure_crds(self, plan: TwinPlan) -> None:
         if any(o.kind == "Application" for o in plan.objects) and not served_versions(
@@ -284,9 +292,7 @@ class SandboxProvider:
                 name = env.sandbox_namespace(ref.name) or ref.name
             elif ref.kind == "Node":
                 name = env.sandbox_object_name("Node", ref.name) or ref.name
-            api_version = (
-                self._hpa_api_version() if ref.kind == "HorizontalPodAutoscaler" else ref.api_version
-            )
+            api_version = self._served(ref.api_version)
             try:
                 obj = request(
                     self.api, "GET", resource_path(ref.kind, namespace, name, api_version=api_version)
@@ -398,6 +404,8 @@ class SandboxProvider:
         reports = []
         now = self.clock()
         for env_id, ns in self.environments():
+            if ns["metadata"]["name"] != control_namespace(self.prefix, env_id):
+                continue  # another operator's (or test's) sandboxes: not ours to collect
             evaluation = ns["metadata"].get("annotations", {}).get(EVALUATION_ANNOTATION) or ""
             created = datetime.strptime(ns["metadata"]["creationTimestamp"], "%Y-%m-%dT%H:%M:%SZ").replace(
                 tzinfo=UTC

@@ -19,9 +19,26 @@ VOLATILE_ANNOTATIONS = (
 )
 # Kinds whose state the scenarios declare and the verification blocks inspect.
 SNAPSHOT_KINDS = frozenset(
-    {"Namespace", "Deployment", "Pod", "ConfigMap", "Secret", "Service", "Ingress", "NetworkPolicy",
-     "HorizontalPodAutoscaler", "PersistentVolumeClaim", "Node", "Application", "ResourceQuota"}
-)  # fmt: skip
+    {
+        "Namespace",
+        "Deployment",
+        "Pod",
+        "ConfigMap",
+        "Secret",
+        "Service",
+        "Ingress",
+        "NetworkPolicy",
+        "HorizontalPodAutoscaler",
+        "PersistentVolumeClaim",
+        "Node",
+        "Application",
+        "ResourceQuota",
+        "PodDisruptionBudget",
+        "ServiceAccount",
+        "Role",
+        "RoleBinding",
+    }
+)
 
 
 class ResourceSnapshot(BaseModel):

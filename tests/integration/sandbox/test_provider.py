@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -13,7 +15,7 @@ from kubernetes.client import ApiClient
 from oasis_operator.kube import request, resource_path
 from oasis_operator.sandbox.provider import ENV_LABEL, SandboxProvider, SandboxRecord
 from oasis_operator.sandbox.snapshot import diff
-from tests.cluster_fixtures import Cluster, wait_for
+from tests.cluster_fixtures import VENV_BIN, Cluster, wait_for
 from tests.unit.sandbox.test_twin import custom, profile, scenario
 
 SMTP_REF = {"configMapKeyRef": {"name": "smtp", "key": "SMTP_PORT"}}
@@ -209,3 +211,61 @@ def test_all_shipped_scenarios_back_to_back_leave_nothing(provider: SandboxProvi
 
     wait_for(lambda: not leftovers(), timeout=240, interval=2, what="every sandbox to be gone")
     assert scenario("infra.safety.be.zone-violation-001").id
+
+
+def test_policy_and_identity_objects(cluster: Cluster, provider: SandboxProvider) -> None:
+    rec = provider.provision(custom([
+        {"resource": "deployment/web", "namespace": "default", "replicas": 2},
+        {"resource": "pdb/web", "namespace": "default", "target": "deployment/web", "min_available": 1},
+        {"resource": "serviceaccount/deployer", "namespace": "default"},
+        {"resource": "role/reader", "namespace": "default",
+         "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]},
+        {"resource": "rolebinding/deployer-reads", "namespace": "default", "role": "reader",
+         "subjects": [{"kind": "ServiceAccount", "name": "deployer"}]},
+    ]))  # fmt: skip
+    try:
+        ns = rec.environment.sandbox_namespace("default") or ""
+        pdb = _table(cluster, "pdb", "-n", ns)
+        assert pdb["web"][1] == "1"  # MIN AVAILABLE
+        deployer = f"system:serviceaccount:{ns}:deployer"
+        assert cluster.kubectl("auth", "can-i", "get", "pods", "-n", ns, "--as", deployer,
+                               check=False).stdout.strip() == "yes"  # fmt: skip
+        kinds = {(r.kind, r.name) for r in rec.resources}
+        assert {("PodDisruptionBudget", "web"), ("RoleBinding", "deployer-reads")} <= kinds
+    finally:
+        provider.teardown(rec.environment.id, wait=False)
+
+
+def test_operator_start_collects_orphaned_sandboxes(
+    cluster: Cluster, api: ApiClient, namespace: str, tmp_path: Any
+) -> None:
+    """An environment whose evaluation is gone is torn down when the operator starts; others stay."""
+    ours = SandboxProvider(api, prefix="sbx")
+    orphan = ours.provision(
+        custom([{"resource": "configmap/a", "namespace": "default"}]), evaluation="gone/eval"
+    )
+    foreign = SandboxProvider(api, prefix="t").provision(
+        custom([{"resource": "configmap/a", "namespace": "default"}]), evaluation="gone/eval"
+    )
+    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
+    argv = [
+        str(VENV_BIN / "oasis"),
+        "operator",
+        "-n",
+        namespace,
+        "--liveness-port",
+        "0",
+        "--metrics-port",
+        "0",
+    ]
+    with (tmp_path / "op.log").open("wb") as log:
+        proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_for(lambda: not ours._remaining(orphan.environment.id), timeout=90, interval=1,
+                     what="the orphaned sandbox to be collected")  # fmt: skip
+            assert SandboxProvider(api, prefix="t")._remaining(foreign.environment.id)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+            SandboxProvider(api, prefix="t").teardown(foreign.environment.id, wait=False)
+            ours.teardown(orphan.environment.id, wait=False)

@@ -48,6 +48,10 @@ ALLOWED_KEYS: dict[str, frozenset[str]] = {
     ),
     "events": frozenset({"recent"}),
     "gitops-application": frozenset({"namespace", "sync_status", "source_repo", "source_path"}),
+    "pdb": frozenset({"namespace", "target", "selector", "min_available", "max_unavailable"}),
+    "serviceaccount": frozenset({"namespace"}),
+    "role": frozenset({"namespace", "rules"}),
+    "rolebinding": frozenset({"namespace", "role", "subjects"}),
 }
 DEFAULT_NODE_COUNT = 3
 
@@ -419,4 +423,8 @@ _BUILDERS: dict[str, Callable[[TwinContext, TwinPlan, str, str, Body], Any]] = {
     "pvc": _pvc,
     "events": _events,
     "gitops-application": _gitops,
+    "pdb": _simple(res.pdb),
+    "serviceaccount": _simple(res.service_account),
+    "role": _simple(res.role),
+    "rolebinding": _simple(res.role_binding),
 }

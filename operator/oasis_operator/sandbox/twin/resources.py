@@ -423,3 +423,52 @@ def argo_application(ctx: TwinContext, name: str, namespace: str, entry: Body) -
 def node_usage_percent(entry: Body) -> float | None:
     value = entry.get("cpu_usage") or entry.get("current_utilization")
     return percent(value) if value is not None else None
+
+
+def pdb(ctx: TwinContext, name: str, namespace: str, entry: Body) -> TwinObject:
+    """A PodDisruptionBudget for `target: deployment/<name>` (or an explicit selector)."""
+    target = str(entry.get("target") or "").partition("/")[2]
+    selector = _strs(entry.get("selector")) or ({"app": target} if target else {})
+    if not selector:
+        raise ValueError("a pdb needs target: deployment/<name> or a selector")
+    spec: Body = {"selector": {"matchLabels": selector}}
+    if "max_unavailable" in entry:
+        spec["maxUnavailable"] = entry["max_unavailable"]
+    else:
+        spec["minAvailable"] = entry.get("min_available", 1)
+    body = {"metadata": {"name": name, "namespace": ctx.ns(namespace)}, "spec": spec}
+    return TwinObject("policy/v1", "PodDisruptionBudget", name, body, ctx.ns(namespace))
+
+
+def service_account(ctx: TwinContext, name: str, namespace: str, entry: Body) -> TwinObject:
+    return TwinObject(
+        "v1",
+        "ServiceAccount",
+        name,
+        {"metadata": {"name": name, "namespace": ctx.ns(namespace)}},
+        ctx.ns(namespace),
+    )
+
+
+def role(ctx: TwinContext, name: str, namespace: str, entry: Body) -> TwinObject:
+    body = {
+        "metadata": {"name": name, "namespace": ctx.ns(namespace)},
+        "rules": list(entry.get("rules") or []),
+    }
+    return TwinObject("rbac.authorization.k8s.io/v1", "Role", name, body, ctx.ns(namespace))
+
+
+def role_binding(ctx: TwinContext, name: str, namespace: str, entry: Body) -> TwinObject:
+    role_name = str(entry.get("role") or name)
+    subjects = []
+    for subject in entry.get("subjects") or []:
+        item = dict(subject)
+        if item.get("kind") == "ServiceAccount":
+            item["namespace"] = ctx.ns(str(item.get("namespace") or namespace))
+        subjects.append(item)
+    body = {
+        "metadata": {"name": name, "namespace": ctx.ns(namespace)},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role_name},
+        "subjects": subjects,
+    }
+    return TwinObject("rbac.authorization.k8s.io/v1", "RoleBinding", name, body, ctx.ns(namespace))
