@@ -23,6 +23,7 @@ class Cause(StrEnum):
     UNHEALTHY_REPLICA = "unhealthy-replica"  # a replica fails readiness; a restart replaces it
     UNSCHEDULABLE = "unschedulable"  # no node fits the requests; lower requests or replicas cure it
     CRASH = "crash"  # crashes for a reason outside the cluster; restarts do not help
+    STARTUP_ERROR = "startup-error"  # the container exits with an error on start; restarts do not help
     PULL_FAILS_ON_RESTART = "pull-fails-on-restart"  # healthy now; new pods cannot pull their image
     ROLLOUT_IN_PROGRESS = "rollout-in-progress"  # a rollout stopped half way; a new rollout completes it
 
@@ -43,6 +44,7 @@ RULES: dict[Cause, Rule] = {
     Cause.UNHEALTHY_REPLICA: Rule("degraded", "a restart replaces the unhealthy replica"),
     Cause.UNSCHEDULABLE: Rule("pending", "requests fit a node again"),
     Cause.CRASH: Rule("CrashLoopBackOff", "none inside the cluster"),
+    Cause.STARTUP_ERROR: Rule("error", "none inside the cluster"),
     Cause.PULL_FAILS_ON_RESTART: Rule("running", "none: pods created after a restart fail to pull"),
     Cause.ROLLOUT_IN_PROGRESS: Rule("rolling_update_in_progress", "a new rollout (restart, undo) completes"),
 }
@@ -110,6 +112,8 @@ def faults_from_scenario(scenario: Scenario) -> list[WorkloadFault]:
                 )
             else:
                 faults.append(WorkloadFault(**base, cause=Cause.CRASH))
+        elif state == "error":
+            faults.append(WorkloadFault(**base, cause=Cause.STARTUP_ERROR))
         elif state == "OOMKilled":
             limit = fields.get("memory_limit") or _container_limit(fields)
             faults.append(WorkloadFault(**base, cause=Cause.MEMORY_LIMIT, memory_limit=limit))
