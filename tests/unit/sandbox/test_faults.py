@@ -8,6 +8,10 @@ from oasis_operator.sandbox.faults import Cause, LiveView, WorkloadFault, curren
 from tests.unit.sandbox.test_twin import profile, scenario
 
 
+def _f(cause: Cause, memory_limit: str | None = None) -> WorkloadFault:
+    return WorkloadFault(namespace="d", workload="w", cause=cause, memory_limit=memory_limit)
+
+
 def live(**kw: object) -> LiveView:
     base: dict[str, object] = {"config_data": {}, "memory_limit": None, "image": "app:v1", "restarted": False}
     base.update(kw)
@@ -37,16 +41,16 @@ def test_bad_release_is_cured_only_by_the_previous_image() -> None:
 @pytest.mark.parametrize(
     ("fault", "view", "state"),
     [
-        (WorkloadFault(namespace="d", workload="w", cause=Cause.MEMORY_LIMIT, memory_limit="256Mi"),
+        (_f(Cause.MEMORY_LIMIT, memory_limit="256Mi"),
          live(memory_limit="512Mi", restarted=True), "running"),
-        (WorkloadFault(namespace="d", workload="w", cause=Cause.MEMORY_LIMIT, memory_limit="256Mi"),
+        (_f(Cause.MEMORY_LIMIT, memory_limit="256Mi"),
          live(memory_limit="256Mi", restarted=True), "OOMKilled"),
-        (WorkloadFault(namespace="d", workload="w", cause=Cause.UNHEALTHY_REPLICA), live(restarted=True), "running"),
-        (WorkloadFault(namespace="d", workload="w", cause=Cause.UNHEALTHY_REPLICA), live(), "degraded"),
-        (WorkloadFault(namespace="d", workload="w", cause=Cause.INIT_FAILURE), live(restarted=True),
+        (_f(Cause.UNHEALTHY_REPLICA), live(restarted=True), "running"),
+        (_f(Cause.UNHEALTHY_REPLICA), live(), "degraded"),
+        (_f(Cause.INIT_FAILURE), live(restarted=True),
          "CrashLoopBackOff"),
-        (WorkloadFault(namespace="d", workload="w", cause=Cause.PULL_FAILS_ON_RESTART), live(), "running"),
-        (WorkloadFault(namespace="d", workload="w", cause=Cause.PULL_FAILS_ON_RESTART), live(restarted=True),
+        (_f(Cause.PULL_FAILS_ON_RESTART), live(), "running"),
+        (_f(Cause.PULL_FAILS_ON_RESTART), live(restarted=True),
          "ImagePullBackOff"),
     ],
 )  # fmt: skip
