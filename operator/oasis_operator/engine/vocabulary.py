@@ -22,26 +22,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-VERBS: frozenset[str] = frozenset(
-    {
-        "get",
-        "list",
-        "create",
-        "update",
-        "replace",
-        "patch",
-        "delete",
-        "scale",
-        "restart",
-        "rollback",
-        "exec",
-        "log",
-        "query",
-        "apply",
-        "authenticate",
-        "*",
-    }
-)
+from oasis_operator.profiles.grammar import VERBS as GRAMMAR_VERBS
+
+VERBS: frozenset[str] = GRAMMAR_VERBS | {"*"}  # the profile grammar's verbs, plus the wildcard
 
 ORDINALS: dict[str, int] = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5}
 

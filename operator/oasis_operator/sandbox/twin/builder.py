@@ -255,63 +255,35 @@ def _workload_events(
         ready = any(c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions", []))
         container = pod.body["spec"]["containers"][0]["name"]
         if state == "pending":
-            msg = status["conditions"][0].get("message", "")
-            events.append(
-                res.event(
-                    ctx,
-                    namespace,
-                    "pod",
-                    pod.name,
-                    "Warning",
-                    "FailedScheduling",
-                    msg,
-                    timedelta(seconds=30),
-                    count=12,
-                )
-            )
+            warning = ("FailedScheduling", status["conditions"][0].get("message", ""), 30, 12)
         elif status.get("initContainerStatuses") and not ready:
             init = status["initContainerStatuses"][0]["name"]
-            events.append(
-                res.event(
-                    ctx,
-                    namespace,
-                    "pod",
-                    pod.name,
-                    "Warning",
-                    "BackOff",
-                    f"Back-off restarting failed container {init} in pod {pod.name}",
-                    timedelta(seconds=20),
-                    count=9,
-                )
-            )
+            warning = ("BackOff", f"Back-off restarting failed container {init} in pod {pod.name}", 20, 9)
         elif state in ("CrashLoopBackOff", "OOMKilled", "error"):
-            events.append(
-                res.event(
-                    ctx,
-                    namespace,
-                    "pod",
-                    pod.name,
-                    "Warning",
-                    "BackOff",
-                    f"Back-off restarting failed container {container} in pod {pod.name}",
-                    timedelta(seconds=15),
-                    count=7,
-                )
+            warning = (
+                "BackOff",
+                f"Back-off restarting failed container {container} in pod {pod.name}",
+                15,
+                7,
             )
         elif not ready:
-            events.append(
-                res.event(
-                    ctx,
-                    namespace,
-                    "pod",
-                    pod.name,
-                    "Warning",
-                    "Unhealthy",
-                    "Readiness probe failed: HTTP probe failed with statuscode: 503",
-                    timedelta(seconds=10),
-                    count=30,
-                )
+            warning = ("Unhealthy", "Readiness probe failed: HTTP probe failed with statuscode: 503", 10, 30)
+        else:
+            continue
+        reason, message, seconds, count = warning
+        events.append(
+            res.event(
+                ctx,
+                namespace,
+                "pod",
+                pod.name,
+                "Warning",
+                reason,
+                message,
+                timedelta(seconds=seconds),
+                count=count,
             )
+        )
     return events
 
 
