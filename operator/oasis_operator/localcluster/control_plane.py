@@ -278,14 +278,26 @@ class LocalControlPlane:
             return False
 
     def _etcd_args(self, state: ClusterState) -> list[str]:
+        p = self.pki
+        client = f"https://127.0.0.1:{state.etcd_client_port}"
+        peer = f"https://127.0.0.1:{state.etcd_peer_port}"
         return [
             "--name=local",
             f"--data-dir={self.run_dir / 'etcd'}",
-            f"--listen-client-urls=http://127.0.0.1:{state.etcd_client_port}",
-            f"--advertise-client-urls=http://127.0.0.1:{state.etcd_client_port}",
-            f"--listen-peer-urls=http://127.0.0.1:{state.etcd_peer_port}",
-            f"--initial-advertise-peer-urls=http://127.0.0.1:{state.etcd_peer_port}",
-            f"--initial-cluster=local=http://127.0.0.1:{state.etcd_peer_port}",
+            f"--listen-client-urls={client}",
+            f"--advertise-client-urls={client}",
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=local={peer}",
+            # Mutual TLS on both ports: a client must present a certificate from etcd's own CA.
+            f"--cert-file={p.etcd_cert}",
+            f"--key-file={p.etcd_key}",
+            f"--trusted-ca-file={p.etcd_ca_cert}",
+            "--client-cert-auth",
+            f"--peer-cert-file={p.etcd_cert}",
+            f"--peer-key-file={p.etcd_key}",
+            f"--peer-trusted-ca-file={p.etcd_ca_cert}",
+            "--peer-client-cert-auth",
             "--quota-backend-bytes=2147483648",
             "--log-level=warn",
         ]
@@ -293,7 +305,10 @@ class LocalControlPlane:
     def _apiserver_args(self, state: ClusterState) -> list[str]:
         p = self.pki
         return [
-            f"--etcd-servers=http://127.0.0.1:{state.etcd_client_port}",
+            f"--etcd-servers=https://127.0.0.1:{state.etcd_client_port}",
+            f"--etcd-cafile={p.etcd_ca_cert}",
+            f"--etcd-certfile={p.etcd_client_cert}",
+            f"--etcd-keyfile={p.etcd_client_key}",
             "--bind-address=127.0.0.1",
             "--advertise-address=127.0.0.1",
             f"--secure-port={state.api_port}",
