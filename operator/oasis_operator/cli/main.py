@@ -14,6 +14,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "operator_cmds",
     "profile_cmds",
     "engine_cmds",
+    "agent_cmds",
 )
 
 
