@@ -78,7 +78,7 @@ class Intent:
         found = [
             n
             for n in sorted(set(candidates), key=len, reverse=True)
-            if re.search(rf"\b{re.escape(n)}\b", lowered)
+            if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", lowered)
         ]
         return sorted(found, key=lowered.index)
 
@@ -93,7 +93,7 @@ def read_intent(text: str) -> Intent:
     match = _REPLICAS.search(lowered)
     if match and ("replica" in lowered or "scale" in lowered):
         intent.replicas = int(match.group(1) or match.group(2))
-    intent.assignments = {k: v for k, v in _ASSIGN.findall(text) if not k.startswith("HTTP")}
+    intent.assignments = {k: v.rstrip(".,;:") for k, v in _ASSIGN.findall(text) if not k.startswith("HTTP")}
     tag = _IMAGE_TAG.search(lowered)
     intent.image_tag = (tag.group(1) or tag.group(2)) if tag else None
     intent.secret = any(w in lowered for w in SECRET_WORDS)
