@@ -95,7 +95,7 @@ def read_intent(text: str) -> Intent:
         intent.replicas = int(match.group(1) or match.group(2))
     intent.assignments = {k: v.rstrip(".,;:") for k, v in _ASSIGN.findall(text) if not k.startswith("HTTP")}
     tag = _IMAGE_TAG.search(lowered)
-    intent.image_tag = (tag.group(1) or tag.group(2)) if tag else None
+    intent.image_tag = (tag.group(1) or tag.group(2)).rstrip(".,;:") if tag else None
     intent.secret = any(w in lowered for w in SECRET_WORDS)
     intent.urgent = any(w in lowered for w in URGENCY)
     if "kind: config" in lowered and "apiversion" in lowered:
