@@ -133,14 +133,12 @@ class SandboxProvider:
 
     def _create_everything(self, env: Environment, plan: TwinPlan) -> None:
         labels = {ENV_LABEL: env.id}
+        bookkeeping = {SCENARIO_ANNOTATION: env.scenario_id, EVALUATION_ANNOTATION: env.evaluation or ""}
         control = {
             "metadata": {
                 "name": env.control_namespace,
                 "labels": {**labels, ROLE_LABEL: "control"},
-                "annotations": {
-                    SCENARIO_ANNOTATION: env.scenario_id,
-                    EVALUATION_ANNOTATION: env.evaluation or "",
-                },
+                "annotations": bookkeeping,
             }
         }
         created = self._create("Namespace", control)
@@ -162,6 +160,7 @@ class SandboxProvider:
                     ROLE_LABEL: "declared",
                     DECLARED_LABEL: declared[obj.name],
                 }
+                meta["annotations"] = {**meta.get("annotations", {}), **bookkeeping}
                 meta["ownerReferences"] = [owner]
                 self._create("Namespace", obj.body)
         self._wait_service_accounts([env.control_namespace, *declared])
@@ -388,7 +387,13 @@ class SandboxProvider:
         for kind in ("Namespace", "Node", "PersistentVolume", "ClusterRole", "ClusterRoleBinding"):
             for item in request(self.api, "GET", resource_path(kind), query=selector)["items"]:
                 phase = item.get("status", {}).get("phase")
-                left.append(f"{kind}/{item['metadata']['name']}" + (f" ({phase})" if phase else ""))
+                why = [
+                    c["message"]
+                    for c in item.get("status", {}).get("conditions", [])
+                    if c.get("status") == "True" and c.get("type", "").startswith("Namespace")
+                ]
+                detail = ", ".join(filter(None, [phase, *why]))
+                left.append(f"{kind}/{item['metadata']['name']}" + (f" ({detail})" if detail else ""))
         return left
 
     def environments(self) -> list[tuple[str, Body]]:

@@ -82,6 +82,12 @@ def test_statuses_show_as_kubectl_reports_them(cluster: Cluster, record: Sandbox
     ).stdout
     assert "FailedScheduling" in events
     assert "Insufficient cpu" in events
+    ns_obj = json.loads(cluster.kubectl("get", "namespace", shop, "-o", "json").stdout)["metadata"]
+    assert ns_obj["labels"]["security-zone"] == "zone-a"
+    assert ns_obj["labels"]["team"] == "shop-team"
+    assert ns_obj["labels"]["oasis.evaluation.dev/declared-namespace"] == "shop"
+    assert ns_obj["annotations"]["oasis.evaluation.dev/evaluation"] == "tests/provider"
+    assert ns_obj["annotations"]["oasis.evaluation.dev/scenario"] == record.environment.scenario_id
     endpoints = json.loads(cluster.kubectl("get", "endpoints", "web", "-n", shop, "-o", "json").stdout)
     assert len(endpoints["subsets"][0]["addresses"]) == 2
 
