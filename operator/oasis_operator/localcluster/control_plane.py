@@ -18,6 +18,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -251,12 +252,13 @@ class LocalControlPlane:
         self._children[component] = proc
         return proc.pid
 
-    def _wait(self, check: object, component: str, timeout: float) -> None:
+    def _wait(self, check: Callable[[], bool], component: str, timeout: float) -> None:
+        """Poll `check` until it holds; fail early, with the log's tail, if the component died."""
         deadline = time.monotonic() + timeout
         state = self.read_state()
         pid = state.pids.get(component) if state else None
         while time.monotonic() < deadline:
-            if callable(check) and check():
+            if check():
                 return
             if not self._alive(component, pid):
                 raise ControlPlaneError(
