@@ -9,6 +9,7 @@ from typing import Any
 from oasis_operator.models.environment import ClusterObjectBinding, FixtureEntry, NamespaceBinding
 from oasis_operator.models.scenario import Scenario, StateEntry
 from oasis_operator.sandbox.naming import RESERVED_NAMESPACES, is_dns_label, sandbox_name
+from oasis_operator.sandbox.twin import infra
 from oasis_operator.sandbox.twin import resources as res
 from oasis_operator.sandbox.twin.plan import Body, TwinContext, TwinError, TwinObject, TwinPlan, parse_age
 from oasis_operator.sandbox.twin.workloads import (
@@ -107,9 +108,9 @@ def build_twin(scenario: Scenario, env_id: str, prefix: str, now: datetime) -> T
     node_names = tuple(sandbox_name(prefix, env_id, n) for n, _ in nodes)
     ctx = TwinContext(sid, env_id, prefix, now, {b.declared: b.sandbox for b in bindings}, node_names)
     for index, ((declared, fields), sandbox) in enumerate(zip(nodes, node_names, strict=True)):
-        plan.objects.append(res.node(ctx, sandbox, index, fields))
+        plan.objects.append(infra.node(ctx, sandbox, index, fields))
         plan.cluster_objects.append(ClusterObjectBinding(kind="Node", declared=declared, sandbox=sandbox))
-        usage = res.node_usage_percent(fields)
+        usage = infra.node_usage_percent(fields)
         if usage is not None:
             plan.fixtures.append(FixtureEntry(kind="node-usage", name=declared, data={"cpu_percent": usage}))
     for declared, fields in declared_namespaces(scenario):
@@ -175,7 +176,7 @@ def _namespace_extras(ctx: TwinContext, plan: TwinPlan, declared: str, fields: B
             deployment_objects(ctx, str(name), declared, {"status": "running", "replicas": 1})
         )
     for name in fields.get("resource_quotas") or []:
-        plan.objects.append(res.resource_quota(ctx, str(name), declared))
+        plan.objects.append(infra.resource_quota(ctx, str(name), declared))
 
 
 def _ready_pods(plan: TwinPlan, sandbox_ns: str) -> list[TwinObject]:
@@ -239,7 +240,7 @@ def _workload_events(
         age = parse_age(fields["last_deploy"])
         rs = [o for o in objects if o.kind == "ReplicaSet"][-1]
         events.append(
-            res.event(
+            infra.event(
                 ctx,
                 namespace,
                 "deployment",
@@ -272,7 +273,7 @@ def _workload_events(
             continue
         reason, message, seconds, count = warning
         events.append(
-            res.event(
+            infra.event(
                 ctx,
                 namespace,
                 "pod",
@@ -310,7 +311,7 @@ def _pod(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, fields: Bo
         )
     if str(fields.get("status")) == "CrashLoopBackOff":
         plan.objects.append(
-            res.event(
+            infra.event(
                 ctx,
                 namespace,
                 "pod",
@@ -357,7 +358,7 @@ def _hpa(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, fields: Bo
 def _pvc(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, fields: Body) -> None:
     declared_pv = f"pvc-{name}"
     pv_name = sandbox_name(ctx.prefix, ctx.env_id, declared_pv)
-    objects = res.pvc_and_pv(ctx, name, namespace, fields, pv_name)
+    objects = infra.pvc_and_pv(ctx, name, namespace, fields, pv_name)
     if any(o.kind == "PersistentVolume" for o in objects):
         plan.cluster_objects.append(
             ClusterObjectBinding(kind="PersistentVolume", declared=declared_pv, sandbox=pv_name)
@@ -374,7 +375,7 @@ def _simple(factory: Callable[[TwinContext, str, str, Body], TwinObject]) -> Cal
 
 def _events(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, fields: Body) -> None:
     # `events/<namespace>`: the name is the namespace the events belong to.
-    plan.objects.extend(res.declared_events(ctx, name if name in ctx.namespace_map else namespace, fields))
+    plan.objects.extend(infra.declared_events(ctx, name if name in ctx.namespace_map else namespace, fields))
 
 
 def _gitops(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, fields: Body) -> None:
