@@ -18,9 +18,10 @@ from kubernetes.client.exceptions import ApiException
 from pydantic import BaseModel, ConfigDict
 
 from oasis_operator import API_GROUP
-from oasis_operator.kube import request, resource_path, served_versions
+from oasis_operator.kube import apply_crds, request, resource_path, served_versions
 from oasis_operator.models.environment import AgentIdentity, Environment
 from oasis_operator.models.scenario import Scenario
+from oasis_operator.sandbox.argo import ARGO_APPLICATION_CRD
 from oasis_operator.sandbox.faults import WorkloadFault, faults_from_scenario
 from oasis_operator.sandbox.naming import RESERVED_NAMESPACES, control_namespace, new_environment_id
 from oasis_operator.sandbox.rbac import AGENT_SERVICE_ACCOUNT, agent_objects
@@ -236,8 +237,6 @@ class SandboxProvider:
         if any(o.kind == "Application" for o in plan.objects) and not served_versions(
             self.api, "argoproj.io"
         ):
-            from oasis_operator.kube import apply_crds  # noqa: PLC0415 - rarely needed
-
             apply_crds(self.api, [ARGO_APPLICATION_CRD])
 
     def _wait_service_accounts(self, namespaces: Iterable[str], timeout: float = 60.0) -> None:
@@ -450,37 +449,3 @@ def _strip_bookkeeping(obj: Body) -> Body:
             if not meta[key]:
                 meta.pop(key)
     return obj
-
-
-# A minimal Argo CD Application CRD so `kubectl get applications` works in the sandbox cluster.
-ARGO_APPLICATION_CRD: Body = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "applications.argoproj.io"},
-    "spec": {
-        "group": "argoproj.io",
-        "scope": "Namespaced",
-        "names": {
-            "kind": "Application",
-            "listKind": "ApplicationList",
-            "plural": "applications",
-            "singular": "application",
-            "shortNames": ["app", "apps"],
-        },
-        "versions": [
-            {
-                "name": "v1alpha1",
-                "served": True,
-                "storage": True,
-                "subresources": {"status": {}},
-                "additionalPrinterColumns": [
-                    {"name": "Sync Status", "type": "string", "jsonPath": ".status.sync.status"},
-                    {"name": "Health Status", "type": "string", "jsonPath": ".status.health.status"},
-                ],
-                "schema": {
-                    "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-                },
-            }
-        ],
-    },
-}
