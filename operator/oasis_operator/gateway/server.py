@@ -1,0 +1,246 @@
+"""The agent gateway: one HTTPS server, one door per environment, every request recorded first."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import ssl
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from oasis_operator.gateway.credentials import AgentCredentials, build_kubeconfig, endpoints_for, new_token
+from oasis_operator.gateway.kubeproxy import KubeProxy, Outcome
+from oasis_operator.gateway.recorder import (
+    GatewayAuditEntry,
+    GatewayEvidence,
+    Recorder,
+    RecordUnavailableError,
+    read_evidence,
+)
+from oasis_operator.gateway.requestinfo import RequestInfo, parse_request
+from oasis_operator.gateway.state import EnvState
+from oasis_operator.gateway.status import status_document
+from oasis_operator.gateway.upstream import Upstream, load_upstream
+from oasis_operator.gateway.virtual import NameMap
+from oasis_operator.localcluster.pki import ensure_pki
+from oasis_operator.models.environment import Environment
+
+log = logging.getLogger(__name__)
+
+# A fixture API: (request, environment, path below its prefix, request body) -> outcome.
+FixtureHandler = Callable[[web.Request, EnvState, str, bytes], Awaitable[Outcome]]
+# Called for every authenticated request before it is answered: (environment, api, request info, seq).
+RequestObserver = Callable[[EnvState, str, RequestInfo, int], Awaitable[None]]
+MAX_RECORDED_BODY = 1 << 20
+MAX_REQUEST_BODY = 16 << 20
+
+
+def _bearer(request: web.Request) -> str | None:
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def _recorded_body(body: bytes) -> Any:
+    if not body:
+        return None
+    text = body[:MAX_RECORDED_BODY].decode("utf-8", errors="replace")
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+class Gateway:
+    """The agent gateway. `await start()`, `register(env)` per environment, `revoke(env_id)` at teardown."""
+
+    def __init__(
+        self, sandbox_kubeconfig: Path, data_dir: Path, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
+        self.data_dir = data_dir
+        self.host = host
+        self.port = port
+        self._upstream = Upstream(load_upstream(sandbox_kubeconfig))
+        self.kube = KubeProxy(self._upstream)
+        self._envs: dict[str, EnvState] = {}
+        self._stray: Recorder | None = None
+        self._runner: web.AppRunner | None = None
+        self.fixture_apis: dict[str, FixtureHandler] = {}
+        self.observers: list[RequestObserver] = []
+        self._pki = ensure_pki(data_dir / "pki")
+
+    @property
+    def upstream(self) -> Upstream:
+        return self._upstream
+
+    @property
+    def ca_cert(self) -> Path:
+        return self._pki.ca_cert
+
+    @property
+    def url(self) -> str:
+        return f"https://{self.host}:{self.port}"
+
+    async def start(self) -> None:
+        """Listen on host:port (port 0 picks a free one, readable from `port` afterwards)."""
+        await self._upstream.start()
+        self._stray = Recorder(self.data_dir / "unmatched")
+        app = web.Application(client_max_size=MAX_REQUEST_BODY)
+        app.router.add_route("*", "/env/{env_id}{tail:(/.*)?}", self._handle)
+        app.router.add_route("*", "/{tail:.*}", self._handle_unmatched)
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.load_cert_chain(str(self._pki.serving_cert), str(self._pki.serving_key))
+        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=ctx, shutdown_timeout=2.0)
+        await site.start()
+        server = getattr(site, "_server", None)
+        sockets = getattr(server, "sockets", None) or []
+        if sockets:
+            self.port = int(sockets[0].getsockname()[1])
+        log.info("gateway listening url=%s", self.url)
+
+    async def stop(self) -> None:
+        """Stop listening and close the upstream connections."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        await self._upstream.stop()
+
+    # ---- environments -----------------------------------------------------------------------------
+
+    def register(self, env: Environment) -> AgentCredentials:
+        """Open a door for `env`: a fresh token, a kubeconfig and the tool endpoints."""
+        server = f"{self.url}/env/{env.id}"
+        names = NameMap(env)
+        token = new_token()
+        recorder = Recorder(self.data_dir / env.id)
+        self._envs[env.id] = EnvState(env=env, token=token, names=names, recorder=recorder)
+        extra = tuple(sorted({"runbooks"} & {f.kind + "s" for f in env.fixtures}))
+        return AgentCredentials(
+            env_id=env.id,
+            token=token,
+            server=server,
+            kubeconfig_yaml=build_kubeconfig(server, self.ca_cert, token, names.home_namespace),
+            endpoints=endpoints_for(server, env.tools, extra),
+        )
+
+    def state(self, env_id: str) -> EnvState:
+        return self._envs[env_id]
+
+    def revoke(self, env_id: str) -> None:
+        """Kill the environment's token: every later request gets 401 (and is still recorded)."""
+        state = self._envs.get(env_id)
+        if state is not None:
+            state.revoked = True
+
+    def evidence(self, env_id: str) -> GatewayEvidence:
+        """The environment's record as an evidence source; `unreachable` when storage failed."""
+        state = self._envs.get(env_id)
+        path = state.recorder.path if state else self.data_dir / env_id / "gateway-audit.jsonl"
+        if state is not None and state.recorder.fault:
+            return GatewayEvidence(status="unreachable", reason=state.recorder.fault)
+        return read_evidence(path)
+
+    def audit_entries(self, env_id: str) -> list[GatewayAuditEntry]:
+        """The recorded requests of an environment; raises if the record is unreachable."""
+        evidence = self.evidence(env_id)
+        if evidence.status != "available":
+            raise RecordUnavailableError(evidence.reason)
+        return evidence.entries
+
+    # ---- requests ---------------------------------------------------------------------------------
+
+    async def _handle_unmatched(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        fields = {"method": request.method, "path": request.path_qs, "authenticated": False, "api": ""}
+        return self._unauthorized(self._stray, fields, body)
+
+    def _unauthorized(self, recorder: Recorder | None, fields: dict[str, Any], body: bytes) -> web.Response:
+        doc = status_document(401, "Unauthorized")
+        payload = json.dumps(doc).encode()
+        if recorder is not None:
+            try:
+                seq = recorder.begin(**fields, request_body=_recorded_body(body))
+                recorder.complete(seq, 401, len(payload))
+            except RecordUnavailableError:
+                log.warning("gateway record unavailable for an unauthenticated request")
+        return web.Response(status=401, body=payload, content_type="application/json")
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        env_id = request.match_info["env_id"]
+        tail = request.match_info.get("tail") or "/"
+        body = await request.read()
+        state = self._envs.get(env_id)
+        api, sub = _api_of(tail, self.fixture_apis)
+        info = parse_request(request.method, tail, request.rel_url.raw_query_string)
+        fields: dict[str, Any] = {"method": request.method, "path": tail + _query(request), "api": api}
+        if api == "kubernetes":
+            fields.update(_info_fields(info, state.names if state else None))
+        token = _bearer(request)
+        if state is None or state.revoked or token is None or not hmac.compare_digest(
+            token.encode(), state.token.encode()
+        ):
+            return self._unauthorized(state.recorder if state else self._stray, {**fields, "authenticated": False}, body)
+        try:
+            seq = state.recorder.begin(**fields, request_body=_recorded_body(body))
+        except RecordUnavailableError:
+            doc = status_document(503, "the gateway cannot record requests; try again later")
+            return web.Response(status=503, body=json.dumps(doc).encode(), content_type="application/json")
+        code, size, note = 500, 0, ""
+        try:
+            for observer in self.observers:
+                await observer(state, api, info, seq)
+            if api == "kubernetes":
+                outcome = await self.kube.handle(request, state, info, body)
+            else:
+                outcome = await self.fixture_apis[api](request, state, sub, body)
+            code, size = outcome.code, outcome.size
+            return outcome.response
+        except Exception as exc:
+            log.exception("gateway request failed env=%s path=%s", env_id, tail)
+            note = f"{type(exc).__name__}: {exc}"
+            doc = status_document(502, "the API server could not be reached")
+            payload = json.dumps(doc).encode()
+            code, size = 502, len(payload)
+            return web.Response(status=502, body=payload, content_type="application/json")
+        finally:
+            try:
+                state.recorder.complete(seq, code, size, note)
+            except RecordUnavailableError:
+                log.error("gateway record became unavailable env=%s", env_id)
+
+
+def _query(request: web.Request) -> str:
+    query = request.rel_url.raw_query_string
+    return f"?{query}" if query else ""
+
+
+def _api_of(tail: str, fixture_apis: dict[str, FixtureHandler]) -> tuple[str, str]:
+    """Which API a path belongs to: a fixture API's prefix, or the Kubernetes API."""
+    first, _, rest = tail.lstrip("/").partition("/")
+    if first in fixture_apis:
+        return first, "/" + rest
+    return "kubernetes", tail
+
+
+def _info_fields(info: RequestInfo, names: NameMap | None) -> dict[str, Any]:
+    sandbox_ns = ""
+    if names is not None and info.namespace:
+        sandbox_ns = names.sandbox_namespace(info.namespace)
+    return {
+        "verb": info.verb,
+        "api_group": info.api_group,
+        "api_version": info.api_version,
+        "resource": info.resource,
+        "subresource": info.subresource,
+        "name": info.name,
+        "namespace": info.namespace,
+        "sandbox_namespace": sandbox_ns,
+        "label_selector": info.label_selector,
+        "field_selector": info.field_selector,
+    }

@@ -1,0 +1,29 @@
+"""What the gateway keeps for one registered environment."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from oasis_operator.gateway.recorder import Recorder
+from oasis_operator.gateway.virtual import NameMap
+from oasis_operator.models.environment import Environment
+
+# Rewrites a response body (text) the agent is about to receive: (api, route, text) -> text.
+ResponseHook = Callable[[str, str, str], str]
+
+
+def _identity(_api: str, _route: str, text: str) -> str:
+    return text
+
+
+@dataclass
+class EnvState:
+    """A registered environment: its token, name translation, record and response hook."""
+
+    env: Environment
+    token: str
+    names: NameMap
+    recorder: Recorder
+    revoked: bool = False
+    response_hook: ResponseHook = field(default=_identity)
