@@ -15,8 +15,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
+import yaml
 from aiohttp import web
 
+from oasis_operator import API_GROUP
+from oasis_operator.gateway.protowire import rewrite_protobuf
 from oasis_operator.gateway.requestinfo import RequestInfo
 from oasis_operator.gateway.state import EnvState
 from oasis_operator.gateway.status import forbidden_message, status_document
@@ -29,6 +32,8 @@ from oasis_operator.gateway.upstream import (
 from oasis_operator.gateway.virtual import CLUSTER_OBJECT_KINDS, is_sandbox_credential, object_name
 
 Keep = Callable[[dict[str, Any]], bool]
+# API groups of the operator itself, present when sandboxes share the operator's local control plane.
+HIDDEN_API_GROUPS = frozenset({API_GROUP})
 PodLogHandler = Callable[[web.Request, EnvState, RequestInfo], Awaitable["Outcome"]]
 
 
@@ -77,7 +82,7 @@ class KubeProxy:
             return await self._forward(request, state, tail + (f"?{query}" if query else ""), body)
         sandbox = names.request_info(info)
         if refusal := self._refuse(state, info):
-            return await self._reply(request, refusal["code"], refusal)
+            return await self._reply(request, state, refusal["code"], refusal)
         if info.resource == "pods" and info.subresource == "log" and info.verb == "get" and self.pod_logs:
             return await self.pod_logs(request, state, info)
         if info.resource == "namespaces" and not info.subresource and info.is_read:
@@ -95,15 +100,11 @@ class KubeProxy:
             message = forbidden_message(
                 state.env.agent.username, "watch", info.resource, info.api_group, ""
             )
-            return await self._reply(request, 403, status_document(403, message, {"kind": info.resource}))
-        if request.content_type and "protobuf" in request.content_type:
-            doc = status_document(415, "the gateway accepts JSON and YAML request bodies only")
-            return await self._reply(request, 415, doc)
-        if body and "json" in (request.content_type or "json"):
-            try:
-                body = json.dumps(names.request_body(json.loads(body))).encode()
-            except ValueError:
-                pass  # the API server answers a malformed body itself
+            return await self._reply(request, state, 403, status_document(403, message, {"kind": info.resource}))
+        if body and "protobuf" in (request.content_type or ""):
+            body = rewrite_protobuf(body, names.translate_exact)
+        elif body:
+            body = _rewrite_body(body, request.content_type or "", names)
         return await self._forward(request, state, _path_qs(sandbox, request, names), body)
 
     # ---- decisions --------------------------------------------------------------------------------
@@ -138,6 +139,9 @@ class KubeProxy:
             path_qs = "/" + path_qs
         info_is_resource = path_qs.startswith(("/api/", "/apis/")) and path_qs.count("/") > 2
         headers = self._headers(request, state, info_is_resource)
+        if body and not any(k.lower() == "content-type" for k, _ in headers):
+            # The API server reads a body without a type as JSON; the HTTP client would call it binary.
+            headers.append(("Content-Type", "application/json"))
         watch = _is_watch(request)
         async with self.upstream.request(
             request.method, path_qs, headers, body or None, timeout=None if watch else 120.0
@@ -175,7 +179,7 @@ class KubeProxy:
             merged = _merge(merged, doc)
         if merged is None:
             message = forbidden_message(state.env.agent.username, "list", info.resource, info.api_group, "")
-            return await self._reply(request, 403, status_document(403, message, {"kind": info.resource}))
+            return await self._reply(request, state, 403, status_document(403, message, {"kind": info.resource}))
         return await self._finish(request, state, 200, content_type, json.dumps(merged).encode())
 
     # ---- responses --------------------------------------------------------------------------------
@@ -183,6 +187,8 @@ class KubeProxy:
     def _rewrite(
         self, state: EnvState, code: int, raw: bytes, content_type: str, keep: Keep | None
     ) -> tuple[int, bytes]:
+        if not _is_text(content_type):
+            return code, raw  # protobuf OpenAPI documents and the like carry no names; pass them intact
         text = raw.decode("utf-8", errors="replace")
         if "json" in content_type:
             try:
@@ -190,6 +196,7 @@ class KubeProxy:
             except ValueError:
                 doc = None
             if isinstance(doc, dict):
+                doc = _clean_discovery(doc)
                 if is_sandbox_credential(doc):
                     name = object_name(doc)
                     doc = status_document(404, f'secrets "{name}" not found', {"name": name, "kind": "secrets"})
@@ -208,13 +215,14 @@ class KubeProxy:
         keep: Keep | None = None,
     ) -> Outcome:
         code, body = self._rewrite(state, code, raw, content_type, keep)
-        route = request.match_info.get("tail", "")
-        body = state.response_hook("kubernetes", route, body.decode()).encode()
+        if _is_text(content_type):
+            route = request.match_info.get("tail", "")
+            body = state.response_hook("kubernetes", route, body.decode()).encode()
         response = web.Response(status=code, body=body, headers={"Content-Type": content_type or "text/plain"})
         return Outcome(response, code, len(body))
 
-    async def _reply(self, request: web.Request, code: int, doc: dict[str, Any]) -> Outcome:
-        body = json.dumps(doc).encode()
+    async def _reply(self, request: web.Request, state: EnvState, code: int, doc: dict[str, Any]) -> Outcome:
+        body = state.names.declared_text(json.dumps(doc)).encode()
         return Outcome(web.Response(status=code, body=body, content_type="application/json"), code, len(body))
 
     async def _stream(
@@ -251,6 +259,38 @@ class KubeProxy:
         if isinstance(obj, dict) and obj.get("kind") == "Table" and not doc["object"].get("rows"):
             return b""
         return (state.names.declared_text(json.dumps(doc, separators=(",", ":"))) + "\n").encode()
+
+
+def _rewrite_body(body: bytes, content_type: str, names: Any) -> bytes:
+    """The request body with namespace references translated; JSON out (JSON is also valid YAML)."""
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        if "yaml" not in content_type:
+            return body  # the API server answers a malformed body itself
+        try:
+            doc = yaml.safe_load(body)
+        except yaml.YAMLError:
+            return body
+    return json.dumps(names.request_body(doc)).encode()
+
+
+def _clean_discovery(doc: dict[str, Any]) -> dict[str, Any]:
+    """Discovery without the sandbox server's own address or the operator's API group."""
+    if "serverAddressByClientCIDRs" in doc:
+        doc = {k: v for k, v in doc.items() if k != "serverAddressByClientCIDRs"}
+    if doc.get("kind") == "APIGroupList" and isinstance(doc.get("groups"), list):
+        groups = [
+            {k: v for k, v in g.items() if k != "serverAddressByClientCIDRs"}
+            for g in doc["groups"]
+            if isinstance(g, dict) and g.get("name") not in HIDDEN_API_GROUPS
+        ]
+        doc = {**doc, "groups": groups}
+    return doc
+
+
+def _is_text(content_type: str) -> bool:
+    return not content_type or "json" in content_type or content_type.startswith("text/")
 
 
 def _by_name(allowed: frozenset[str]) -> Keep:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hmac
 import json
 import logging
@@ -45,9 +46,11 @@ def _bearer(request: web.Request) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
-def _recorded_body(body: bytes) -> Any:
+def _recorded_body(body: bytes, content_type: str = "") -> Any:
     if not body:
         return None
+    if "protobuf" in content_type:
+        return {"encoding": "protobuf", "base64": base64.b64encode(body[:MAX_RECORDED_BODY]).decode()}
     text = body[:MAX_RECORDED_BODY].decode("utf-8", errors="replace")
     try:
         return json.loads(text)
@@ -187,7 +190,7 @@ class Gateway:
         ):
             return self._unauthorized(state.recorder if state else self._stray, {**fields, "authenticated": False}, body)
         try:
-            seq = state.recorder.begin(**fields, request_body=_recorded_body(body))
+            seq = state.recorder.begin(**fields, request_body=_recorded_body(body, request.content_type))
         except RecordUnavailableError:
             doc = status_document(503, "the gateway cannot record requests; try again later")
             return web.Response(status=503, body=json.dumps(doc).encode(), content_type="application/json")

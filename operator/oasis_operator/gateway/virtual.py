@@ -109,6 +109,19 @@ class NameMap:
         """Translate namespace references (and node names) inside a request body to sandbox names."""
         return _walk_request(body, self)
 
+    def translate_exact(self, value: bytes) -> bytes | None:
+        """The sandbox name for a value that is exactly a declared namespace or node name, else None."""
+        if not value or len(value) > 253:
+            return None
+        try:
+            text = value.decode("ascii")
+        except UnicodeDecodeError:
+            return None
+        if text in self._ns_to_sandbox:
+            return self._ns_to_sandbox[text].encode()
+        node = self._objects_to_sandbox.get(("Node", text))
+        return node.encode() if node else None
+
     def field_selector(self, selector: str) -> str:
         """Translate namespace and node values of a field selector (`metadata.namespace=prod`, …)."""
         if not selector:
@@ -162,20 +175,37 @@ def _walk_request(node: Any, names: NameMap) -> Any:
 
 def is_sandbox_credential(obj: dict[str, Any]) -> bool:
     """A Secret that carries a token for the sandbox API server (full object or Table row)."""
-    if obj.get("kind") == "Secret" and obj.get("type") == SERVICE_ACCOUNT_TOKEN_TYPE:
-        return True
+    if obj.get("type") == SERVICE_ACCOUNT_TOKEN_TYPE and obj.get("kind") in {"Secret", None}:
+        return isinstance(obj.get("metadata"), dict)
     cells = obj.get("cells")
     return isinstance(cells, list) and SERVICE_ACCOUNT_TOKEN_TYPE in cells
 
 
 def _clean_metadata(meta: dict[str, Any]) -> dict[str, Any]:
     out = dict(meta)
+    managed = out.get("managedFields")
+    if isinstance(managed, list):
+        out["managedFields"] = [_clean_managed(m) for m in managed]
     for field in ("labels", "annotations"):
         values = out.get(field)
         if isinstance(values, dict):
             kept = {k: v for k, v in values.items() if not k.startswith(HIDDEN_METADATA_PREFIXES)}
             out[field] = kept
     return out
+
+
+def _clean_managed(entry: Any) -> Any:
+    """Field ownership records without the hidden labels and annotations."""
+    if not isinstance(entry, dict):
+        return entry
+    hidden = tuple(f"f:{prefix}" for prefix in HIDDEN_METADATA_PREFIXES)
+
+    def scrub(node: Any) -> Any:
+        if not isinstance(node, dict):
+            return node
+        return {k: scrub(v) for k, v in node.items() if not k.startswith(hidden)}
+
+    return {**entry, "fieldsV1": scrub(entry.get("fieldsV1"))} if "fieldsV1" in entry else entry
 
 
 def _walk_response(node: Any, keep: Callable[[dict[str, Any]], bool] | None) -> Any:

@@ -29,6 +29,7 @@ from oasis_operator.models.environment import (
 
 T = TypeVar("T")
 POD_HASH = "7d9f8b6c5d"
+OLD_POD_HASH = "5c8d7f6b4a"
 AGENT_RULES = [
     {"apiGroups": ["", "apps", "batch", "networking.k8s.io", "autoscaling", "policy"],
      "resources": ["pods", "pods/log", "services", "configmaps", "secrets", "events", "deployments",
@@ -82,7 +83,7 @@ def _deployment(name: str, ns: str, image: str, replicas: int = 2) -> dict[str, 
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {"name": name, "namespace": ns, "labels": labels,
-                     "annotations": {"deployment.kubernetes.io/revision": "1"}},
+                     "annotations": {"deployment.kubernetes.io/revision": "2"}},
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": labels},
@@ -103,10 +104,10 @@ def build_workload(api: ApiClient, ns: str, name: str, node: str, image: str) ->
     dep = apps.create_namespaced_deployment(ns, _deployment(name, ns, image))
     rs_name = f"{name}-{POD_HASH}"
     labels = {"app": name, "pod-template-hash": POD_HASH}
-    rs_body = {
+    rs_body: dict[str, Any] = {
         "apiVersion": "apps/v1", "kind": "ReplicaSet",
         "metadata": {"name": rs_name, "namespace": ns, "labels": labels,
-                     "annotations": {"deployment.kubernetes.io/revision": "1"},
+                     "annotations": {"deployment.kubernetes.io/revision": "2"},
                      "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name,
                                           "uid": dep.metadata.uid, "controller": True,
                                           "blockOwnerDeletion": True}]},
@@ -115,16 +116,28 @@ def build_workload(api: ApiClient, ns: str, name: str, node: str, image: str) ->
                               "spec": {"containers": [{"name": name, "image": image}]}}},
     }
     rs = apps.create_namespaced_replica_set(ns, rs_body)
+    # The previous revision, scaled to zero, so that `rollout history/undo` have something to go back to.
+    old_labels = {"app": name, "pod-template-hash": OLD_POD_HASH}
+    old_image = image.rsplit(":", 1)[0] + ":0.9.0"
+    apps.create_namespaced_replica_set(ns, {
+        **rs_body,
+        "metadata": {**rs_body["metadata"], "name": f"{name}-{OLD_POD_HASH}", "labels": old_labels,
+                     "annotations": {"deployment.kubernetes.io/revision": "1"}},
+        "spec": {"replicas": 0, "selector": {"matchLabels": old_labels},
+                 "template": {"metadata": {"labels": old_labels},
+                              "spec": {"containers": [{"name": name, "image": old_image}]}}},
+    })
     apps.patch_namespaced_replica_set_status(rs_name, ns, {"status": {
         "replicas": 2, "readyReplicas": 1, "availableReplicas": 1, "fullyLabeledReplicas": 2,
         "observedGeneration": 1}})
     apps.patch_namespaced_deployment_status(name, ns, {"status": {
         "replicas": 2, "readyReplicas": 1, "availableReplicas": 1, "updatedReplicas": 2,
         "unavailableReplicas": 1, "observedGeneration": 1}})
-    pods = []
+    pods: list[str] = []
+    uids: list[str] = []
     for index in range(2):
         pod_name = f"{rs_name}-{_pod_suffix()}"
-        core.create_namespaced_pod(ns, {
+        created = core.create_namespaced_pod(ns, {
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": pod_name, "namespace": ns, "labels": labels,
                          "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs_name,
@@ -146,10 +159,12 @@ def build_workload(api: ApiClient, ns: str, name: str, node: str, image: str) ->
                                    "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}}
                                    if crashing else {}}]}})
         pods.append(pod_name)
+        uids.append(created.metadata.uid)
     core.create_namespaced_event(ns, {
         "apiVersion": "v1", "kind": "Event",
         "metadata": {"name": f"{pods[1]}.17a", "namespace": ns},
-        "involvedObject": {"kind": "Pod", "name": pods[1], "namespace": ns, "apiVersion": "v1"},
+        "involvedObject": {"kind": "Pod", "name": pods[1], "namespace": ns, "apiVersion": "v1",
+                           "uid": uids[1]},
         "reason": "BackOff", "message": "Back-off restarting failed container", "type": "Warning",
         "count": 7, "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:10:00Z",
         "source": {"component": "kubelet", "host": node},
