@@ -9,6 +9,8 @@ namespaces as the agent (so RBAC still decides each of them).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -72,40 +74,42 @@ class KubeProxy:
         self.discovery = Discovery(upstream)
         self.pod_logs: PodLogHandler | None = None
 
-    async def handle(
-        self, request: web.Request, state: EnvState, info: RequestInfo, body: bytes
-    ) -> Outcome:
+    async def handle(self, request: web.Request, state: EnvState, info: RequestInfo, body: bytes) -> Outcome:
         names = state.names
         if not info.is_resource:
             tail = request.match_info.get("tail", "/")
             query = request.rel_url.raw_query_string
             return await self._forward(request, state, tail + (f"?{query}" if query else ""), body)
-        sandbox = names.request_info(info)
         if refusal := self._refuse(state, info):
             return await self._reply(request, state, refusal["code"], refusal)
+        answer = await self._answer_specially(request, state, info)
+        if answer is not None:
+            return answer
+        if body and "protobuf" in (request.content_type or ""):
+            body = rewrite_protobuf(body, names.translate_exact)
+        elif body:
+            body = _rewrite_body(body, request.content_type or "", names)
+        return await self._forward(request, state, _path_qs(names.request_info(info), request, names), body)
+
+    async def _answer_specially(
+        self, request: web.Request, state: EnvState, info: RequestInfo
+    ) -> Outcome | None:
+        """Pod logs, cluster-scoped reads and all-namespaces reads; None for plain forwarding."""
+        names = state.names
         if info.resource == "pods" and info.subresource == "log" and info.verb == "get" and self.pod_logs:
             return await self.pod_logs(request, state, info)
+        sandbox = names.request_info(info)
         if info.resource == "namespaces" and not info.subresource and info.is_read:
             return await self._as_gateway(request, state, sandbox, _by_name(names.sandbox_namespaces))
         kind = CLUSTER_OBJECT_KINDS.get(info.resource)
         if kind and info.is_read and not info.namespace and not info.api_group:
             return await self._as_gateway(request, state, sandbox, _by_name(names.sandbox_objects(kind)))
-        if not info.namespace and info.verb == "list" and await self.discovery.namespaced(
-            info.prefix, info.resource
-        ):
+        all_namespaces = not info.namespace and info.verb in {"list", "watch"}
+        if not (all_namespaces and await self.discovery.namespaced(info.prefix, info.resource)):
+            return None
+        if info.verb == "list":
             return await self._fan_out(request, state, info)
-        if not info.namespace and info.verb == "watch" and await self.discovery.namespaced(
-            info.prefix, info.resource
-        ):
-            message = forbidden_message(
-                state.env.agent.username, "watch", info.resource, info.api_group, ""
-            )
-            return await self._reply(request, state, 403, status_document(403, message, {"kind": info.resource}))
-        if body and "protobuf" in (request.content_type or ""):
-            body = rewrite_protobuf(body, names.translate_exact)
-        elif body:
-            body = _rewrite_body(body, request.content_type or "", names)
-        return await self._forward(request, state, _path_qs(sandbox, request, names), body)
+        return await self._fan_out_watch(request, state, info)
 
     # ---- decisions --------------------------------------------------------------------------------
 
@@ -163,7 +167,9 @@ class KubeProxy:
             if watch and resp.status == 200:
                 return await self._stream(request, state, resp, keep)
             raw = await resp.read()
-            return await self._finish(request, state, resp.status, resp.headers.get("Content-Type", ""), raw, keep)
+            return await self._finish(
+                request, state, resp.status, resp.headers.get("Content-Type", ""), raw, keep
+            )
 
     async def _fan_out(self, request: web.Request, state: EnvState, info: RequestInfo) -> Outcome:
         headers = self._headers(request, state, True)
@@ -179,8 +185,62 @@ class KubeProxy:
             merged = _merge(merged, doc)
         if merged is None:
             message = forbidden_message(state.env.agent.username, "list", info.resource, info.api_group, "")
-            return await self._reply(request, state, 403, status_document(403, message, {"kind": info.resource}))
+            return await self._reply(
+                request, state, 403, status_document(403, message, {"kind": info.resource})
+            )
         return await self._finish(request, state, 200, content_type, json.dumps(merged).encode())
+
+    async def _fan_out_watch(self, request: web.Request, state: EnvState, info: RequestInfo) -> Outcome:
+        """An all-namespaces watch: one watch per environment namespace, merged into one stream."""
+        headers = self._headers(request, state, True)
+        async with contextlib.AsyncExitStack() as stack:
+            streams = []
+            for sandbox_ns in sorted(state.names.sandbox_namespaces):
+                path_qs = _path_qs(info.with_namespace(sandbox_ns), request, state.names)
+                resp = await stack.enter_async_context(
+                    self.upstream.request("GET", path_qs, headers, None, timeout=None)
+                )
+                if resp.status == 200:
+                    streams.append(resp)
+            if not streams:
+                message = forbidden_message(
+                    state.env.agent.username, "watch", info.resource, info.api_group, ""
+                )
+                doc = status_document(403, message, {"kind": info.resource})
+                return await self._reply(request, state, 403, doc)
+            response = web.StreamResponse(status=200)
+            response.headers["Content-Type"] = streams[0].headers.get("Content-Type", "application/json")
+            await response.prepare(request)
+            queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+
+            async def pump(resp: Any) -> None:
+                try:
+                    async for line in resp.content:
+                        await queue.put(line)
+                finally:
+                    await queue.put(None)
+
+            tasks = [asyncio.create_task(pump(r)) for r in streams]
+            size = 0
+            try:
+                open_streams = len(tasks)
+                while open_streams:
+                    line = await queue.get()
+                    if line is None:
+                        open_streams -= 1
+                        continue
+                    out = self._watch_line(state, line, None)
+                    if out:
+                        await response.write(out)
+                        size += len(out)
+                await response.write_eof()
+            except (ConnectionResetError, RuntimeError):
+                pass  # the agent hung up
+            finally:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+            return Outcome(response, 200, size)
 
     # ---- responses --------------------------------------------------------------------------------
 
@@ -199,7 +259,9 @@ class KubeProxy:
                 doc = _clean_discovery(doc)
                 if is_sandbox_credential(doc):
                     name = object_name(doc)
-                    doc = status_document(404, f'secrets "{name}" not found', {"name": name, "kind": "secrets"})
+                    doc = status_document(
+                        404, f'secrets "{name}" not found', {"name": name, "kind": "secrets"}
+                    )
                     code = 404
                 text = json.dumps(state.names.response_document(doc, keep), separators=(",", ":"))
         text = state.names.declared_text(text)
@@ -218,7 +280,9 @@ class KubeProxy:
         if _is_text(content_type):
             route = request.match_info.get("tail", "")
             body = state.response_hook("kubernetes", route, body.decode()).encode()
-        response = web.Response(status=code, body=body, headers={"Content-Type": content_type or "text/plain"})
+        response = web.Response(
+            status=code, body=body, headers={"Content-Type": content_type or "text/plain"}
+        )
         return Outcome(response, code, len(body))
 
     async def _reply(self, request: web.Request, state: EnvState, code: int, doc: dict[str, Any]) -> Outcome:
@@ -252,7 +316,7 @@ class KubeProxy:
         except ValueError:
             return state.names.declared_text(line.decode(errors="replace")).encode()
         obj = event.get("object") if isinstance(event, dict) else None
-        if isinstance(obj, dict) and obj.get("kind") != "Table" and obj.get("kind") != "Status":
+        if isinstance(obj, dict) and obj.get("kind") not in {"Table", "Status"}:  # noqa: SIM102
             if is_sandbox_credential(obj) or (keep is not None and not keep(obj)):
                 return b""
         doc = state.names.response_document(event, keep)
@@ -303,11 +367,10 @@ def _is_watch(request: web.Request) -> bool:
 
 def _path_qs(info: RequestInfo, request: web.Request, names: Any) -> str:
     """The sandbox path of `info`, with the agent's query and its selectors translated."""
-    params = []
-    for key, value in parse_qsl(request.rel_url.raw_query_string, keep_blank_values=True):
-        if key == "fieldSelector":
-            value = names.field_selector(value)
-        params.append((key, value))
+    params = [
+        (key, names.field_selector(value) if key == "fieldSelector" else value)
+        for key, value in parse_qsl(request.rel_url.raw_query_string, keep_blank_values=True)
+    ]
     if "/watch/" in request.path and not any(k == "watch" for k, _ in params):
         params.append(("watch", "true"))  # the legacy /watch/ prefix, said the current way
     path = info.path()
@@ -316,11 +379,16 @@ def _path_qs(info: RequestInfo, request: web.Request, names: Any) -> str:
 
 def _merge(merged: dict[str, Any] | None, doc: dict[str, Any]) -> dict[str, Any]:
     """Concatenate two lists (or two Tables) from different namespaces."""
+    version = str(doc.get("metadata", {}).get("resourceVersion", ""))
     if merged is None:
         merged = dict(doc)
-        merged["metadata"] = {**doc.get("metadata", {}), "resourceVersion": ""}
+        merged["metadata"] = {**doc.get("metadata", {}), "resourceVersion": version}
         merged["metadata"].pop("continue", None)
         return merged
+    # Resource versions are one cluster-wide counter: the newest list is a valid point to watch from.
+    current = str(merged["metadata"].get("resourceVersion", ""))
+    if version.isdigit() and (not current.isdigit() or int(version) > int(current)):
+        merged["metadata"]["resourceVersion"] = version
     for key in ("items", "rows"):
         if key in doc:
             merged[key] = [*(merged.get(key) or []), *(doc.get(key) or [])]

@@ -15,7 +15,7 @@ K8S_MAGIC = b"k8s\x00"
 _MAX_DEPTH = 32
 
 
-class _Malformed(ValueError):
+class _MalformedError(ValueError):
     pass
 
 
@@ -23,7 +23,7 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
     value = shift = 0
     while True:
         if pos >= len(data) or shift > 63:
-            raise _Malformed("truncated varint")
+            raise _MalformedError("truncated varint")
         byte = data[pos]
         pos += 1
         value |= (byte & 0x7F) << shift
@@ -45,16 +45,16 @@ def _encode_varint(value: int) -> bytes:
 
 
 def _rewrite_message(data: bytes, translate: Callable[[bytes], bytes | None], depth: int) -> bytes:
-    """Rewrite one message; raises `_Malformed` when `data` is not a well-formed message."""
+    """Rewrite one message; raises `_MalformedError` when `data` is not a well-formed message."""
     if depth > _MAX_DEPTH:
-        raise _Malformed("too deep")
+        raise _MalformedError("too deep")
     out = bytearray()
     pos = 0
     while pos < len(data):
         key, after_key = _varint(data, pos)
         wire, field = key & 7, key >> 3
         if field == 0:
-            raise _Malformed("field 0")
+            raise _MalformedError("field 0")
         if wire == 0:
             _, end = _varint(data, after_key)
             out += data[pos:end]
@@ -68,13 +68,13 @@ def _rewrite_message(data: bytes, translate: Callable[[bytes], bytes | None], de
             length, start = _varint(data, after_key)
             end = start + length
             if end > len(data):
-                raise _Malformed("length beyond end")
+                raise _MalformedError("length beyond end")
             payload = _rewrite_field(data[start:end], translate, depth)
             out += data[pos:after_key] + _encode_varint(len(payload)) + payload
         else:
-            raise _Malformed(f"wire type {wire}")
+            raise _MalformedError(f"wire type {wire}")
         if end > len(data):
-            raise _Malformed("truncated field")
+            raise _MalformedError("truncated field")
         pos = end
     return bytes(out)
 
@@ -87,7 +87,7 @@ def _rewrite_field(payload: bytes, translate: Callable[[bytes], bytes | None], d
         return payload
     try:
         return _rewrite_message(payload, translate, depth + 1)
-    except _Malformed:
+    except _MalformedError:
         return payload  # a string or bytes value, not a message
 
 
@@ -97,5 +97,5 @@ def rewrite_protobuf(body: bytes, translate: Callable[[bytes], bytes | None]) ->
         return body
     try:
         return K8S_MAGIC + _rewrite_message(body[len(K8S_MAGIC) :], translate, 0)
-    except _Malformed:
+    except _MalformedError:
         return body

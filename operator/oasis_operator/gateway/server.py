@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hmac
 import json
@@ -185,16 +186,21 @@ class Gateway:
         if api == "kubernetes":
             fields.update(_info_fields(info, state.names if state else None))
         token = _bearer(request)
-        if state is None or state.revoked or token is None or not hmac.compare_digest(
-            token.encode(), state.token.encode()
+        if (
+            state is None
+            or state.revoked
+            or token is None
+            or not hmac.compare_digest(token.encode(), state.token.encode())
         ):
-            return self._unauthorized(state.recorder if state else self._stray, {**fields, "authenticated": False}, body)
+            return self._unauthorized(
+                state.recorder if state else self._stray, {**fields, "authenticated": False}, body
+            )
         try:
             seq = state.recorder.begin(**fields, request_body=_recorded_body(body, request.content_type))
         except RecordUnavailableError:
             doc = status_document(503, "the gateway cannot record requests; try again later")
             return web.Response(status=503, body=json.dumps(doc).encode(), content_type="application/json")
-        code, size, note = 500, 0, ""
+        note = ""
         try:
             for observer in self.observers:
                 await observer(state, api, info, seq)
@@ -202,20 +208,24 @@ class Gateway:
                 outcome = await self.kube.handle(request, state, info, body)
             else:
                 outcome = await self.fixture_apis[api](request, state, sub, body)
-            code, size = outcome.code, outcome.size
-            return outcome.response
-        except Exception as exc:
+        except asyncio.CancelledError:
+            self._complete(state, seq, 499, 0, "cancelled before an answer")
+            raise
+        except Exception as exc:  # any failure is answered as one and recorded, never lost
             log.exception("gateway request failed env=%s path=%s", env_id, tail)
             note = f"{type(exc).__name__}: {exc}"
-            doc = status_document(502, "the API server could not be reached")
-            payload = json.dumps(doc).encode()
-            code, size = 502, len(payload)
-            return web.Response(status=502, body=payload, content_type="application/json")
-        finally:
-            try:
-                state.recorder.complete(seq, code, size, note)
-            except RecordUnavailableError:
-                log.error("gateway record became unavailable env=%s", env_id)
+            payload = json.dumps(status_document(502, "the API server could not be reached")).encode()
+            outcome = Outcome(
+                web.Response(status=502, body=payload, content_type="application/json"), 502, len(payload)
+            )
+        self._complete(state, seq, outcome.code, outcome.size, note)
+        return outcome.response
+
+    def _complete(self, state: EnvState, seq: int, code: int, size: int, note: str) -> None:
+        try:
+            state.recorder.complete(seq, code, size, note)
+        except RecordUnavailableError:
+            log.exception("gateway record became unavailable env=%s", state.env.id)
 
 
 def _query(request: web.Request) -> str:

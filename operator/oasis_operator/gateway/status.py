@@ -48,5 +48,6 @@ def forbidden_message(
     subject = f'{resource} "{name}"' if name else resource
     where = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
     return (
-        f'{subject} is forbidden: User "{user}" cannot {verb} resource "{full}" in API group "{group}" {where}'
+        f'{subject} is forbidden: User "{user}" cannot {verb} resource "{full}" '
+        f'in API group "{group}" {where}'
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import ssl
 import tempfile
 from dataclasses import dataclass
@@ -16,8 +17,20 @@ from oasis_operator.models.environment import AgentIdentity
 
 # Headers an agent may not choose: identity is the gateway's to decide, and hop-by-hop headers are ours.
 DROPPED_REQUEST_HEADERS = frozenset(
-    {"authorization", "host", "connection", "upgrade", "content-length", "accept-encoding", "keep-alive",
-     "transfer-encoding", "proxy-authorization", "te", "trailer", "cookie"}
+    {
+        "authorization",
+        "host",
+        "connection",
+        "upgrade",
+        "content-length",
+        "accept-encoding",
+        "keep-alive",
+        "transfer-encoding",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "cookie",
+    }
 )
 
 
@@ -131,8 +144,6 @@ class Upstream:
 
     async def post_json(self, path: str, body: Any) -> tuple[int, Any]:
         """POST a JSON document as the gateway."""
-        import json
-
         data = json.dumps(body).encode()
         headers = [("Accept", "application/json"), ("Content-Type", "application/json")]
         async with self.request("POST", path, headers, data) as resp:
@@ -141,6 +152,4 @@ class Upstream:
 
 
 def _loads(raw: bytes) -> Any:
-    import json
-
     return json.loads(raw) if raw else None

@@ -22,7 +22,7 @@ from oasis_operator.models.environment import Environment
 # Labels and annotations the sandbox puts on its objects for its own bookkeeping; the agent never sees them.
 HIDDEN_METADATA_PREFIXES = (f"{API_GROUP}/",)
 # Secrets that hold a token for the sandbox API server itself: a credential that would bypass the gateway.
-SERVICE_ACCOUNT_TOKEN_TYPE = "kubernetes.io/service-account-token"
+SERVICE_ACCOUNT_TOKEN_TYPE = "kubernetes.io/service-account-token"  # noqa: S105 (a type name)
 # Object fields that hold user data, where a value equal to a namespace name is not a namespace reference.
 _OPAQUE_FIELDS = frozenset({"data", "stringData", "binaryData", "annotations", "labels"})
 # Cluster-scoped resources whose objects belong to environments (shown filtered, by declared name).

@@ -15,7 +15,7 @@ from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api
 from kubernetes.client.exceptions import ApiException
 
 from oasis_operator.kube import api_client
-from tests.cluster_fixtures import KUBECTLS, Cluster
+from tests.cluster_fixtures import KUBECTLS, Cluster, wait_for
 from tests.integration.gateway.conftest import Door, find
 from tests.integration.gateway.twin import GatewayThread, built_environment
 
@@ -141,7 +141,10 @@ def test_tokens_are_checked_and_die_at_revocation(cluster: Cluster, api: ApiClie
             assert b'"reason": "Unauthorized"' in body
             entries = gw.gateway.audit_entries(env.id)
             assert [(e.authenticated, e.response_code) for e in entries] == [
-                (True, 200), (False, 401), (False, 401), (False, 401)
+                (True, 200),
+                (False, 401),
+                (False, 401),
+                (False, 401),
             ]
             assert all(e.resource == "pods" and e.namespace == "default" for e in entries)
             kubeconfig = creds.kubeconfig_yaml
@@ -172,3 +175,26 @@ def test_storage_fault_makes_the_record_unreachable(cluster: Cluster, api: ApiCl
             assert evidence.reason
     finally:
         gw.stop()
+
+
+def test_all_namespaces_watch_merges_the_environment_namespaces(door: Door, api: ApiClient) -> None:
+    agent = api_client(door.kubeconfig)
+    core: Any = CoreV1Api(agent)
+    mark = door.mark()
+    listed = core.list_pod_for_all_namespaces()
+    assert {p.metadata.namespace for p in listed.items} == {"default", "prod"}
+    events = list(watch.Watch().stream(core.list_pod_for_all_namespaces, timeout_seconds=2))
+    assert {e["object"].metadata.namespace for e in events} == {"default", "prod"}
+    assert {e["type"] for e in events} == {"ADDED"}
+    agent.close()
+    # A stream's record is completed just after its last byte is sent: wait for it.
+    entry = wait_for(
+        lambda: (
+            find(door.since(mark), verb="watch", resource="pods", namespace="").response_code
+            and find(door.since(mark), verb="watch", resource="pods", namespace="")
+        ),
+        timeout=10,
+        what="the watch to be recorded as completed",
+    )
+    assert entry.response_code == 200
+    assert entry.response_bytes

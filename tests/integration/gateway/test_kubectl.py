@@ -71,7 +71,9 @@ def test_all_namespaces_and_cluster_lists_show_only_this_environment(door: Door,
 
 
 @GENERATIONS
-def test_out_of_zone_write_is_refused_by_the_real_api_server(door: Door, kubectl: str, api: ApiClient) -> None:
+def test_out_of_zone_write_is_refused_by_the_real_api_server(
+    door: Door, kubectl: str, api: ApiClient
+) -> None:
     mark = door.mark()
     result = door.kubectl(kubectl, "scale", "deployment", "payments", "-n", "prod", "--replicas=0")
     assert result.returncode == 1
@@ -126,15 +128,35 @@ def test_writes_in_scope(door: Door, kubectl: str, api: ApiClient) -> None:
     mark = door.mark()
     assert door.kubectl(kubectl, "scale", "deployment/api-service", "--replicas=3").returncode == 0
     assert apps.read_namespaced_deployment("api-service", ns).spec.replicas == 3
-    merge = door.kubectl(kubectl, "patch", "deployment", "api-service", "--type=merge",
-                         "-p", '{"metadata":{"labels":{"tier":"web"}}}')
+    merge = door.kubectl(
+        kubectl,
+        "patch",
+        "deployment",
+        "api-service",
+        "--type=merge",
+        "-p",
+        '{"metadata":{"labels":{"tier":"web"}}}',
+    )
     assert merge.returncode == 0, merge.stderr
-    jsonp = door.kubectl(kubectl, "patch", "deployment", "api-service", "--type=json",
-                         "-p", '[{"op":"replace","path":"/spec/replicas","value":2}]')
+    jsonp = door.kubectl(
+        kubectl,
+        "patch",
+        "deployment",
+        "api-service",
+        "--type=json",
+        "-p",
+        '[{"op":"replace","path":"/spec/replicas","value":2}]',
+    )
     assert jsonp.returncode == 0, jsonp.stderr
-    strategic = door.kubectl(kubectl, "patch", "deployment", "api-service",
-                             "-p", '{"spec":{"template":{"spec":{"containers":[{"name":"api-service",'
-                                   '"env":[{"name":"LOG_LEVEL","value":"debug"}]}]}}}}')
+    strategic = door.kubectl(
+        kubectl,
+        "patch",
+        "deployment",
+        "api-service",
+        "-p",
+        '{"spec":{"template":{"spec":{"containers":[{"name":"api-service",'
+        '"env":[{"name":"LOG_LEVEL","value":"debug"}]}]}}}}',
+    )
     assert strategic.returncode == 0, strategic.stderr
     dep = apps.read_namespaced_deployment("api-service", ns)
     assert dep.metadata.labels["tier"] == "web"
@@ -162,7 +184,9 @@ def test_writes_in_scope(door: Door, kubectl: str, api: ApiClient) -> None:
 
 
 @GENERATIONS
-def test_apply_client_and_server_side_and_delete(door: Door, kubectl: str, api: ApiClient, tmp_path: Any) -> None:
+def test_apply_client_and_server_side_and_delete(
+    door: Door, kubectl: str, api: ApiClient, tmp_path: Any
+) -> None:
     core: Any = CoreV1Api(api)
     ns = door.sandbox("default")
     manifest = tmp_path / "cm.yaml"
@@ -216,9 +240,20 @@ def test_watch_streams_translated_events(door: Door, kubectl: str, api: ApiClien
     ns = door.sandbox("default")
     env = {"KUBECONFIG": str(door.kubeconfig), "HOME": str(door.kubeconfig.parent), "PATH": "/usr/bin:/bin"}
     proc = subprocess.Popen(
-        [kubectl, "get", "pods", "-w", "-o", "custom-columns=NS:.metadata.namespace,NAME:.metadata.name,"
-         "NODE:.spec.nodeName,MARK:.metadata.labels.mark", "--no-headers"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            kubectl,
+            "get",
+            "pods",
+            "-w",
+            "-o",
+            "custom-columns=NS:.metadata.namespace,NAME:.metadata.name,"
+            "NODE:.spec.nodeName,MARK:.metadata.labels.mark",
+            "--no-headers",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         time.sleep(2.0)
@@ -233,3 +268,4 @@ def test_watch_streams_translated_events(door: Door, kubectl: str, api: ApiClien
     assert all(line[0] == "default" and line[2] == "worker-1" for line in lines), out
     watch = find(door.since(0), verb="watch", resource="pods", namespace="default")
     assert watch.sandbox_namespace == ns
+    assert watch.request_body is None
