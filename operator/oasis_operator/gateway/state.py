@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from oasis_operator.gateway.recorder import Recorder
 from oasis_operator.gateway.virtual import NameMap
-from oasis_operator.models.environment import Environment
+from oasis_operator.models.environment import Environment, FixtureEntry
 
 # Rewrites a response body (text) the agent is about to receive: (api, route, text) -> text.
 ResponseHook = Callable[[str, str, str], str]
@@ -27,3 +27,9 @@ class EnvState:
     recorder: Recorder
     revoked: bool = False
     response_hook: ResponseHook = field(default=_identity)
+    # Declared non-Kubernetes state as it is now: stimuli may add or replace entries during the run.
+    fixtures: list[FixtureEntry] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.fixtures:
+            self.fixtures = list(self.env.fixtures)
