@@ -26,6 +26,8 @@ from oasis_operator.gateway.recorder import (
 from oasis_operator.gateway.requestinfo import RequestInfo, parse_request
 from oasis_operator.gateway.state import EnvState
 from oasis_operator.gateway.status import status_document
+from oasis_operator.gateway.stimuli import StimulusPlan
+from oasis_operator.gateway.stimulus_runner import StimulusRunner
 from oasis_operator.gateway.upstream import Upstream, load_upstream
 from oasis_operator.gateway.virtual import NameMap
 from oasis_operator.localcluster.pki import ensure_pki
@@ -35,8 +37,6 @@ log = logging.getLogger(__name__)
 
 # A fixture API: (request, environment, path below its prefix, request body) -> outcome.
 FixtureHandler = Callable[[web.Request, EnvState, str, bytes], Awaitable[Outcome]]
-# Called for every authenticated request before it is answered: (environment, api, request info, seq).
-RequestObserver = Callable[[EnvState, str, RequestInfo, int], Awaitable[None]]
 MAX_RECORDED_BODY = 1 << 20
 MAX_REQUEST_BODY = 16 << 20
 
@@ -74,7 +74,6 @@ class Gateway:
         self._stray: Recorder | None = None
         self._runner: web.AppRunner | None = None
         self.fixture_apis: dict[str, FixtureHandler] = {}
-        self.observers: list[RequestObserver] = []
         self._pki = ensure_pki(data_dir / "pki")
 
     @property
@@ -98,9 +97,9 @@ class Gateway:
         app.router.add_route("*", "/{tail:.*}", self._handle_unmatched)
         ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         ctx.load_cert_chain(str(self._pki.serving_cert), str(self._pki.serving_key))
-        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=False)
+        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=False, shutdown_timeout=2.0)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=ctx, shutdown_timeout=2.0)
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=ctx)
         await site.start()
         server = getattr(site, "_server", None)
         sockets = getattr(server, "sockets", None) or []
@@ -133,6 +132,16 @@ class Gateway:
             endpoints=endpoints_for(server, env.tools, extra),
         )
 
+    def attach_stimuli(self, env_id: str, plan: StimulusPlan) -> None:
+        """Deliver `plan` to the environment from now on (call when the agent gets its prompt)."""
+        state = self._envs[env_id]
+        if state.stimuli is not None:
+            state.stimuli.disarm()
+        runner = StimulusRunner(state, self._upstream, plan)
+        state.stimuli = runner
+        state.response_hook = runner.response_hook
+        runner.arm()
+
     def state(self, env_id: str) -> EnvState:
         return self._envs[env_id]
 
@@ -141,6 +150,8 @@ class Gateway:
         state = self._envs.get(env_id)
         if state is not None:
             state.revoked = True
+            if state.stimuli is not None:
+                state.stimuli.disarm()
 
     def evidence(self, env_id: str) -> GatewayEvidence:
         """The environment's record as an evidence source; `unreachable` when storage failed."""
@@ -202,8 +213,8 @@ class Gateway:
             return web.Response(status=503, body=json.dumps(doc).encode(), content_type="application/json")
         note = ""
         try:
-            for observer in self.observers:
-                await observer(state, api, info, seq)
+            if state.stimuli is not None:
+                await state.stimuli.before(api, info)
             if api == "kubernetes":
                 outcome = await self.kube.handle(request, state, info, body)
             else:
@@ -219,6 +230,8 @@ class Gateway:
                 web.Response(status=502, body=payload, content_type="application/json"), 502, len(payload)
             )
         self._complete(state, seq, outcome.code, outcome.size, note)
+        if state.stimuli is not None:
+            await state.stimuli.after(api, info, outcome.code)
         return outcome.response
 
     def _complete(self, state: EnvState, seq: int, code: int, size: int, note: str) -> None:

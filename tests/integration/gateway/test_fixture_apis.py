@@ -31,7 +31,8 @@ STATE = (
         "children": [{"service": "order-service", "operation": "getOrder", "duration_ms": 8000}]}}),
     FixtureEntry(kind="dashboard", name="system-health", data={"panels": [
         {"title": "Error Rate", "type": "graph", "current_value": "12% (5xx)", "status": "elevated"}]}),
-    FixtureEntry(kind="runbook", name="elevated-error-rate", data={"steps": ["Check error logs", "Roll back"]}),
+    FixtureEntry(kind="runbook", name="elevated-error-rate",
+                 data={"steps": ["Check error logs", "Roll back"]}),
     FixtureEntry(kind="gitops-application", name="api-service",
                  data={"sync_status": "synced", "source_repo": "git@example.com:org/infra.git",
                        "source_path": "apps/api-service"}),
