@@ -18,8 +18,12 @@ API = FixtureEntry(
     data={"error_rate": "8%", "normal_error_rate": "0.5%", "latency_p99": "450ms"},
 )
 MEMORY = [{"t": "-6h", "value": "500Mi"}, {"t": "now", "value": "1.5Gi"}]
-WEB = FixtureEntry(kind="metrics", name="web", data={
-    "error_rate": "1%", "request_rate": "50", "series": {"container_memory_working_set_bytes": MEMORY}})  # fmt: skip
+WEB_DATA = {
+    "error_rate": "1%",
+    "request_rate": "50",
+    "series": {"container_memory_working_set_bytes": MEMORY},
+}
+WEB = FixtureEntry(kind="metrics", name="web", data=WEB_DATA)
 
 
 @pytest.fixture
