@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import threading
+import time
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
@@ -96,6 +97,20 @@ class GatewayThread:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=10)
         self.loop.close()
+
+
+def _wait_for_default_service_account(core: Any, ns: str, timeout: float = 20.0) -> None:
+    """Pods need the namespace's `default` ServiceAccount, which a controller creates shortly after."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            core.read_namespaced_service_account("default", ns)
+        except ApiException as exc:
+            if exc.status != 404 or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+        else:
+            return
 
 
 def _pod_suffix() -> str:
@@ -223,6 +238,7 @@ def build_workload(api: ApiClient, ns: str, name: str, node: str, image: str) ->
             }
         },
     )
+    _wait_for_default_service_account(core, ns)
     pods: list[str] = []
     uids: list[str] = []
     for index in range(2):
@@ -247,7 +263,11 @@ def build_workload(api: ApiClient, ns: str, name: str, node: str, image: str) ->
                         }
                     ],
                 },
-                "spec": {"nodeName": node, "containers": [{"name": name, "image": image}]},
+                "spec": {
+                    "nodeName": node,
+                    "automountServiceAccountToken": False,
+                    "containers": [{"name": name, "image": image}],
+                },
             },
         )
         crashing = index == 1
