@@ -147,9 +147,8 @@ def main() -> None:
         ("through the gateway", lat_gateway, rps_gateway),
     ]
     print(f"# Gateway overhead ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC)\n")
-    print(
-        f"Host: {platform.machine()}, {multiprocessing.cpu_count()} CPUs (shared), Python {platform.python_version()}."
-    )
+    cpus = multiprocessing.cpu_count()
+    print(f"Host: {platform.machine()}, {cpus} CPUs (shared), Python {platform.python_version()}.")
     print(
         f"Request: GET one Deployment (JSON), {args.requests} sequential requests after 20 warm-up requests;"
     )
