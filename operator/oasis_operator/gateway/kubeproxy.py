@@ -99,10 +99,11 @@ class KubeProxy:
         if info.resource == "pods" and info.subresource == "log" and info.verb == "get" and self.pod_logs:
             return await self.pod_logs(request, state, info)
         sandbox = names.request_info(info)
-        if info.resource == "namespaces" and not info.subresource and info.is_read:
+        if info.resource == "namespaces" and info.subresource in {"", "status"} and info.is_read:
             return await self._as_gateway(request, state, sandbox, _by_name(names.sandbox_namespaces))
         kind = CLUSTER_OBJECT_KINDS.get(info.resource)
-        if kind and info.is_read and not info.namespace and not info.api_group:
+        gateway_read = info.is_read and info.subresource in {"", "status"}
+        if kind and gateway_read and not info.namespace and not info.api_group:
             return await self._as_gateway(request, state, sandbox, _by_name(names.sandbox_objects(kind)))
         all_namespaces = not info.namespace and info.verb in {"list", "watch"}
         if not (all_namespaces and await self.discovery.namespaced(info.prefix, info.resource)):

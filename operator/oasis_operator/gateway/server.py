@@ -7,6 +7,7 @@ import base64
 import hmac
 import json
 import logging
+import re
 import ssl
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -193,8 +194,10 @@ class Gateway:
         state = self._envs.get(env_id)
         api, sub = _api_of(tail, self.fixture_apis)
         info = parse_request(request.method, tail, request.rel_url.raw_query_string)
-        fields: dict[str, Any] = {"method": request.method, "path": tail + _query(request), "api": api}
-        if api == "kubernetes":
+        raw_tail = request.rel_url.raw_path.partition(f"/env/{env_id}")[2] or "/"
+        fields: dict[str, Any] = {"method": request.method, "path": raw_tail + _query(request), "api": api}
+        malformed = _malformed_path(tail, raw_tail)
+        if api == "kubernetes" and not malformed:
             fields.update(_info_fields(info, state.names if state else None))
         token = _bearer(request)
         if (
@@ -211,6 +214,11 @@ class Gateway:
         except RecordUnavailableError:
             doc = status_document(503, "the gateway cannot record requests; try again later")
             return web.Response(status=503, body=json.dumps(doc).encode(), content_type="application/json")
+        if malformed:
+            # Never forwarded: a dot segment or an encoded separator could leave the virtual namespace.
+            payload = json.dumps(status_document(400, malformed)).encode()
+            self._complete(state, seq, 400, len(payload), malformed)
+            return web.Response(status=400, body=payload, content_type="application/json")
         note = ""
         try:
             if state.stimuli is not None:
@@ -239,6 +247,19 @@ class Gateway:
             state.recorder.complete(seq, code, size, note)
         except RecordUnavailableError:
             log.exception("gateway record became unavailable env=%s", state.env.id)
+
+
+_UNSAFE_SEGMENT = re.compile(r"[?#%\\\s\x00-\x1f]")
+
+
+def _malformed_path(tail: str, raw_path: str) -> str:
+    """Why a path may not be forwarded (dot segments, encoded separators, control characters), or ""."""
+    if re.search(r"%(2[fF]|5[cC]|2[eE])", raw_path):
+        return "the request path contains an encoded separator or dot"
+    for segment in tail.split("/")[1:]:
+        if segment in {".", ".."} or _UNSAFE_SEGMENT.search(segment):
+            return f"the request path segment {segment!r} is not valid"
+    return ""
 
 
 def _query(request: web.Request) -> str:

@@ -3,6 +3,7 @@ door itself: tokens, revocation, the record as evidence."""
 
 from __future__ import annotations
 
+import http.client
 import ssl
 import urllib.error
 import urllib.request
@@ -198,3 +199,33 @@ def test_all_namespaces_watch_merges_the_environment_namespaces(door: Door, api:
     )
     assert entry.response_code == 200
     assert entry.response_bytes
+
+
+@pytest.mark.parametrize(
+    ("path", "code"),
+    [
+        ("/api/v1/nodes/worker-1/../../namespaces/kube-system/secrets", 400),
+        ("/api/v1/nodes/worker-1/%2e%2e/%2e%2e/namespaces/kube-system/secrets", 400),
+        ("/api/v1/namespaces/default/pods/x%2F..%2F..%2Fkube-system", 400),
+        ("/api/v1/namespaces/default/pods/x%3Fwatch=1", 400),
+        ("/api/v1/nodes/worker-1/proxy/metrics", 403),  # not a gateway read: the real RBAC refuses it
+    ],
+)
+def test_paths_that_would_leave_the_environment_are_refused_and_recorded(
+    door: Door, path: str, code: int
+) -> None:
+    mark = door.mark()
+    host, port = door.gw.gateway.host, door.gw.gateway.port
+    ctx = ssl.create_default_context(cafile=str(door.gw.gateway.ca_cert))
+    connection = http.client.HTTPSConnection(host, port, context=ctx, timeout=10)
+    # http.client sends the path exactly as given (no dot-segment normalisation), like a hostile client.
+    headers = {"Authorization": f"Bearer {door.creds.token}"}
+    connection.request("GET", f"/env/{door.env.id}{path}", headers=headers)
+    response = connection.getresponse()
+    body = response.read()
+    connection.close()
+    assert response.status == code
+    assert b"kube-system" not in body or code == 400
+    (entry,) = door.since(mark)
+    assert entry.path == path
+    assert entry.response_code == code
