@@ -46,6 +46,7 @@ class Outcome:
     response: web.StreamResponse
     code: int
     size: int
+    note: str = ""
 
 
 class Discovery:
@@ -76,6 +77,8 @@ class KubeProxy:
 
     async def handle(self, request: web.Request, state: EnvState, info: RequestInfo, body: bytes) -> Outcome:
         names = state.names
+        if impersonating := _impersonation_asked(request):
+            return await self._refuse_impersonation(request, state, impersonating)
         if not info.is_resource:
             tail = request.match_info.get("tail", "/")
             query = request.rel_url.raw_query_string
@@ -122,6 +125,18 @@ class KubeProxy:
             )
             return status_document(403, message, {"name": info.name, "kind": "serviceaccounts"})
         return None
+
+    async def _refuse_impersonation(self, request: web.Request, state: EnvState, user: str) -> Outcome:
+        """The agent asked to act as someone else (`kubectl --as`): refused as RBAC refuses it."""
+        message = (
+            f'users "{user}" is forbidden: User "{state.env.agent.username}" cannot impersonate resource '
+            '"users" in API group "" at the cluster scope'
+        )
+        outcome = await self._reply(
+            request, state, 403, status_document(403, message, {"name": user, "kind": "users"})
+        )
+        outcome.note = f"impersonation of {user!r} requested"
+        return outcome
 
     # ---- upstream calls ---------------------------------------------------------------------------
 
@@ -352,6 +367,12 @@ def _clean_discovery(doc: dict[str, Any]) -> dict[str, Any]:
         ]
         doc = {**doc, "groups": groups}
     return doc
+
+
+def _impersonation_asked(request: web.Request) -> str:
+    """The identity the agent asked to impersonate, or "" (groups or extras alone count too)."""
+    asked = [v for k, v in request.headers.items() if k.lower().startswith("impersonate-")]
+    return request.headers.get("Impersonate-User", asked[0] if asked else "")
 
 
 def _is_text(content_type: str) -> bool:

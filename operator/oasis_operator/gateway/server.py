@@ -237,7 +237,7 @@ class Gateway:
             outcome = Outcome(
                 web.Response(status=502, body=payload, content_type="application/json"), 502, len(payload)
             )
-        self._complete(state, seq, outcome.code, outcome.size, note)
+        self._complete(state, seq, outcome.code, outcome.size, note or outcome.note)
         if state.stimuli is not None:
             await state.stimuli.after(api, info, outcome.code)
         return outcome.response

@@ -226,6 +226,13 @@ def test_auth_can_i_and_token_minting_refused(door: Door, kubectl: str) -> None:
         assert review.request_body["spec"]["resourceAttributes"]["namespace"] == "default"
     else:  # current kubectl sends access reviews as protobuf; the record keeps the bytes
         assert review.request_body["encoding"] == "protobuf"
+    mark = door.mark()
+    escalate = door.kubectl(kubectl, "get", "secrets", "--as=system:admin", "--as-group=system:masters")
+    assert escalate.returncode == 1
+    assert 'cannot impersonate resource "users"' in escalate.stderr
+    attempts = [e for e in door.since(mark) if e.note == "impersonation of 'system:admin' requested"]
+    assert attempts
+    assert {e.response_code for e in attempts} == {403}
     if kubectl == KUBECTLS["current"]:
         mark = door.mark()
         token = door.kubectl(kubectl, "create", "token", "agent")
