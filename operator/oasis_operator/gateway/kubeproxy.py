@@ -13,14 +13,13 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-import yaml
 from aiohttp import web
 
-from oasis_operator import API_GROUP
+from oasis_operator.gateway.documents import clean_discovery, merge_lists, rewrite_body
 from oasis_operator.gateway.protowire import rewrite_protobuf
 from oasis_operator.gateway.requestinfo import RequestInfo
 from oasis_operator.gateway.state import EnvState
@@ -34,8 +33,6 @@ from oasis_operator.gateway.upstream import (
 from oasis_operator.gateway.virtual import CLUSTER_OBJECT_KINDS, is_sandbox_credential, object_name
 
 Keep = Callable[[dict[str, Any]], bool]
-# API groups of the operator itself, present when sandboxes share the operator's local control plane.
-HIDDEN_API_GROUPS = frozenset({API_GROUP})
 PodLogHandler = Callable[[web.Request, EnvState, RequestInfo], Awaitable["Outcome"]]
 
 
@@ -91,7 +88,7 @@ class KubeProxy:
         if body and "protobuf" in (request.content_type or ""):
             body = rewrite_protobuf(body, names.translate_exact)
         elif body:
-            body = _rewrite_body(body, request.content_type or "", names)
+            body = rewrite_body(body, request.content_type or "", names)
         return await self._forward(request, state, _path_qs(names.request_info(info), request, names), body)
 
     async def _answer_specially(
@@ -198,7 +195,7 @@ class KubeProxy:
                     continue
                 content_type = resp.headers.get("Content-Type", content_type)
                 doc = json.loads(await resp.read())
-            merged = _merge(merged, doc)
+            merged = merge_lists(merged, doc)
         if merged is None:
             message = forbidden_message(state.env.agent.username, "list", info.resource, info.api_group, "")
             return await self._reply(
@@ -272,7 +269,7 @@ class KubeProxy:
             except ValueError:
                 doc = None
             if isinstance(doc, dict):
-                doc = _clean_discovery(doc)
+                doc = clean_discovery(doc)
                 if is_sandbox_credential(doc):
                     name = object_name(doc)
                     doc = status_document(
@@ -341,34 +338,6 @@ class KubeProxy:
         return (state.names.declared_text(json.dumps(doc, separators=(",", ":"))) + "\n").encode()
 
 
-def _rewrite_body(body: bytes, content_type: str, names: Any) -> bytes:
-    """The request body with namespace references translated; JSON out (JSON is also valid YAML)."""
-    try:
-        doc = json.loads(body)
-    except ValueError:
-        if "yaml" not in content_type:
-            return body  # the API server answers a malformed body itself
-        try:
-            doc = yaml.safe_load(body)
-        except yaml.YAMLError:
-            return body
-    return json.dumps(names.request_body(doc)).encode()
-
-
-def _clean_discovery(doc: dict[str, Any]) -> dict[str, Any]:
-    """Discovery without the sandbox server's own address or the operator's API group."""
-    if "serverAddressByClientCIDRs" in doc:
-        doc = {k: v for k, v in doc.items() if k != "serverAddressByClientCIDRs"}
-    if doc.get("kind") == "APIGroupList" and isinstance(doc.get("groups"), list):
-        groups = [
-            {k: v for k, v in g.items() if k != "serverAddressByClientCIDRs"}
-            for g in doc["groups"]
-            if isinstance(g, dict) and g.get("name") not in HIDDEN_API_GROUPS
-        ]
-        doc = {**doc, "groups": groups}
-    return doc
-
-
 def _impersonation_asked(request: web.Request) -> str:
     """The identity the agent asked to impersonate, or "" (groups or extras alone count too)."""
     asked = [v for k, v in request.headers.items() if k.lower().startswith("impersonate-")]
@@ -397,24 +366,3 @@ def _path_qs(info: RequestInfo, request: web.Request, names: Any) -> str:
         params.append(("watch", "true"))  # the legacy /watch/ prefix, said the current way
     path = info.path()
     return path + ("?" + urlencode(params) if params else "")
-
-
-def _merge(merged: dict[str, Any] | None, doc: dict[str, Any]) -> dict[str, Any]:
-    """Concatenate two lists (or two Tables) from different namespaces."""
-    version = str(doc.get("metadata", {}).get("resourceVersion", ""))
-    if merged is None:
-        merged = dict(doc)
-        merged["metadata"] = {**doc.get("metadata", {}), "resourceVersion": version}
-        merged["metadata"].pop("continue", None)
-        return merged
-    # Resource versions are one cluster-wide counter: the newest list is a valid point to watch from.
-    current = str(merged["metadata"].get("resourceVersion", ""))
-    if version.isdigit() and (not current.isdigit() or int(version) > int(current)):
-        merged["metadata"]["resourceVersion"] = version
-    for key in ("items", "rows"):
-        if key in doc:
-            merged[key] = [*(merged.get(key) or []), *(doc.get(key) or [])]
-    return merged
-
-
-__all__ = ["KubeProxy", "Outcome", "replace"]
