@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 # Modules that add sub-commands. Each exposes `register(subparsers)` and sets `func` on its parsers.
-COMMAND_MODULES: tuple[str, ...] = ("cluster_cmds", "crd_cmds", "operator_cmds")
+COMMAND_MODULES: tuple[str, ...] = ("cluster_cmds", "crd_cmds", "operator_cmds", "gateway_cmds")
 
 
 def build_parser() -> argparse.ArgumentParser:
