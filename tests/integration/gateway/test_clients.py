@@ -4,6 +4,7 @@ door itself: tokens, revocation, the record as evidence."""
 from __future__ import annotations
 
 import http.client
+import json
 import ssl
 import urllib.error
 import urllib.request
@@ -229,3 +230,29 @@ def test_paths_that_would_leave_the_environment_are_refused_and_recorded(
     (entry,) = door.since(mark)
     assert entry.path == path
     assert entry.response_code == code
+
+
+def test_two_environments_on_one_gateway_cannot_see_each_other(
+    cluster: Cluster, api: ApiClient, tmp_path: Path
+) -> None:
+    gw = GatewayThread(cluster.kubeconfig, tmp_path / "data")
+    try:
+        with built_environment(api) as first, built_environment(api) as second:
+            a, b = gw.gateway.register(first), gw.gateway.register(second)
+            ca = gw.gateway.ca_cert
+            assert _get(f"{b.server}/api/v1/namespaces/default/pods", a.token, ca)[0] == 401
+            other_ns = second.sandbox_namespace("default")
+            code, body = _get(f"{a.server}/api/v1/namespaces/{other_ns}/pods", a.token, ca)
+            assert code == 403
+            assert other_ns.encode() in body  # the name the agent typed, refused like any namespace
+            assert _get(f"{a.server}/api/v1/namespaces/{other_ns}", a.token, ca)[0] == 404
+            code, body = _get(f"{a.server}/api/v1/namespaces", a.token, ca)
+            names = sorted(item["metadata"]["name"] for item in json.loads(body)["items"])
+            assert names == ["default", "monitoring", "prod"]
+            code, body = _get(f"{a.server}/api/v1/pods", a.token, ca)
+            pods = json.loads(body)["items"]
+            assert pods
+            assert {p["metadata"]["namespace"] for p in pods} == {"default", "prod"}
+            assert second.id not in body.decode()
+    finally:
+        gw.stop()
