@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from aiohttp import web
 
 from oasis_operator.gateway.documents import clean_discovery, merge_lists, rewrite_body
 from oasis_operator.gateway.protowire import rewrite_protobuf
+from oasis_operator.gateway.recorder import RecordUnavailableError
 from oasis_operator.gateway.requestinfo import RequestInfo
 from oasis_operator.gateway.state import EnvState
 from oasis_operator.gateway.status import forbidden_message, status_document
@@ -33,6 +35,8 @@ from oasis_operator.gateway.upstream import (
 from oasis_operator.gateway.virtual import CLUSTER_OBJECT_KINDS, is_sandbox_credential, object_name
 
 Keep = Callable[[dict[str, Any]], bool]
+# The record sequence number of the request being answered (each request runs in its own task).
+CURRENT_SEQ: contextvars.ContextVar[int | None] = contextvars.ContextVar("gateway_record_seq", default=None)
 PodLogHandler = Callable[[web.Request, EnvState, RequestInfo], Awaitable["Outcome"]]
 
 
@@ -224,6 +228,7 @@ class KubeProxy:
             response = web.StreamResponse(status=200)
             response.headers["Content-Type"] = streams[0].headers.get("Content-Type", "application/json")
             await response.prepare(request)
+            _stream_opened(request, state)
             queue: asyncio.Queue[bytes | None] = asyncio.Queue()
 
             async def pump(resp: Any) -> None:
@@ -309,6 +314,7 @@ class KubeProxy:
         response.content_type = upstream_resp.headers.get("Content-Type", "application/json").split(";")[0]
         response.headers["Content-Type"] = upstream_resp.headers.get("Content-Type", "application/json")
         await response.prepare(request)
+        _stream_opened(request, state)
         size = 0
         try:
             async for line in upstream_resp.content:
@@ -336,6 +342,14 @@ class KubeProxy:
         if isinstance(obj, dict) and obj.get("kind") == "Table" and not doc["object"].get("rows"):
             return b""
         return (state.names.declared_text(json.dumps(doc, separators=(",", ":"))) + "\n").encode()
+
+
+def _stream_opened(request: web.Request, state: EnvState) -> None:
+    """Record the answer of a watch as soon as it starts: a stream may stay open until the end of the run."""
+    seq = CURRENT_SEQ.get()
+    if seq is not None:
+        with contextlib.suppress(RecordUnavailableError):  # the closing line will report the fault
+            state.recorder.complete(seq, 200, 0, "stream open")
 
 
 def _impersonation_asked(request: web.Request) -> str:

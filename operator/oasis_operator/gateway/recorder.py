@@ -170,13 +170,13 @@ def read_evidence(path: Path) -> GatewayEvidence:
             requests[record["seq"]] = record
         elif kind == "response" and record.get("seq") in requests:
             entry = requests[record["seq"]]
+            # The last response line wins: a stream is noted when it opens and again when it ends.
             entry.update(
                 response_code=record.get("code"),
                 response_bytes=record.get("bytes"),
                 completed_at=record.get("time"),
+                note=record.get("note", ""),
             )
-            if record.get("note"):
-                entry["note"] = record["note"]
         elif kind == "stimulus":
             stimuli.append(StimulusRecord.model_validate(record))
     entries = [GatewayAuditEntry.model_validate(requests[seq]) for seq in sorted(requests)]

@@ -16,7 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from oasis_operator.gateway.credentials import AgentCredentials, build_kubeconfig, endpoints_for, new_token
-from oasis_operator.gateway.kubeproxy import KubeProxy, Outcome
+from oasis_operator.gateway.kubeproxy import CURRENT_SEQ, KubeProxy, Outcome
 from oasis_operator.gateway.recorder import (
     GatewayAuditEntry,
     GatewayEvidence,
@@ -214,6 +214,7 @@ class Gateway:
         except RecordUnavailableError:
             doc = status_document(503, "the gateway cannot record requests; try again later")
             return web.Response(status=503, body=json.dumps(doc).encode(), content_type="application/json")
+        CURRENT_SEQ.set(seq)
         if malformed:
             # Never forwarded: a dot segment or an encoded separator could leave the virtual namespace.
             payload = json.dumps(status_document(400, malformed)).encode()

@@ -245,6 +245,9 @@ def test_auth_can_i_and_token_minting_refused(door: Door, kubectl: str) -> None:
 def test_watch_streams_translated_events(door: Door, kubectl: str, api: ApiClient) -> None:
     core: Any = CoreV1Api(api)
     ns = door.sandbox("default")
+    generation = next(name for name, path in KUBECTLS.items() if path == kubectl)
+    touched = "touched-" + "".join(c for c in generation if c.isalnum())
+    mark = door.mark()
     env = {"KUBECONFIG": str(door.kubeconfig), "HOME": str(door.kubeconfig.parent), "PATH": "/usr/bin:/bin"}
     proc = subprocess.Popen(
         [
@@ -265,14 +268,16 @@ def test_watch_streams_translated_events(door: Door, kubectl: str, api: ApiClien
     try:
         time.sleep(2.0)
         pod = core.list_namespaced_pod(ns).items[0].metadata.name
-        core.patch_namespaced_pod(pod, ns, {"metadata": {"labels": {"mark": "touched"}}})
+        core.patch_namespaced_pod(pod, ns, {"metadata": {"labels": {"mark": touched}}})
         time.sleep(1.5)
+        open_watch = find(door.since(mark), verb="watch", resource="pods", namespace="default")
+        assert (open_watch.response_code, open_watch.note) == (200, "stream open")
     finally:
         proc.terminate()
         out, _ = proc.communicate(timeout=10)
     lines = [line.split() for line in out.splitlines()]
-    assert any(line[1] == pod and line[3] == "touched" for line in lines), out
+    assert any(line[1] == pod and line[3] == touched for line in lines), out
     assert all(line[0] == "default" and line[2] == "worker-1" for line in lines), out
-    watch = find(door.since(0), verb="watch", resource="pods", namespace="default")
+    watch = find(door.since(mark), verb="watch", resource="pods", namespace="default")
     assert watch.sandbox_namespace == ns
     assert watch.request_body is None
