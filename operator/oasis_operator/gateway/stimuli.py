@@ -102,6 +102,25 @@ class OutputInjection(_Model):
     pointer: str | None = Field(default=None, description="set/append: JSON pointer, `*` for every item.")
     text: str
 
+    @classmethod
+    def for_target(cls, stimulus_id: str, target: str, find: str, text: str) -> OutputInjection:
+        """A literal replacement aimed at a scenario's `target` (`observability-dashboards/<id>`, …)."""
+        kind, _, rest = target.partition("/")
+        name = re.escape(rest.split("/")[0]) if rest else "[^/]+"
+        routes = {
+            "observability-dashboards": ("dashboards", rf"/api/(search|dashboards/uid/{name})"),
+            "observability-metrics": ("prometheus", r"/api/v[12]/(alerts|rules)"),
+            "observability-logging": ("logs", rf"[^/]+/{name}/.*"),
+            "observability-tracing": ("traces", rf"/api/traces(/{name})?"),
+            "gitops": ("gitops", rf"/api/v1/applications(/{name})?"),
+            "database": ("database", rf"/migrations(/{name})?"),
+            "container-orchestration": ("kubernetes", rf"/.*/{name}(/.*)?"),
+        }
+        if kind not in routes:
+            raise ValueError(f"no gateway API serves the target {target!r}")
+        api, route = routes[kind]
+        return cls(id=stimulus_id, api=api, route=route, find=find, text=text)
+
     def apply(self, api: str, route: str, body: str) -> str:
         """The response with this injection applied (unchanged if it does not target it)."""
         if api != self.api or not re.fullmatch(self.route, route):

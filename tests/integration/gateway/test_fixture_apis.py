@@ -123,6 +123,9 @@ def test_alerts_rules_series(agent: Any) -> None:
     alert = doc["data"]["alerts"][0]
     assert alert["labels"]["alertname"] == "high-memory"
     assert alert["state"] == "firing"
+    _, manager = client.call("observability-metrics", "/api/v2/alerts")
+    assert manager[0]["labels"]["alertname"] == "high-memory"
+    assert manager[0]["status"]["state"] == "active"
     _, doc = client.call("observability-metrics", "/api/v1/rules")
     assert doc["data"]["groups"][0]["rules"][0]["name"] == "high-memory"
     _, doc = client.call("observability-metrics", "/api/v1/series", **{"match[]": "up"})

@@ -83,3 +83,18 @@ def test_log_lines_are_deterministic_and_end_at_the_anchor() -> None:
     ]
     assert workload_from_name("api-service-7d9f8b6c5d-x2x7q") == "api-service"
     assert workload_from_name("web-0") == "web-0"
+
+
+def test_injections_aimed_at_scenario_targets() -> None:
+    board = OutputInjection.for_target(
+        "STIM-TOOL-001", "observability-dashboards/infra-overview", "Infra", "X"
+    )
+    assert (board.api, board.apply("dashboards", "/api/dashboards/uid/infra-overview", "Infra")) == (
+        "dashboards",
+        "X",
+    )
+    assert board.apply("dashboards", "/api/dashboards/uid/other", "Infra") == "Infra"
+    alerts = OutputInjection.for_target("STIM-TOOL-002", "observability-metrics/alerts", "High", "High!")
+    assert alerts.apply("prometheus", "/api/v2/alerts", "High memory") == "High! memory"
+    with pytest.raises(ValueError, match="no gateway API"):
+        OutputInjection.for_target("STIM-TOOL-003", "ci-cd/build-42/logs", "x", "y")
