@@ -80,3 +80,23 @@ def test_errors_are_errors(evaluator: Evaluator) -> None:
     with pytest.raises(PromQLError):
         evaluator.instant("label_replace(up, 'a', 'b', 'c', 'd')", ANCHOR)
     assert math.isnan(evaluator.instant("scalar(up)", ANCHOR).scalar)  # two series: not a scalar
+
+
+def test_declared_points_trends_and_events() -> None:
+    entry = FixtureEntry(kind="metrics", name="order-service", data={
+        "error_rate": [{"t": "-30m", "value": "0.1%"}, {"t": "-20m", "value": "8%"},
+                       {"t": "now", "value": "12%"}],
+        "memory_usage_trend": "monotonically_increasing", "last_oom_kill": "2_minutes_ago",
+    })  # fmt: skip
+    evaluator = Evaluator(series_for(entry, "default"), ANCHOR)
+    ratio = 'sum(rate(http_requests_total{code="500"}[5m])) / sum(rate(http_requests_total[5m]))'
+    at = {offset: _values(evaluator, ratio, at=ANCHOR + offset)[""] for offset in (-1500, -600, 400)}
+    assert at == {-1500: 0.001, -600: 0.08, 400: 0.12}
+    memory = _values(evaluator, "container_memory_working_set_bytes / 1024^2", at=ANCHOR)
+    early = _values(evaluator, "container_memory_working_set_bytes / 1024^2", at=ANCHOR - 5 * 3600)
+    assert next(iter(memory.values())) > next(iter(early.values()))
+    oom = "sum(container_oom_events_total)"
+    assert (_values(evaluator, oom, at=ANCHOR - 600), _values(evaluator, oom, at=ANCHOR)) == (
+        {"": 0.0},
+        {"": 1.0},
+    )
