@@ -24,8 +24,13 @@ def _describe(trigger: Trigger) -> str:
     if trigger.kind == "at_seconds":
         return f"at_{trigger.seconds:g}s"
     if trigger.kind == "on_nth_query":
-        return f"on_{trigger.count}th_query" + (f" ({trigger.api})" if trigger.api else "")
+        return f"on_{_ordinal(trigger.count)}_query" + (f" ({trigger.api})" if trigger.api else "")
     return f"on_first_write {trigger.resource}"
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 class StimulusRunner:

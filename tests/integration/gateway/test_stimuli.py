@@ -182,4 +182,7 @@ def test_timed_and_nth_query_conditions(stimulated: Any) -> None:
     time.sleep(1.2)
     _, alerts = client.call("observability-metrics", "/api/v1/alerts")
     assert "high-memory" in [a["labels"]["alertname"] for a in alerts["data"]["alerts"]]
-    assert [s.stimulus for s in gw.gateway.evidence(env.id).stimuli] == ["third-query", "timed"]
+    fired = {s.stimulus: s for s in gw.gateway.evidence(env.id).stimuli}
+    assert set(fired) == {"third-query", "timed"}
+    assert fired["third-query"].trigger == "on_3rd_query (prometheus)"
+    assert fired["timed"].trigger == "at_1s"
