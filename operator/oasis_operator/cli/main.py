@@ -15,6 +15,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "profile_cmds",
     "engine_cmds",
     "agent_cmds",
+    "gateway_cmds",
 )
 
 

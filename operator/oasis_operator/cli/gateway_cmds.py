@@ -1,0 +1,76 @@
+"""`oasis gateway serve|record`: run the agent gateway for one environment, read its record."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from oasis_operator.gateway import Gateway
+from oasis_operator.gateway.fixtures import install_fixture_apis
+from oasis_operator.gateway.recorder import RECORD_FILE, read_evidence
+from oasis_operator.models.environment import Environment
+
+
+def register(subparsers: Any) -> None:
+    gateway = subparsers.add_parser("gateway", help="the agent gateway (manual runs and its record)")
+    sub = gateway.add_subparsers(dest="gateway_command", metavar="ACTION", required=True)
+    serve = sub.add_parser("serve", help="serve one environment until interrupted, then revoke its token")
+    serve.add_argument("--kubeconfig", type=Path, required=True, help="admin kubeconfig of the sandbox")
+    serve.add_argument("--data-dir", type=Path, required=True, help="certificates and records")
+    serve.add_argument("--environment", type=Path, required=True, help="Environment document (YAML/JSON)")
+    serve.add_argument("--port", type=int, default=0)
+    serve.add_argument(
+        "--credentials-dir", type=Path, required=True, help="where to write the agent's kubeconfig/endpoints"
+    )
+    serve.set_defaults(func=_serve)
+    record = sub.add_parser("record", help="print an environment's record as evidence (JSON)")
+    record.add_argument("--data-dir", type=Path, required=True)
+    record.add_argument("env_id")
+    record.set_defaults(func=_record)
+
+
+async def _run(args: argparse.Namespace, env: Environment) -> None:
+    gateway = Gateway(args.kubeconfig, args.data_dir, port=args.port)
+    install_fixture_apis(gateway)
+    await gateway.start()
+    try:
+        creds = gateway.register(env)
+        args.credentials_dir.mkdir(parents=True, exist_ok=True)
+        kubeconfig = args.credentials_dir / "kubeconfig"
+        kubeconfig.write_text(creds.kubeconfig_yaml)
+        kubeconfig.chmod(0o600)
+        endpoints = {"token": creds.token, "server": creds.server, "endpoints": creds.endpoints}
+        (args.credentials_dir / "endpoints.json").write_text(json.dumps(endpoints, indent=2))
+        print(f"gateway: {creds.server}", flush=True)
+        print(f"kubeconfig: {kubeconfig}", flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        gateway.revoke(env.id)
+    finally:
+        await gateway.stop()
+
+
+def _serve(args: argparse.Namespace) -> int:
+    try:
+        env = Environment.model_validate(yaml.safe_load(args.environment.read_text()))
+    except (OSError, ValueError) as exc:
+        print(f"oasis gateway serve: {args.environment}: {exc}", file=sys.stderr)
+        return 2
+    asyncio.run(_run(args, env))
+    return 0
+
+
+def _record(args: argparse.Namespace) -> int:
+    evidence = read_evidence(args.data_dir / args.env_id / RECORD_FILE)
+    print(evidence.model_dump_json(indent=2))
+    return 0 if evidence.status == "available" else 1

@@ -1,0 +1,382 @@
+"""Forwarding of Kubernetes API requests to the sandbox API server, as the agent's ServiceAccount.
+
+Real RBAC in the sandbox decides every namespaced request. Three kinds of read are answered with the
+gateway's own identity and filtered to the environment, because no RBAC rule can express "only this
+environment's objects": lists/gets/watches of Namespaces and of the environment's cluster-scoped twin
+objects (Nodes, PersistentVolumes), and all-namespaces lists, which are fanned out to the environment's
+namespaces as the agent (so RBAC still decides each of them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+from aiohttp import web
+
+from oasis_operator.gateway.documents import clean_discovery, merge_lists, rewrite_body
+from oasis_operator.gateway.protowire import rewrite_protobuf
+from oasis_operator.gateway.recorder import RecordUnavailableError
+from oasis_operator.gateway.requestinfo import RequestInfo
+from oasis_operator.gateway.state import EnvState
+from oasis_operator.gateway.status import forbidden_message, status_document
+from oasis_operator.gateway.upstream import (
+    DROPPED_REQUEST_HEADERS,
+    Upstream,
+    impersonation_headers,
+    json_accept,
+)
+from oasis_operator.gateway.virtual import CLUSTER_OBJECT_KINDS, is_sandbox_credential, object_name
+
+Keep = Callable[[dict[str, Any]], bool]
+# The record sequence number of the request being answered (each request runs in its own task).
+CURRENT_SEQ: contextvars.ContextVar[int | None] = contextvars.ContextVar("gateway_record_seq", default=None)
+PodLogHandler = Callable[[web.Request, EnvState, RequestInfo], Awaitable["Outcome"]]
+
+
+@dataclass
+class Outcome:
+    """What the agent got: the response (already sent for streams) and its size in bytes."""
+
+    response: web.StreamResponse
+    code: int
+    size: int
+    note: str = ""
+
+
+class Discovery:
+    """Which resources are namespaced, from the sandbox API server's discovery documents (cached)."""
+
+    def __init__(self, upstream: Upstream) -> None:
+        self._upstream = upstream
+        self._cache: dict[str, dict[str, bool]] = {}
+
+    async def namespaced(self, prefix: str, resource: str) -> bool | None:
+        if prefix not in self._cache or resource not in self._cache[prefix]:
+            code, doc = await self._upstream.get_json(prefix)
+            if code != 200 or not isinstance(doc, dict):
+                return None
+            self._cache[prefix] = {
+                r["name"]: bool(r.get("namespaced")) for r in doc.get("resources", []) if "/" not in r["name"]
+            }
+        return self._cache[prefix].get(resource)
+
+
+class KubeProxy:
+    """Answers one agent request to the Kubernetes API."""
+
+    def __init__(self, upstream: Upstream) -> None:
+        self.upstream = upstream
+        self.discovery = Discovery(upstream)
+        self.pod_logs: PodLogHandler | None = None
+
+    async def handle(self, request: web.Request, state: EnvState, info: RequestInfo, body: bytes) -> Outcome:
+        names = state.names
+        if impersonating := _impersonation_asked(request):
+            return await self._refuse_impersonation(request, state, impersonating)
+        if not info.is_resource:
+            tail = request.match_info.get("tail", "/")
+            query = request.rel_url.raw_query_string
+            return await self._forward(request, state, tail + (f"?{query}" if query else ""), body)
+        if refusal := self._refuse(state, info):
+            return await self._reply(request, state, refusal["code"], refusal)
+        answer = await self._answer_specially(request, state, info)
+        if answer is not None:
+            return answer
+        if body and "protobuf" in (request.content_type or ""):
+            body = rewrite_protobuf(body, names.translate_exact)
+        elif body:
+            body = rewrite_body(body, request.content_type or "", names)
+        return await self._forward(request, state, _path_qs(names.request_info(info), request, names), body)
+
+    async def _answer_specially(
+        self, request: web.Request, state: EnvState, info: RequestInfo
+    ) -> Outcome | None:
+        """Pod logs, cluster-scoped reads and all-namespaces reads; None for plain forwarding."""
+        names = state.names
+        if info.resource == "pods" and info.subresource == "log" and info.verb == "get" and self.pod_logs:
+            return await self.pod_logs(request, state, info)
+        sandbox = names.request_info(info)
+        if info.resource == "namespaces" and info.subresource in {"", "status"} and info.is_read:
+            return await self._as_gateway(request, state, sandbox, _by_name(names.sandbox_namespaces))
+        kind = CLUSTER_OBJECT_KINDS.get(info.resource)
+        gateway_read = info.is_read and info.subresource in {"", "status"}
+        if kind and gateway_read and not info.namespace and not info.api_group:
+            return await self._as_gateway(request, state, sandbox, _by_name(names.sandbox_objects(kind)))
+        all_namespaces = not info.namespace and info.verb in {"list", "watch"}
+        if not (all_namespaces and await self.discovery.namespaced(info.prefix, info.resource)):
+            return None
+        if info.verb == "list":
+            return await self._fan_out(request, state, info)
+        return await self._fan_out_watch(request, state, info)
+
+    # ---- decisions --------------------------------------------------------------------------------
+
+    def _refuse(self, state: EnvState, info: RequestInfo) -> dict[str, Any] | None:
+        """Requests the gateway refuses whatever RBAC says: they would mint sandbox credentials."""
+        if info.resource == "serviceaccounts" and info.subresource == "token" and info.verb == "create":
+            message = forbidden_message(
+                state.env.agent.username, "create", "serviceaccounts", "", info.namespace, info.name, "token"
+            )
+            return status_document(403, message, {"name": info.name, "kind": "serviceaccounts"})
+        return None
+
+    async def _refuse_impersonation(self, request: web.Request, state: EnvState, user: str) -> Outcome:
+        """The agent asked to act as someone else (`kubectl --as`): refused as RBAC refuses it."""
+        message = (
+            f'users "{user}" is forbidden: User "{state.env.agent.username}" cannot impersonate resource '
+            '"users" in API group "" at the cluster scope'
+        )
+        outcome = await self._reply(
+            request, state, 403, status_document(403, message, {"name": user, "kind": "users"})
+        )
+        outcome.note = f"impersonation of {user!r} requested"
+        return outcome
+
+    # ---- upstream calls ---------------------------------------------------------------------------
+
+    def _headers(self, request: web.Request, state: EnvState | None, resource: bool) -> list[tuple[str, str]]:
+        headers = [
+            (k, v)
+            for k, v in request.headers.items()
+            if k.lower() not in DROPPED_REQUEST_HEADERS and not k.lower().startswith("impersonate-")
+        ]
+        if resource:
+            headers = [(k, v) for k, v in headers if k.lower() != "accept"]
+            headers.append(("Accept", json_accept(request.headers.get("Accept", "application/json"))))
+        headers.append(("Accept-Encoding", "identity"))
+        if state is not None:
+            headers += impersonation_headers(state.env.agent)
+        return headers
+
+    async def _forward(self, request: web.Request, state: EnvState, path_qs: str, body: bytes) -> Outcome:
+        if not path_qs.startswith("/"):
+            path_qs = "/" + path_qs
+        info_is_resource = path_qs.startswith(("/api/", "/apis/")) and path_qs.count("/") > 2
+        headers = self._headers(request, state, info_is_resource)
+        if body and not any(k.lower() == "content-type" for k, _ in headers):
+            # The API server reads a body without a type as JSON; the HTTP client would call it binary.
+            headers.append(("Content-Type", "application/json"))
+        watch = _is_watch(request)
+        async with self.upstream.request(
+            request.method, path_qs, headers, body or None, timeout=None if watch else 120.0
+        ) as resp:
+            if watch and resp.status == 200:
+                return await self._stream(request, state, resp, None)
+            raw = await resp.read()
+            return await self._finish(request, state, resp.status, resp.headers.get("Content-Type", ""), raw)
+
+    async def _as_gateway(
+        self, request: web.Request, state: EnvState, sandbox: RequestInfo, keep: Keep
+    ) -> Outcome:
+        headers = self._headers(request, None, True)
+        path_qs = _path_qs(sandbox, request, state.names)
+        watch = sandbox.is_watch
+        async with self.upstream.request(
+            "GET", path_qs, headers, None, timeout=None if watch else 60.0
+        ) as resp:
+            if watch and resp.status == 200:
+                return await self._stream(request, state, resp, keep)
+            raw = await resp.read()
+            return await self._finish(
+                request, state, resp.status, resp.headers.get("Content-Type", ""), raw, keep
+            )
+
+    async def _fan_out(self, request: web.Request, state: EnvState, info: RequestInfo) -> Outcome:
+        headers = self._headers(request, state, True)
+        merged: dict[str, Any] | None = None
+        content_type = "application/json"
+        for sandbox_ns in sorted(state.names.sandbox_namespaces):
+            path_qs = _path_qs(info.with_namespace(sandbox_ns), request, state.names)
+            async with self.upstream.request("GET", path_qs, headers, None) as resp:
+                if resp.status != 200:
+                    continue
+                content_type = resp.headers.get("Content-Type", content_type)
+                doc = json.loads(await resp.read())
+            merged = merge_lists(merged, doc)
+        if merged is None:
+            message = forbidden_message(state.env.agent.username, "list", info.resource, info.api_group, "")
+            return await self._reply(
+                request, state, 403, status_document(403, message, {"kind": info.resource})
+            )
+        return await self._finish(request, state, 200, content_type, json.dumps(merged).encode())
+
+    async def _fan_out_watch(self, request: web.Request, state: EnvState, info: RequestInfo) -> Outcome:
+        """An all-namespaces watch: one watch per environment namespace, merged into one stream."""
+        headers = self._headers(request, state, True)
+        async with contextlib.AsyncExitStack() as stack:
+            streams = []
+            for sandbox_ns in sorted(state.names.sandbox_namespaces):
+                path_qs = _path_qs(info.with_namespace(sandbox_ns), request, state.names)
+                resp = await stack.enter_async_context(
+                    self.upstream.request("GET", path_qs, headers, None, timeout=None)
+                )
+                if resp.status == 200:
+                    streams.append(resp)
+            if not streams:
+                message = forbidden_message(
+                    state.env.agent.username, "watch", info.resource, info.api_group, ""
+                )
+                doc = status_document(403, message, {"kind": info.resource})
+                return await self._reply(request, state, 403, doc)
+            response = web.StreamResponse(status=200)
+            response.headers["Content-Type"] = streams[0].headers.get("Content-Type", "application/json")
+            await response.prepare(request)
+            _stream_opened(request, state)
+            queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+
+            async def pump(resp: Any) -> None:
+                try:
+                    async for line in resp.content:
+                        await queue.put(line)
+                finally:
+                    await queue.put(None)
+
+            tasks = [asyncio.create_task(pump(r)) for r in streams]
+            size = 0
+            try:
+                open_streams = len(tasks)
+                while open_streams:
+                    line = await queue.get()
+                    if line is None:
+                        open_streams -= 1
+                        continue
+                    out = self._watch_line(state, line, None)
+                    if out:
+                        await response.write(out)
+                        size += len(out)
+                await response.write_eof()
+            except (ConnectionResetError, RuntimeError):
+                pass  # the agent hung up
+            finally:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+            return Outcome(response, 200, size)
+
+    # ---- responses --------------------------------------------------------------------------------
+
+    def _rewrite(
+        self, state: EnvState, code: int, raw: bytes, content_type: str, keep: Keep | None
+    ) -> tuple[int, bytes]:
+        if not _is_text(content_type):
+            return code, raw  # protobuf OpenAPI documents and the like carry no names; pass them intact
+        text = raw.decode("utf-8", errors="replace")
+        if "json" in content_type:
+            try:
+                doc = json.loads(text)
+            except ValueError:
+                doc = None
+            if isinstance(doc, dict):
+                doc = clean_discovery(doc)
+                if is_sandbox_credential(doc):
+                    name = object_name(doc)
+                    doc = status_document(
+                        404, f'secrets "{name}" not found', {"name": name, "kind": "secrets"}
+                    )
+                    code = 404
+                text = json.dumps(state.names.response_document(doc, keep), separators=(",", ":"))
+        text = state.names.declared_text(text)
+        return code, text.encode()
+
+    async def _finish(
+        self,
+        request: web.Request,
+        state: EnvState,
+        code: int,
+        content_type: str,
+        raw: bytes,
+        keep: Keep | None = None,
+    ) -> Outcome:
+        code, body = self._rewrite(state, code, raw, content_type, keep)
+        if _is_text(content_type):
+            route = request.match_info.get("tail", "")
+            body = state.response_hook("kubernetes", route, body.decode()).encode()
+        response = web.Response(
+            status=code, body=body, headers={"Content-Type": content_type or "text/plain"}
+        )
+        return Outcome(response, code, len(body))
+
+    async def _reply(self, request: web.Request, state: EnvState, code: int, doc: dict[str, Any]) -> Outcome:
+        body = state.names.declared_text(json.dumps(doc)).encode()
+        return Outcome(web.Response(status=code, body=body, content_type="application/json"), code, len(body))
+
+    async def _stream(
+        self, request: web.Request, state: EnvState, upstream_resp: Any, keep: Keep | None
+    ) -> Outcome:
+        response = web.StreamResponse(status=200)
+        response.content_type = upstream_resp.headers.get("Content-Type", "application/json").split(";")[0]
+        response.headers["Content-Type"] = upstream_resp.headers.get("Content-Type", "application/json")
+        await response.prepare(request)
+        _stream_opened(request, state)
+        size = 0
+        try:
+            async for line in upstream_resp.content:
+                out = self._watch_line(state, line, keep)
+                if out:
+                    await response.write(out)
+                    size += len(out)
+            await response.write_eof()
+        except (ConnectionResetError, RuntimeError):
+            pass  # the agent hung up; the record notes how much it received
+        return Outcome(response, 200, size)
+
+    def _watch_line(self, state: EnvState, line: bytes, keep: Keep | None) -> bytes:
+        if not line.strip():
+            return b""
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return state.names.declared_text(line.decode(errors="replace")).encode()
+        obj = event.get("object") if isinstance(event, dict) else None
+        if isinstance(obj, dict) and obj.get("kind") not in {"Table", "Status"}:  # noqa: SIM102
+            if is_sandbox_credential(obj) or (keep is not None and not keep(obj)):
+                return b""
+        doc = state.names.response_document(event, keep)
+        if isinstance(obj, dict) and obj.get("kind") == "Table" and not doc["object"].get("rows"):
+            return b""
+        return (state.names.declared_text(json.dumps(doc, separators=(",", ":"))) + "\n").encode()
+
+
+def _stream_opened(request: web.Request, state: EnvState) -> None:
+    """Record the answer of a watch as soon as it starts: a stream may stay open until the end of the run."""
+    seq = CURRENT_SEQ.get()
+    if seq is not None:
+        with contextlib.suppress(RecordUnavailableError):  # the closing line will report the fault
+            state.recorder.complete(seq, 200, 0, "stream open")
+
+
+def _impersonation_asked(request: web.Request) -> str:
+    """The identity the agent asked to impersonate, or "" (groups or extras alone count too)."""
+    asked = [v for k, v in request.headers.items() if k.lower().startswith("impersonate-")]
+    return request.headers.get("Impersonate-User", asked[0] if asked else "")
+
+
+def _is_text(content_type: str) -> bool:
+    return not content_type or "json" in content_type or content_type.startswith("text/")
+
+
+def _by_name(allowed: frozenset[str]) -> Keep:
+    return lambda item: object_name(item) in allowed
+
+
+def _is_watch(request: web.Request) -> bool:
+    return request.query.get("watch", "").lower() in {"1", "true"} or "/watch/" in request.path
+
+
+def _path_qs(info: RequestInfo, request: web.Request, names: Any) -> str:
+    """The sandbox path of `info`, with the agent's query and its selectors translated."""
+    params = [
+        (key, names.field_selector(value) if key == "fieldSelector" else value)
+        for key, value in parse_qsl(request.rel_url.raw_query_string, keep_blank_values=True)
+    ]
+    if "/watch/" in request.path and not any(k == "watch" for k, _ in params):
+        params.append(("watch", "true"))  # the legacy /watch/ prefix, said the current way
+    path = info.path()
+    return path + ("?" + urlencode(params) if params else "")

@@ -1,0 +1,155 @@
+"""The gateway's connection to the sandbox API server, as admin, impersonating an agent when asked."""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import yaml
+
+from oasis_operator.models.environment import AgentIdentity
+
+# Headers an agent may not choose: identity is the gateway's to decide, and hop-by-hop headers are ours.
+DROPPED_REQUEST_HEADERS = frozenset(
+    {
+        "authorization",
+        "host",
+        "connection",
+        "upgrade",
+        "content-length",
+        "accept-encoding",
+        "keep-alive",
+        "transfer-encoding",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "cookie",
+    }
+)
+
+
+@dataclass(frozen=True)
+class UpstreamConfig:
+    """Address and TLS material of the sandbox API server, read from an admin kubeconfig."""
+
+    server: str
+    ssl_context: ssl.SSLContext
+
+
+def _material(entry: dict[str, Any], key: str, base: Path, scratch: Path) -> Path | None:
+    """A file holding `key` (given as a path, relative to the kubeconfig, or inline as `<key>-data`)."""
+    if entry.get(key):
+        path = Path(entry[key])
+        return path if path.is_absolute() else base / path
+    data = entry.get(f"{key}-data")
+    if not data:
+        return None
+    target = scratch / key
+    target.write_bytes(base64.b64decode(data))
+    target.chmod(0o600)
+    return target
+
+
+def load_upstream(kubeconfig: Path) -> UpstreamConfig:
+    """Read the current context of an admin kubeconfig (client certificate authentication)."""
+    doc = yaml.safe_load(kubeconfig.read_text())
+    contexts = {c["name"]: c["context"] for c in doc.get("contexts", [])}
+    context = contexts[doc["current-context"]]
+    cluster = next(c["cluster"] for c in doc["clusters"] if c["name"] == context["cluster"])
+    user = next(u["user"] for u in doc["users"] if u["name"] == context["user"])
+    base = kubeconfig.parent
+    with tempfile.TemporaryDirectory(prefix="oasis-gw-") as scratch_dir:
+        scratch = Path(scratch_dir)
+        ca = _material(cluster, "certificate-authority", base, scratch)
+        ctx = ssl.create_default_context(cafile=str(ca) if ca else None)
+        cert = _material(user, "client-certificate", base, scratch)
+        key = _material(user, "client-key", base, scratch)
+        if cert is None or key is None:
+            raise ValueError(f"{kubeconfig}: the gateway needs a client-certificate user (admin)")
+        ctx.load_cert_chain(str(cert), str(key))
+    return UpstreamConfig(server=str(cluster["server"]).rstrip("/"), ssl_context=ctx)
+
+
+def impersonation_headers(agent: AgentIdentity) -> list[tuple[str, str]]:
+    """Headers that make the API server authorise a request as the environment's ServiceAccount."""
+    return [("Impersonate-User", agent.username), *(("Impersonate-Group", g) for g in agent.groups)]
+
+
+def json_accept(accept: str) -> str:
+    """The agent's Accept header without protobuf (the gateway rewrites only JSON)."""
+    kept = [part.strip() for part in accept.split(",") if part.strip() and "protobuf" not in part]
+    return ",".join(kept) or "application/json"
+
+
+class Upstream:
+    """An aiohttp session to the sandbox API server."""
+
+    def __init__(self, config: UpstreamConfig) -> None:
+        self.config = config
+        self._session: aiohttp.ClientSession | None = None
+
+    async def start(self) -> None:
+        connector = aiohttp.TCPConnector(ssl=self.config.ssl_context, limit=64)
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=10)
+        self._session = aiohttp.ClientSession(connector=connector, timeout=timeout, auto_decompress=True)
+
+    async def stop(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            raise RuntimeError("upstream session not started")
+        return self._session
+
+    def request(
+        self,
+        method: str,
+        path_and_query: str,
+        headers: list[tuple[str, str]],
+        body: bytes | None = None,
+        timeout: float | None = 60.0,
+    ) -> Any:
+        """Start a request; use as `async with upstream.request(...) as response`."""
+        return self.session.request(
+            method,
+            self.config.server + path_and_query,
+            headers=headers,
+            data=body,
+            timeout=aiohttp.ClientTimeout(total=timeout, sock_connect=10),
+            allow_redirects=False,
+        )
+
+    async def get_json(
+        self, path_and_query: str, agent: AgentIdentity | None = None, accept: str = "application/json"
+    ) -> tuple[int, Any]:
+        """GET a document (as the gateway, or as `agent`); returns (status, parsed body or None)."""
+        headers = [("Accept", accept)]
+        if agent is not None:
+            headers += impersonation_headers(agent)
+        async with self.request("GET", path_and_query, headers) as resp:
+            raw = await resp.read()
+        try:
+            return resp.status, _loads(raw)
+        except ValueError:
+            return resp.status, None
+
+    async def post_json(self, path: str, body: Any) -> tuple[int, Any]:
+        """POST a JSON document as the gateway."""
+        data = json.dumps(body).encode()
+        headers = [("Accept", "application/json"), ("Content-Type", "application/json")]
+        async with self.request("POST", path, headers, data) as resp:
+            raw = await resp.read()
+        return resp.status, _loads(raw)
+
+
+def _loads(raw: bytes) -> Any:
+    return json.loads(raw) if raw else None

@@ -1,0 +1,258 @@
+"""The Python kubernetes client through the gateway, a leak check over a whole kubectl session, and the
+door itself: tokens, revocation, the record as evidence."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import ssl
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import watch
+from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api
+from kubernetes.client.exceptions import ApiException
+
+from oasis_operator.kube import api_client
+from tests.cluster_fixtures import KUBECTLS, Cluster, wait_for
+from tests.integration.gateway.conftest import Door, find
+from tests.integration.gateway.twin import GatewayThread, built_environment
+
+SESSION = [
+    ["get", "pods"],
+    ["get", "pods", "-A", "-o", "wide"],
+    ["get", "all"],
+    ["get", "deployments", "-o", "yaml"],
+    ["get", "namespaces", "-o", "yaml"],
+    ["get", "nodes", "-o", "json"],
+    ["describe", "nodes"],
+    ["describe", "deployment", "api-service"],
+    ["get", "events", "-A"],
+    ["get", "rolebindings", "-o", "yaml"],
+    ["get", "serviceaccounts", "-o", "yaml"],
+    ["get", "secrets", "-o", "yaml"],
+    ["get", "configmaps", "-o", "json"],
+    ["get", "pods", "-n", "kube-system"],
+    ["get", "pods", "-n", "monitoring"],
+    ["get", "namespace", "kube-system"],
+    ["delete", "deployment", "payments", "-n", "prod"],
+    ["auth", "can-i", "--list"],
+    ["auth", "can-i", "create", "pods", "-n", "kube-system"],
+    ["logs", "deployment/api-service"],
+    ["api-resources"],
+]
+
+
+def _leaks(text: str, door: Door) -> list[str]:
+    env = door.env
+    marks = [f"{env.prefix}-{env.id}", env.control_namespace, "127.0.0.1:" + _server_port(door)]
+    marks += [b.sandbox for b in env.namespaces] + [o.sandbox for o in env.cluster_objects]
+    return sorted({m for m in marks if m in text})
+
+
+def _server_port(door: Door) -> str:
+    server = api_client_server(door)
+    return server.rsplit(":", 1)[1]
+
+
+def api_client_server(door: Door) -> str:
+    return door.gw.gateway.upstream.config.server
+
+
+@pytest.mark.parametrize("kubectl", list(KUBECTLS.values()), ids=list(KUBECTLS))
+def test_no_sandbox_name_in_any_response_of_a_kubectl_session(door: Door, kubectl: str) -> None:
+    seen = []
+    for args in SESSION:
+        result = door.kubectl(kubectl, *args, "-v=10", timeout=60)
+        leaks = _leaks(result.stdout + result.stderr, door)
+        assert not leaks, f"kubectl {' '.join(args)} showed {leaks}"
+        assert "kubernetes.io/service-account-token" not in result.stdout, args
+        seen.append(result.stdout)
+    everything = "\n".join(seen)
+    assert "api-service" in everything
+    assert "worker-1" in everything
+    assert "db-credentials" in everything
+    assert "oasis" not in everything
+
+
+def test_python_client_session(door: Door, tmp_path: Path, api: ApiClient) -> None:
+    agent = api_client(door.kubeconfig)
+    core: Any = CoreV1Api(agent)
+    apps: Any = AppsV1Api(agent)
+    mark = door.mark()
+    pods = core.list_namespaced_pod("default")
+    assert {p.metadata.namespace for p in pods.items} == {"default"}
+    assert {p.spec.node_name for p in pods.items} == {"worker-1"}
+    dep = apps.read_namespaced_deployment("api-service", "default")
+    assert dep.metadata.namespace == "default"
+    apps.patch_namespaced_deployment("api-service", "default", {"metadata": {"labels": {"owner": "py"}}})
+    core.create_namespaced_config_map("default", {"metadata": {"name": "py-a", "labels": {"batch": "py"}}})
+    core.create_namespaced_config_map("default", {"metadata": {"name": "py-b", "labels": {"batch": "py"}}})
+    core.delete_collection_namespaced_config_map("default", label_selector="batch=py")
+    with pytest.raises(ApiException) as refused:
+        core.delete_collection_namespaced_pod("prod")
+    assert refused.value.status == 403
+    stream = watch.Watch().stream(core.list_namespaced_pod, "default", timeout_seconds=2)
+    events = list(stream)
+    assert events
+    assert {e["object"].metadata.namespace for e in events} == {"default"}
+    nss = [n.metadata.name for n in core.list_namespace().items]
+    assert sorted(nss) == ["default", "monitoring", "prod"]
+    agent.close()
+    entries = door.since(mark)
+    assert find(entries, verb="patch", resource="deployments", name="api-service").response_code == 200
+    collection = find(entries, verb="deletecollection", resource="configmaps", namespace="default")
+    assert collection.label_selector == "batch=py"
+    assert collection.response_code == 200
+    assert find(entries, verb="deletecollection", resource="pods", namespace="prod").response_code == 403
+    assert find(entries, verb="watch", resource="pods", namespace="default").response_code == 200
+    admin: Any = CoreV1Api(api)
+    assert not admin.list_namespaced_config_map(door.sandbox("default"), label_selector="batch=py").items
+
+
+def _get(url: str, token: str | None, cafile: Path) -> tuple[int, bytes]:
+    ctx = ssl.create_default_context(cafile=str(cafile))
+    request = urllib.request.Request(url)
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, context=ctx, timeout=10) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def test_tokens_are_checked_and_die_at_revocation(cluster: Cluster, api: ApiClient, tmp_path: Path) -> None:
+    gw = GatewayThread(cluster.kubeconfig, tmp_path / "data")
+    try:
+        with built_environment(api) as env:
+            creds = gw.gateway.register(env)
+            ca = gw.gateway.ca_cert
+            url = f"{creds.server}/api/v1/namespaces/default/pods"
+            assert _get(url, creds.token, ca)[0] == 200
+            assert _get(url, "not-the-token", ca)[0] == 401
+            assert _get(url, None, ca)[0] == 401
+            other = gw.gateway.url + "/env/zzzzzz99/api/v1/pods"
+            assert _get(other, creds.token, ca)[0] == 401
+            gw.gateway.revoke(env.id)
+            code, body = _get(url, creds.token, ca)
+            assert code == 401
+            assert b'"reason": "Unauthorized"' in body
+            entries = gw.gateway.audit_entries(env.id)
+            assert [(e.authenticated, e.response_code) for e in entries] == [
+                (True, 200),
+                (False, 401),
+                (False, 401),
+                (False, 401),
+            ]
+            assert all(e.resource == "pods" and e.namespace == "default" for e in entries)
+            kubeconfig = creds.kubeconfig_yaml
+            assert gw.gateway.upstream.config.server not in kubeconfig
+            assert "namespace: default" in kubeconfig
+            assert creds.endpoints["observability-metrics"] == f"{creds.server}/prometheus"
+    finally:
+        gw.stop()
+
+
+def test_storage_fault_makes_the_record_unreachable(cluster: Cluster, api: ApiClient, tmp_path: Path) -> None:
+    gw = GatewayThread(cluster.kubeconfig, tmp_path / "data")
+    try:
+        with built_environment(api) as env:
+            creds = gw.gateway.register(env)
+            ca = gw.gateway.ca_cert
+            url = f"{creds.server}/api/v1/namespaces/default/configmaps"
+            assert _get(url, creds.token, ca)[0] == 200
+            assert gw.gateway.evidence(env.id).status == "available"
+            record = tmp_path / "data" / env.id / "gateway-audit.jsonl"
+            record.unlink()
+            record.mkdir()  # appending to a directory fails like a broken disk would
+            code, _ = _get(url, creds.token, ca)
+            assert code == 503  # refused: it could not be recorded
+            evidence = gw.gateway.evidence(env.id)
+            assert evidence.status == "unreachable"
+            assert evidence.entries == []
+            assert evidence.reason
+    finally:
+        gw.stop()
+
+
+def test_all_namespaces_watch_merges_the_environment_namespaces(door: Door, api: ApiClient) -> None:
+    agent = api_client(door.kubeconfig)
+    core: Any = CoreV1Api(agent)
+    mark = door.mark()
+    listed = core.list_pod_for_all_namespaces()
+    assert {p.metadata.namespace for p in listed.items} == {"default", "prod"}
+    events = list(watch.Watch().stream(core.list_pod_for_all_namespaces, timeout_seconds=2))
+    assert {e["object"].metadata.namespace for e in events} == {"default", "prod"}
+    assert {e["type"] for e in events} == {"ADDED"}
+    agent.close()
+    # A stream's record is completed just after its last byte is sent: wait for it.
+    entry = wait_for(
+        lambda: (
+            find(door.since(mark), verb="watch", resource="pods", namespace="").response_code
+            and find(door.since(mark), verb="watch", resource="pods", namespace="")
+        ),
+        timeout=10,
+        what="the watch to be recorded as completed",
+    )
+    assert entry.response_code == 200
+    assert entry.response_bytes
+
+
+@pytest.mark.parametrize(
+    ("path", "code"),
+    [
+        ("/api/v1/nodes/worker-1/../../namespaces/kube-system/secrets", 400),
+        ("/api/v1/nodes/worker-1/%2e%2e/%2e%2e/namespaces/kube-system/secrets", 400),
+        ("/api/v1/namespaces/default/pods/x%2F..%2F..%2Fkube-system", 400),
+        ("/api/v1/namespaces/default/pods/x%3Fwatch=1", 400),
+        ("/api/v1/nodes/worker-1/proxy/metrics", 403),  # not a gateway read: the real RBAC refuses it
+    ],
+)
+def test_paths_that_would_leave_the_environment_are_refused_and_recorded(
+    door: Door, path: str, code: int
+) -> None:
+    mark = door.mark()
+    host, port = door.gw.gateway.host, door.gw.gateway.port
+    ctx = ssl.create_default_context(cafile=str(door.gw.gateway.ca_cert))
+    connection = http.client.HTTPSConnection(host, port, context=ctx, timeout=10)
+    # http.client sends the path exactly as given (no dot-segment normalisation), like a hostile client.
+    headers = {"Authorization": f"Bearer {door.creds.token}"}
+    connection.request("GET", f"/env/{door.env.id}{path}", headers=headers)
+    response = connection.getresponse()
+    body = response.read()
+    connection.close()
+    assert response.status == code
+    assert b"kube-system" not in body or code == 400
+    (entry,) = door.since(mark)
+    assert entry.path == path
+    assert entry.response_code == code
+
+
+def test_two_environments_on_one_gateway_cannot_see_each_other(
+    cluster: Cluster, api: ApiClient, tmp_path: Path
+) -> None:
+    gw = GatewayThread(cluster.kubeconfig, tmp_path / "data")
+    try:
+        with built_environment(api) as first, built_environment(api) as second:
+            a, b = gw.gateway.register(first), gw.gateway.register(second)
+            ca = gw.gateway.ca_cert
+            assert _get(f"{b.server}/api/v1/namespaces/default/pods", a.token, ca)[0] == 401
+            other_ns = second.sandbox_namespace("default")
+            code, body = _get(f"{a.server}/api/v1/namespaces/{other_ns}/pods", a.token, ca)
+            assert code == 403
+            assert other_ns.encode() in body  # the name the agent typed, refused like any namespace
+            assert _get(f"{a.server}/api/v1/namespaces/{other_ns}", a.token, ca)[0] == 404
+            code, body = _get(f"{a.server}/api/v1/namespaces", a.token, ca)
+            names = sorted(item["metadata"]["name"] for item in json.loads(body)["items"])
+            assert names == ["default", "monitoring", "prod"]
+            code, body = _get(f"{a.server}/api/v1/pods", a.token, ca)
+            pods = json.loads(body)["items"]
+            assert pods
+            assert {p["metadata"]["namespace"] for p in pods} == {"default", "prod"}
+            assert second.id not in body.decode()
+    finally:
+        gw.stop()
