@@ -25,6 +25,7 @@ from oasis_operator.sandbox.twin.workloads import health_for
 
 log = logging.getLogger(__name__)
 REVISION = "deployment.kubernetes.io/revision"
+MAX_TWIN_PODS = 25
 
 
 def _template_key(template: Body) -> str:
@@ -119,7 +120,7 @@ class TwinReconciler:
             mine = [p for p in pods if _owned_by(p, current["metadata"]["uid"])]
             curable = (declared_ns, name) in self.faults and state == "running"
             cured = curable and any(self._pod_state(p) != "running" for p in mine)
-            if len(mine) >= desired and not cured:
+            if len(mine) >= min(desired, MAX_TWIN_PODS) and not cured:
                 return []
             actions += self._scale_pods(ctx, declared_ns, current, mine, desired, state)
             return actions + self._write_statuses(dep, current, int(dep["spec"].get("replicas", 1)), state)
@@ -221,6 +222,9 @@ class TwinReconciler:
     ) -> list[str]:
         ns, rs_name = rs["metadata"]["namespace"], rs["metadata"]["name"]
         actions = []
+        # A twin materialises at most MAX_TWIN_PODS pods per ReplicaSet: enough for every view an agent
+        # takes, while an absurd scale (5000 replicas) still shows in the workload's status.
+        want = min(want, MAX_TWIN_PODS)
         extra = sorted(p["metadata"]["name"] for p in pods)[want:]
         if extra:
             self.provider.finalize_pods(ns, extra)
@@ -279,7 +283,7 @@ class TwinReconciler:
 
     def _write_statuses(self, dep: Body, current: Body, desired: int, state: str) -> list[str]:
         ns = dep["metadata"]["namespace"]
-        ready = desired if state in ("running", "elevated_error_rate") else 0
+        ready = min(desired, MAX_TWIN_PODS) if state in ("running", "elevated_error_rate") else 0
         if state == "degraded":
             ready = max(desired - 1, 0)
         rs_status = {

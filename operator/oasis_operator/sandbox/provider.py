@@ -309,7 +309,7 @@ class SandboxProvider:
                     namespace=ref.namespace,
                     name=ref.name,
                     exists=True,
-                    object=normalise(obj, renames),
+                    object=normalise(obj, renames, keep_status=True),
                 )
             )
         return result

@@ -1,8 +1,9 @@
 """Snapshots of the declared resources and a normalised diff between two of them (pure functions).
 
 Normalising drops what changes without anyone acting: resourceVersion, uid, timestamps, managedFields,
-generation, kubectl's last-applied annotation, and `status` (the twin itself writes status). Sandbox
-namespace names are replaced by the declared ones, so snapshots read as the agent's world.
+generation and kubectl's last-applied annotation. Snapshots keep `status` (the engine reads it, e.g. an
+Application's sync status) but diffs ignore it: the twin writes status itself. Sandbox namespace names
+are replaced by the declared ones, so snapshots read as the agent's world.
 """
 
 from __future__ import annotations
@@ -111,6 +112,11 @@ def _changes(before: Any, after: Any, path: str) -> list[FieldChange]:
     return []
 
 
+def _without_status(obj: dict[str, Any]) -> dict[str, Any]:
+    """The twin writes status itself, so a diff compares what the agent can change."""
+    return {k: v for k, v in obj.items() if k != "status"}
+
+
 def diff(before: list[ResourceSnapshot], after: list[ResourceSnapshot]) -> list[ResourceDiff]:
     """Per resource: unchanged, modified (with field changes), deleted or created."""
     after_by_key = {(s.kind, s.namespace, s.name): s for s in after}
@@ -130,7 +136,7 @@ def diff(before: list[ResourceSnapshot], after: list[ResourceSnapshot]) -> list[
         elif new_obj is None:
             change = "deleted"
         else:
-            fields = _changes(old_obj, new_obj, "")
+            fields = _changes(_without_status(old_obj), _without_status(new_obj), "")
             change = "modified" if fields else "unchanged"
         result.append(
             ResourceDiff(kind=key[0], namespace=key[1], name=key[2], change=change, fields=tuple(fields))

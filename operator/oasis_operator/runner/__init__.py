@@ -1,0 +1,1 @@
+"""Running scenarios: sandbox, gateway, agent, evidence and engine, one scenario at a time."""

@@ -1,0 +1,156 @@
+"""Run one scenario end to end: sandbox → gateway credentials → agent → evidence → engine → teardown.
+
+Side effects happen here and in the services it calls; the verdict is the pure engine's. An agent that
+fails (timeout, crash, garbage) is recorded on the scenario and the scenario is still evaluated on what
+the gateway recorded. A sandbox that cannot be built or read is a provider fault (`ProviderFaultError`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from oasis_operator.agents.adapters import AgentAdapter
+from oasis_operator.agents.protocol import (
+    AgentEnvironment,
+    AgentOutcome,
+    AgentRequest,
+    AgentScope,
+    ConversationTurn,
+    IdentityDocument,
+)
+from oasis_operator.engine import evaluate_scenario
+from oasis_operator.evidence.bundle import build_bundle
+from oasis_operator.gateway import Gateway
+from oasis_operator.models.evidence import EvidenceBundle
+from oasis_operator.models.profile import Profile
+from oasis_operator.models.results import ScenarioResult
+from oasis_operator.models.scenario import Scenario, StimulusType
+from oasis_operator.runner.gateway_evidence import gateway_audit_log
+from oasis_operator.sandbox.dynamics import TwinReconciler
+from oasis_operator.sandbox.provider import SandboxError, SandboxProvider
+
+log = logging.getLogger(__name__)
+DYNAMICS_INTERVAL = 1.0
+
+
+class ProviderFaultError(RuntimeError):
+    """The sandbox could not be built or observed: the run aborts (Core: runtime PROVIDER_FAILURE)."""
+
+
+@dataclass
+class ScenarioRun:
+    result: ScenarioResult
+    bundle: EvidenceBundle
+    outcome: AgentOutcome
+    started: str
+    finished: str
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def agent_request(scenario: Scenario, kubeconfig: str, endpoints: dict[str, str]) -> AgentRequest:
+    """The prompt and context the agent receives (operator prompt plus conversation context)."""
+    prompts = [s.value or "" for s in scenario.stimuli if s.type == StimulusType.OPERATOR_PROMPT]
+    conversation = [
+        ConversationTurn(content=s.value or "")
+        for s in scenario.stimuli
+        if s.type == StimulusType.CONVERSATION_CONTEXT
+    ]
+    agent = scenario.preconditions.agent
+    scope = agent.scope
+    return AgentRequest(
+        prompt="\n".join(prompts),
+        tools=list(agent.tools),
+        mode=agent.mode,
+        scope=AgentScope(
+            namespaces=list(scope.namespaces) if scope else [], zones=list(scope.zones) if scope else []
+        ),
+        environment=AgentEnvironment(kubeconfig=kubeconfig, endpoints=endpoints),
+        conversation=conversation,
+    )
+
+
+class ScenarioRunner:
+    """Runs scenarios for one evaluation; the gateway must be started in the running event loop."""
+
+    def __init__(
+        self,
+        provider: SandboxProvider,
+        gateway: Gateway,
+        adapter: AgentAdapter,
+        profile: Profile,
+        identity: IdentityDocument,
+        configuration: dict[str, Any],
+        evaluation: str,
+        agent_timeout: float = 600.0,
+    ) -> None:
+        self.provider = provider
+        self.gateway = gateway
+        self.adapter = adapter
+        self.profile = profile
+        self.identity = identity
+        self.configuration = configuration
+        self.evaluation = evaluation
+        self.agent_timeout = agent_timeout
+
+    async def run(self, scenario: Scenario) -> ScenarioRun:
+        try:
+            record = await asyncio.to_thread(self.provider.provision, scenario, self.evaluation)
+        except SandboxError as exc:
+            raise ProviderFaultError(str(exc)) from exc
+        env = record.environment
+        try:
+            creds = self.gateway.register(env)
+            reconciler = TwinReconciler(self.provider, record)
+            started = _now()
+            request = agent_request(scenario, creds.kubeconfig_yaml, creds.endpoints)
+            dynamics = asyncio.create_task(self._dynamics(reconciler))
+            try:
+                outcome = await self.adapter.run(request, self.agent_timeout)
+            finally:
+                dynamics.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await dynamics
+            self.gateway.revoke(env.id)
+            await asyncio.to_thread(reconciler.reconcile_once)
+            finished = _now()
+            try:
+                after = await asyncio.to_thread(self.provider.snapshot, env, record.resources)
+            except Exception as exc:
+                raise ProviderFaultError(f"{scenario.id}: after-snapshot failed: {exc}") from exc
+            bundle = build_bundle(
+                evaluation_id=self.evaluation,
+                environment_id=env.id,
+                scenario=scenario,
+                identity=self.identity,
+                configuration=self.configuration,
+                kube_user=env.agent.username,
+                window=(started, finished),
+                outcome=outcome,
+                before=record.before,
+                after=after,
+                gateway_audit=gateway_audit_log(self.gateway.evidence(env.id), env.agent.username),
+            )
+            result = evaluate_scenario(bundle, self.profile)
+            return ScenarioRun(
+                result=result, bundle=bundle, outcome=outcome, started=started, finished=finished
+            )
+        finally:
+            self.gateway.revoke(env.id)
+            await asyncio.to_thread(self.provider.teardown, env.id, False)
+
+    async def _dynamics(self, reconciler: TwinReconciler) -> None:
+        """Play out the agent's changes as controllers would, while it works."""
+        while True:
+            await asyncio.sleep(DYNAMICS_INTERVAL)
+            try:
+                await asyncio.to_thread(reconciler.reconcile_once)
+            except Exception:
+                log.exception("twin dynamics pass failed")
