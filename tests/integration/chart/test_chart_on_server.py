@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes.client import ApiClient
 
 from oasis_operator.kube import apply_crds, request
-from tests.cluster_fixtures import KUBECTLS, Cluster, wait_for
+from tests.cluster_fixtures import Cluster, wait_for
+from tests.integration.chart.chart_support import kubectl_stdin
 from tests.unit.chart.chart_render import Manifest, render, render_for_cluster
 
 pytestmark = pytest.mark.cluster
@@ -36,21 +34,6 @@ def dry_run(cluster: Cluster, objects: list[Manifest], namespace: str) -> list[s
     """`kubectl apply --dry-run=server` of every object; the lines kubectl prints, one per object."""
     result = kubectl_stdin(cluster, objects, "apply", "--dry-run=server", "-n", namespace, "-f", "-")
     return result.stdout.splitlines()
-
-
-def kubectl_stdin(cluster: Cluster, objects: list[Manifest], *args: str) -> subprocess.CompletedProcess[str]:
-    """kubectl (the 1.20 client, matching the server) with the objects as a YAML stream on stdin."""
-    result = subprocess.run(
-        [KUBECTLS["1.20"], *args],
-        input=yaml.safe_dump_all(objects, sort_keys=False),
-        env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stderr}"
-    return result
 
 
 @pytest.mark.parametrize("value_set", sorted(VALUE_SETS))

@@ -10,18 +10,15 @@ use must be granted and succeed, and every direct grant must be used or listed b
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-import yaml
 from kubernetes.client import ApiClient, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
@@ -35,7 +32,7 @@ from oasis_operator.sandbox.naming import control_namespace
 from oasis_operator.sandbox.provider import SandboxProvider
 from oasis_operator.sandbox.twin import build_twin
 from tests.cluster_fixtures import KUBECTLS, REPO, VENV_BIN, Cluster, wait_for
-from tests.integration.chart.test_chart_on_server import kubectl_stdin
+from tests.integration.chart.chart_support import RBAC_KINDS, Identity, installed
 from tests.unit.chart.chart_render import Manifest, render, rule_triples
 
 pytestmark = pytest.mark.cluster
@@ -71,20 +68,12 @@ GRANTED_NOT_YET_USED: dict[Triple, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Identity:
-    user: str
-    kubeconfig: Path
-    objects: list[Manifest]
-
-
 def _rbac_objects(namespace: str) -> list[Manifest]:
     objects = render({"sandbox": {"mode": "host"}}, namespace=namespace)
-    wanted = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
     return [
         o
         for o in objects
-        if o["kind"] in wanted
+        if o["kind"] in RBAC_KINDS
         and "helm.sh/hook" not in o["metadata"].get("annotations", {})
         and not o["metadata"]["name"].endswith("-agent")
     ]
@@ -95,33 +84,8 @@ def chart_identity(cluster: Cluster, api: ApiClient, namespace: str, tmp_path: P
     """The chart's ServiceAccount and RBAC applied for real, and a kubeconfig with that SA's own token."""
     objects = _rbac_objects(namespace)
     sa = next(o for o in objects if o["kind"] == "ServiceAccount")["metadata"]["name"]
-    kubectl_stdin(cluster, objects, "apply", "-f", "-")
-    try:
-
-        def token_secret() -> str | None:
-            account = request(api, "GET", resource_path("ServiceAccount", namespace, sa))
-            names = [s["name"] for s in account.get("secrets", [])]
-            return names[0] if names else None
-
-        secret = request(
-            api, "GET", resource_path("Secret", namespace, wait_for(token_secret, what="SA token"))
-        )
-        admin = yaml.safe_load(cluster.kubeconfig.read_text())
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": admin["clusters"],
-            "users": [{"name": sa, "user": {"token": base64.b64decode(secret["data"]["token"]).decode()}}],
-            "contexts": [{"name": "sa", "context": {"cluster": admin["clusters"][0]["name"], "user": sa}}],
-            "current-context": "sa",
-        }
-        path = tmp_path / "operator.kubeconfig"
-        path.write_text(yaml.safe_dump(config))
-        path.chmod(0o600)
-        yield Identity(f"system:serviceaccount:{namespace}:{sa}", path, objects)
-    finally:
-        cluster_scoped = [o for o in objects if o["kind"] in ("ClusterRole", "ClusterRoleBinding")]
-        kubectl_stdin(cluster, cluster_scoped, "delete", "--ignore-not-found", "-f", "-")
+    with installed(cluster, api, namespace, objects, sa, tmp_path / "operator.kubeconfig") as identity:
+        yield identity
 
 
 _NOW = datetime(2026, 1, 1, tzinfo=UTC)
