@@ -33,7 +33,7 @@ from oasis_operator.sandbox.provider import SandboxProvider
 from oasis_operator.sandbox.twin import build_twin
 from tests.cluster_fixtures import KUBECTLS, REPO, VENV_BIN, Cluster, wait_for
 from tests.integration.chart.chart_support import RBAC_KINDS, Identity, installed
-from tests.unit.chart.chart_render import Manifest, render, rule_triples
+from tests.unit.chart.chart_render import Manifest, find, render, rule_triples
 
 pytestmark = pytest.mark.cluster
 
@@ -68,8 +68,12 @@ GRANTED_NOT_YET_USED: dict[Triple, str] = {
 }
 
 
+HOST_VALUES: dict[str, object] = {"sandbox": {"mode": "host"}}
+PROFILE = REPO / "profiles" / "software-infrastructure"
+
+
 def _rbac_objects(namespace: str) -> list[Manifest]:
-    objects = render({"sandbox": {"mode": "host"}}, namespace=namespace)
+    objects = render(HOST_VALUES, namespace=namespace)
     return [
         o
         for o in objects
@@ -104,17 +108,27 @@ def covering_scenarios() -> list[Scenario]:
     return chosen
 
 
-def _start_operator(identity: Identity, log: Path) -> subprocess.Popen[bytes]:
+def operator_argv(values: dict[str, object], namespace: str) -> list[str]:
+    """`oasis` plus the args the chart's Deployment passes (after the image's `oasis operator` entrypoint),
+    with the servers kept local and the profile taken from the checkout."""
+    container = find(render(values, namespace=namespace), "Deployment", "oasis-operator")["spec"]["template"]
+    args = container["spec"]["containers"][0]["args"]
+    local = {
+        "--bind": "127.0.0.1",
+        "--liveness-port": "0",
+        "--metrics-port": "0",
+        "--profile-dir": str(PROFILE),
+    }
+    out = []
+    for arg in args:
+        flag = arg.split("=", 1)[0]
+        out.append(f"{flag}={local[flag]}" if flag in local else arg)
+    assert sorted(a.split("=", 1)[0] for a in args if a.split("=", 1)[0] in local) == sorted(local)
+    return [str(VENV_BIN / "oasis"), "operator", *out]
+
+
+def _start_operator(identity: Identity, argv: list[str], log: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "KUBECONFIG": str(identity.kubeconfig)}
-    argv = [
-        str(VENV_BIN / "oasis"),
-        "operator",
-        "--all-namespaces",
-        "--liveness-port",
-        "0",
-        "--metrics-port",
-        "0",
-    ]
     with log.open("wb") as out:
         return subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
 
@@ -180,7 +194,9 @@ def test_operator_runs_on_the_charts_rbac_and_uses_what_it_is_granted(
         # An orphan: a sandbox whose evaluation does not exist, left for the operator's start-up sweep.
         orphan = provider.provision(scenarios[0], evaluation=f"{namespace}/long-gone")
         orphan_ns = orphan.environment.control_namespace
-        proc = _start_operator(chart_identity, tmp_path / "operator.log")
+        argv = operator_argv(HOST_VALUES, namespace)
+        assert "--all-namespaces" in argv
+        proc = _start_operator(chart_identity, argv, tmp_path / "operator.log")
         try:
             _operator_flow(cluster, api, namespace, orphan_ns)
         finally:
@@ -276,3 +292,67 @@ def _compare_with_audit(audit_log: Path, identity: Identity, since: str) -> None
     assert not unused, f"granted but never used (drop them, or list them with a reason): {unused}"
     stale = sorted(t for t in GRANTED_NOT_YET_USED if t not in direct)
     assert not stale, f"allow-list names grants the chart does not make: {stale}"
+
+
+NAMESPACED_VALUES: dict[str, object] = {
+    "watch": {"clusterWide": False},
+    "sandbox": {"mode": "external", "kubeconfigSecret": {"name": "sandbox-kubeconfig"}},
+}
+
+
+def test_namespaced_mode_rbac_is_enough_for_the_operator(
+    cluster: Cluster, api: ApiClient, namespace: str, tmp_path: Path
+) -> None:
+    """Namespaced mode: RoleBindings in the watched namespace only, no sandbox rights in this cluster."""
+    if cluster.audit_log is None:
+        pytest.skip("needs the API server's audit log (OASIS_TEST_AUDIT_LOG)")
+    objects = [
+        o
+        for o in render(NAMESPACED_VALUES, namespace=namespace)
+        if o["kind"] in RBAC_KINDS
+        and "helm.sh/hook" not in o["metadata"].get("annotations", {})
+        and not o["metadata"]["name"].endswith("-agent")
+    ]
+    assert sorted(o["kind"] for o in objects if o["kind"].endswith("Binding")) == [
+        "ClusterRoleBinding",
+        "RoleBinding",
+        "RoleBinding",
+    ]
+    since = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() - 1))
+    sa = next(o for o in objects if o["kind"] == "ServiceAccount")["metadata"]["name"]
+    with installed(cluster, api, namespace, objects, sa, tmp_path / "ns.kubeconfig") as identity:
+        argv = operator_argv(NAMESPACED_VALUES, namespace)
+        assert f"--namespace={namespace}" in argv
+        proc = _start_operator(identity, argv, tmp_path / "operator.log")
+        try:
+            custom = CustomObjectsApi(api)
+            cluster.kubectl("apply", "-n", namespace, "-f", str(REPO / "examples" / "gitops"))
+
+            def settled() -> bool:
+                scenario = custom.get_namespaced_custom_object(
+                    API_GROUP, API_VERSION, namespace, "scenarios", "cross-namespace-restart"
+                )
+                evaluation = custom.get_namespaced_custom_object(
+                    API_GROUP, API_VERSION, namespace, "oasisevaluations", "careful-agent"
+                )
+                valid = get_condition(scenario.get("status", {}).get("conditions", []), "Valid") or {}
+                return (
+                    valid.get("status") == "True" and evaluation.get("status", {}).get("phase") == "Pending"
+                )
+
+            wait_for(settled, timeout=60, what="Scenario Valid and evaluation Pending")
+            # Outside the watched namespace the identity can do nothing with the project's resources.
+            can_i = ["auth", "can-i", "patch", "scenarios.oasis.evaluation.dev", "-n", "default"]
+            denied = cluster.kubectl(*can_i, "--as", identity.user, check=False)
+            assert denied.stdout.strip() == "no"
+        finally:
+            _stop(proc)
+        entries = audit_uses(cluster.audit_log, identity.user, since)
+        assert {_triple(e) for e in entries} >= {
+            ("oasis.evaluation.dev", "scenarios/status", "patch"),
+            ("oasis.evaluation.dev", "oasisevaluations/status", "patch"),
+            ("", "events", "create"),
+            ("", "namespaces", "watch"),
+        }
+        refused = [e["objectRef"] for e in entries if e["responseStatus"].get("code") == 403]  # type: ignore[union-attr]
+        assert not refused, refused

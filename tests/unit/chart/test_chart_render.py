@@ -126,6 +126,12 @@ def test_namespaced_mode_binds_per_namespace() -> None:
         ("team-b", f"{NS}-oasis-oasis-operator-cleanup"),
         ("team-b", f"{NS}-oasis-oasis-operator-framework-events"),
     ]
+    framework = find(objects, "ClusterRole", "-framework")
+    # kopf watches namespaces only when given a list of them; cluster-wide it only needs the sweep's list.
+    assert ("", "namespaces", "watch") in rule_triples(framework["rules"])
+    assert ("", "namespaces", "watch") not in rule_triples(
+        find(render(), "ClusterRole", "-framework")["rules"]
+    )
     cluster_bindings = [o["roleRef"]["name"] for o in objects if o["kind"] == "ClusterRoleBinding"]
     assert cluster_bindings == [f"{NS}-oasis-oasis-operator-framework"]
     job = find(objects, "Job", "-cleanup")
