@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes.client import ApiClient, CustomObjectsApi
@@ -52,6 +53,11 @@ def _run_hook(job: Manifest, identity: Identity, timeout_seconds: int) -> subpro
     )
 
 
+def _names(custom: CustomObjectsApi, namespace: str, plural: str) -> list[str]:
+    listed: dict[str, Any] = custom.list_namespaced_custom_object(API_GROUP, API_VERSION, namespace, plural)  # type: ignore[assignment]
+    return [str(item["metadata"]["name"]) for item in listed["items"]]
+
+
 def test_hook_deletes_every_evaluation_and_waits_for_finalizers(
     cluster: Cluster, custom: CustomObjectsApi, namespace: str, hook_identity: Identity
 ) -> None:
@@ -73,10 +79,6 @@ def test_hook_deletes_every_evaluation_and_waits_for_finalizers(
     )
     done = _run_hook(job, hook_identity, timeout_seconds=30)
     assert done.returncode == 0, done.stderr
-    items = custom.list_namespaced_custom_object(API_GROUP, API_VERSION, namespace, "oasisevaluations")[
-        "items"
-    ]
-    assert items == []
+    assert _names(custom, namespace, "oasisevaluations") == []
     # Scenarios are the user's (e.g. from Git): the hook leaves them alone.
-    scenarios = custom.list_namespaced_custom_object(API_GROUP, API_VERSION, namespace, "scenarios")["items"]
-    assert [s["metadata"]["name"] for s in scenarios] == ["cross-namespace-restart"]
+    assert _names(custom, namespace, "scenarios") == ["cross-namespace-restart"]
