@@ -24,7 +24,7 @@ from kubernetes.client import ApiClient, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
 from oasis_operator.conditions import get_condition
-from oasis_operator.kube import api_client, request, resource_path
+from oasis_operator.kube import api_client, apply_crds, request, resource_path
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.profiles import default_profile_path, load_profile
 from oasis_operator.sandbox.dynamics import TwinReconciler
@@ -33,7 +33,7 @@ from oasis_operator.sandbox.provider import SandboxProvider
 from oasis_operator.sandbox.twin import build_twin
 from tests.cluster_fixtures import KUBECTLS, REPO, VENV_BIN, Cluster, get_custom, wait_for
 from tests.integration.chart.chart_support import RBAC_KINDS, Identity, installed
-from tests.unit.chart.chart_render import Manifest, find, render, rule_triples
+from tests.unit.chart.chart_render import Manifest, chart_crds, find, render, rule_triples
 
 pytestmark = pytest.mark.cluster
 
@@ -87,6 +87,12 @@ def _rbac_objects(namespace: str) -> list[Manifest]:
 @pytest.fixture
 def chart_identity(cluster: Cluster, api: ApiClient, namespace: str, tmp_path: Path) -> Iterator[Identity]:
     """The chart's ServiceAccount and RBAC applied for real, and a kubeconfig with that SA's own token."""
+    crds = chart_crds()
+    assert sorted(c["metadata"]["name"] for c in crds) == [
+        "oasisevaluations.oasis.evaluation.dev",
+        "scenarios.oasis.evaluation.dev",
+    ]
+    apply_crds(api, crds)  # the chart's own copies (the session installed the same from the models)
     objects = _rbac_objects(namespace)
     sa = next(o for o in objects if o["kind"] == "ServiceAccount")["metadata"]["name"]
     with installed(cluster, api, namespace, objects, sa, tmp_path / "operator.kubeconfig") as identity:
@@ -193,9 +199,11 @@ def test_operator_runs_on_the_charts_rbac_and_uses_what_it_is_granted(
     sa_api = api_client(chart_identity.kubeconfig)
     provider = SandboxProvider(sa_api, prefix="sbx")
     scenarios = covering_scenarios()
+    created: list[str] = []
     try:
         # An orphan: a sandbox whose evaluation does not exist, left for the operator's start-up sweep.
         orphan = provider.provision(scenarios[0], evaluation=f"{namespace}/long-gone")
+        created.append(orphan.environment.id)
         orphan_ns = orphan.environment.control_namespace
         argv = operator_argv(HOST_VALUES, namespace)
         assert "--all-namespaces" in argv
@@ -207,12 +215,16 @@ def test_operator_runs_on_the_charts_rbac_and_uses_what_it_is_granted(
         # The sandbox provider under the chart's identity: build, reconcile and tear down shipped scenarios.
         for scenario in scenarios:
             record = provider.provision(scenario, evaluation=f"{namespace}/careful-agent")
+            created.append(record.environment.id)
             TwinReconciler(provider, record).reconcile_once()
             report = provider.teardown(record.environment.id, wait=True, timeout=90)
             assert report.complete, report.remaining
         _check_impersonation(cluster, chart_identity, orphan.environment.id)
     finally:
         sa_api.close()  # type: ignore[no-untyped-call]
+        admin = SandboxProvider(api, prefix="sbx")
+        for env_id in created:  # nothing leaks when an assertion fails half-way (teardown is idempotent)
+            admin.teardown(env_id, wait=False)
         log = tmp_path / "operator.log"
         if os.environ.get("OASIS_TEST_SHOW_OPERATOR_LOG") and log.exists():
             print(log.read_text())

@@ -44,6 +44,12 @@ def render_for_cluster(
     return list(_docs(str(release["manifest"])))
 
 
+def chart_crds() -> list[Manifest]:
+    """The CRDs as Helm loads them from the chart's crds/ directory (what `helm install` creates)."""
+    with helm.Chart.load(CHART) as chart:
+        return [doc for crd in chart.crds for doc in _docs(crd["data"])]
+
+
 def _docs(text: str) -> list[Manifest]:
     return [d for d in yaml.safe_load_all(text) if isinstance(d, dict) and d.get("kind")]
 
