@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Make the certificates and kubeconfigs of the chart's sandbox control plane (sandbox.mode=controlPlane)
+# and print the Secret that holds them.
+#
+#   hack/sandbox-pki.sh FULLNAME NAMESPACE [OUT_DIR] [API_PORT] > sandbox-pki.yaml
+#   kubectl -n NAMESPACE apply -f sandbox-pki.yaml      # or seal/encrypt it first for GitOps
+#
+# FULLNAME is the release's full name (release `oasis` of chart `oasis-operator` gives
+# `oasis-oasis-operator`); the Secret is `FULLNAME-sandbox-pki`, the chart's default. Two CAs: one for the
+# API server and its clients, one for etcd, which answers only the API server's client certificate.
+# The operator's identity is in group system:masters of this dedicated, otherwise empty API server.
+# Keys stay in OUT_DIR (mode 0700); keep or delete them as your policy says.
+set -euo pipefail
+
+full=${1:?usage: $0 FULLNAME NAMESPACE [OUT_DIR] [API_PORT]}
+ns=${2:?usage: $0 FULLNAME NAMESPACE [OUT_DIR] [API_PORT]}
+out=${3:-$(mktemp -d)}
+port=${4:-6443}
+days=825
+api_svc="${full}-sandbox-apiserver"
+etcd_svc="${full}-sandbox-etcd"
+server="https://${api_svc}.${ns}.svc:${port}"
+
+mkdir -p "$out" && chmod 700 "$out" && cd "$out"
+umask 077
+
+ca() {  # ca NAME CN
+  openssl genrsa -out "$1.key" 2048 2>/dev/null
+  openssl req -x509 -new -key "$1.key" -subj "/CN=$2" -days "$days" -out "$1.crt"
+}
+
+cert() {  # cert CA NAME SUBJECT EXTENDED_KEY_USAGE [SUBJECT_ALT_NAMES]
+  local ext="basicConstraints=CA:FALSE
+keyUsage=digitalSignature,keyEncipherment
+extendedKeyUsage=$4"
+  if [[ -n "${5:-}" ]]; then ext+=$'\n'"subjectAltName=$5"; fi
+  openssl genrsa -out "$2.key" 2048 2>/dev/null
+  openssl req -new -key "$2.key" -subj "$3" -out "$2.csr"
+  openssl x509 -req -in "$2.csr" -CA "$1.crt" -CAkey "$1.key" -CAcreateserial -days "$days" -sha256 \
+    -extfile <(printf '%s\n' "$ext") -out "$2.crt" 2>/dev/null
+  rm -f "$2.csr"
+}
+
+kubeconfig() {  # kubeconfig FILE CERT_NAME USER
+  cat > "$1" <<YAML
+apiVersion: v1
+kind: Config
+clusters:
+  - name: sandbox
+    cluster:
+      server: ${server}
+      certificate-authority-data: $(base64 -w0 < ca.crt)
+users:
+  - name: $3
+    user:
+      client-certificate-data: $(base64 -w0 < "$2.crt")
+      client-key-data: $(base64 -w0 < "$2.key")
+contexts:
+  - name: sandbox
+    context: {cluster: sandbox, user: $3}
+current-context: sandbox
+YAML
+}
+
+ca ca oasis-sandbox-ca
+ca etcd-ca oasis-sandbox-etcd-ca
+local_names="DNS:localhost,IP:127.0.0.1"
+cert ca apiserver "/CN=kube-apiserver" serverAuth \
+  "DNS:${api_svc},DNS:${api_svc}.${ns},DNS:${api_svc}.${ns}.svc,DNS:${api_svc}.${ns}.svc.cluster.local,${local_names}"
+cert etcd-ca etcd-server "/CN=${etcd_svc}" serverAuth \
+  "DNS:${etcd_svc},DNS:${etcd_svc}.${ns}.svc,DNS:${etcd_svc}.${ns}.svc.cluster.local,${local_names}"
+cert etcd-ca etcd-client "/CN=kube-apiserver-etcd-client" clientAuth
+cert ca controller-manager "/CN=system:kube-controller-manager" clientAuth
+cert ca operator "/O=system:masters/CN=oasis-operator" clientAuth
+openssl genrsa -out sa.key 2048 2>/dev/null
+openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+kubeconfig controller-manager.kubeconfig controller-manager system:kube-controller-manager
+kubeconfig kubeconfig operator oasis-operator
+
+echo "apiVersion: v1"
+echo "kind: Secret"
+echo "metadata:"
+echo "  name: ${full}-sandbox-pki"
+echo "  namespace: ${ns}"
+echo "  labels: {app.kubernetes.io/name: oasis-operator, app.kubernetes.io/component: sandbox-pki}"
+echo "type: Opaque"
+echo "data:"
+for key in ca.crt apiserver.crt apiserver.key etcd-ca.crt etcd-server.crt etcd-server.key etcd-client.crt \
+           etcd-client.key sa.key sa.pub controller-manager.kubeconfig kubeconfig; do
+  echo "  ${key}: $(base64 -w0 < "$key")"
+done
+echo "pki files in ${out}" >&2

@@ -1,0 +1,212 @@
+"""The chart's sandbox control plane, run from its rendered commands with the local 1.20 binaries.
+
+No kubelet runs here, so the chart's etcd, kube-apiserver and kube-controller-manager pods cannot start;
+their containers' commands are taken from the rendered chart and run as local processes instead, with the
+certificates of hack/sandbox-pki.sh mounted where the pods would have them. Host names of the in-cluster
+Services become 127.0.0.1 (the certificates carry it too) and ports become free local ones; every other
+flag is the chart's. The operator's kubeconfig from the Secret then drives the sandbox provider.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes.client.exceptions import ApiException
+
+from oasis_operator.kube import api_client, request, resource_path
+from oasis_operator.localcluster.control_plane import default_bin_dir
+from oasis_operator.sandbox.provider import SandboxProvider
+from tests.cluster_fixtures import REPO, wait_for
+from tests.unit.chart.chart_render import find, render
+from tests.unit.sandbox.test_twin import scenario
+
+pytestmark = pytest.mark.cluster
+
+FULL = "oasis-oasis-operator"
+NS = "oasis-system"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class SandboxPlane:
+    pki: Path
+    kubeconfig: Path
+    etcd_port: int
+    api_port: int
+
+
+def _command(kind: str, suffix: str) -> list[str]:
+    workload = find(render(namespace=NS), kind, suffix)
+    return list(workload["spec"]["template"]["spec"]["containers"][0]["command"])
+
+
+def _localise(argv: list[str], replacements: dict[str, str], binary: str) -> list[str]:
+    out = [binary]
+    for arg in argv[1:]:
+        local = arg
+        for old, new in replacements.items():
+            local = local.replace(old, new)
+        out.append(local)
+    return out
+
+
+def _spawn(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+
+
+@pytest.fixture
+def sandbox_plane(tmp_path: Path) -> Iterator[SandboxPlane]:
+    pki = tmp_path / "pki"
+    secret = subprocess.run(
+        ["bash", str(REPO / "hack" / "sandbox-pki.sh"), FULL, NS, str(pki)],
+        capture_output=True, text=True, check=True, timeout=120,
+    ).stdout  # fmt: skip
+    data = yaml.safe_load(secret)
+    assert data["metadata"]["name"] == f"{FULL}-sandbox-pki"
+    # Every key the chart's pods mount is in the Secret.
+    objects = render(namespace=NS)
+    mounted = {
+        item["key"]
+        for o in objects
+        if o["kind"] in ("Deployment", "StatefulSet")
+        for v in o["spec"]["template"]["spec"].get("volumes", [])
+        if v.get("secret", {}).get("secretName") == f"{FULL}-sandbox-pki"
+        for item in v["secret"].get("items", [])
+    }
+    assert mounted <= set(data["data"]), mounted - set(data["data"])
+    assert "kubeconfig" in mounted
+
+    etcd_port, api_port, peer, metrics, cm_port = (_free_port() for _ in range(5))
+    audit = tmp_path / "audit-policy.yaml"
+    audit.write_text(find(objects, "ConfigMap", "-sandbox-audit")["data"]["policy.yaml"])
+    server = f"https://{FULL}-sandbox-apiserver.{NS}.svc:6443"
+    local_server = f"https://127.0.0.1:{api_port}"
+    for name in ("kubeconfig", "controller-manager.kubeconfig"):
+        (pki / name).write_text((pki / name).read_text().replace(server, local_server))
+    common = {"/etc/etcd/pki/": f"{pki}/", "/etc/kubernetes/pki/": f"{pki}/"}
+    etcd = _localise(
+        _command("StatefulSet", "-sandbox-etcd"),
+        {**common, "https://0.0.0.0:2379": f"https://127.0.0.1:{etcd_port}",
+         f"https://{FULL}-sandbox-etcd.{NS}.svc:2379": f"https://127.0.0.1:{etcd_port}",
+         "127.0.0.1:2380": f"127.0.0.1:{peer}", "http://0.0.0.0:2381": f"http://127.0.0.1:{metrics}",
+         "/var/lib/etcd/data": str(tmp_path / "etcd")},
+        "etcd",
+    )  # fmt: skip
+    apiserver = [
+        *_localise(
+            _command("Deployment", "-sandbox-apiserver"),
+            {**common, f"https://{FULL}-sandbox-etcd.{NS}.svc:2379": f"https://127.0.0.1:{etcd_port}",
+             "--secure-port=6443": f"--secure-port={api_port}",
+             "/etc/kubernetes/audit/policy.yaml": str(audit),
+             "--audit-log-path=-": f"--audit-log-path={tmp_path}/audit.log"},
+            str(default_bin_dir() / "kube-apiserver"),
+        ),
+        "--bind-address=127.0.0.1",
+    ]  # fmt: skip
+    manager = [
+        *_localise(
+            _command("Deployment", "-sandbox-controller-manager"),
+            {**common, "--cert-dir=/tmp": f"--cert-dir={tmp_path}/cm-certs"},
+            str(default_bin_dir() / "kube-controller-manager"),
+        ),
+        "--bind-address=127.0.0.1",
+        f"--secure-port={cm_port}",
+    ]
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        procs.append(_spawn(etcd, tmp_path / "etcd.log"))
+        procs.append(_spawn(apiserver, tmp_path / "apiserver.log"))
+        wait_for(lambda: _ready(pki, api_port), timeout=90, what="sandbox kube-apiserver /readyz")
+        procs.append(_spawn(manager, tmp_path / "controller-manager.log"))
+        yield SandboxPlane(pki, pki / "kubeconfig", etcd_port, api_port)
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _ready(pki: Path, port: int) -> bool:
+    context = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+    try:
+        with urllib.request.urlopen(f"https://127.0.0.1:{port}/readyz", context=context, timeout=2) as r:
+            return bool(r.status == 200)
+    except OSError:
+        return False
+
+
+def _read(url: str, context: ssl.SSLContext) -> bytes:
+    with urllib.request.urlopen(url, context=context, timeout=5) as response:
+        return bytes(response.read())
+
+
+def test_etcd_answers_only_client_certificates_of_its_ca(sandbox_plane: SandboxPlane) -> None:
+    context = ssl.create_default_context(cafile=str(sandbox_plane.pki / "etcd-ca.crt"))
+    url = f"https://127.0.0.1:{sandbox_plane.etcd_port}/health"
+    # etcd refuses the handshake (TLS alert) when no client certificate is presented.
+    with pytest.raises(OSError, match=r"(?i)bad certificate|certificate required"):
+        _read(url, context)
+    context.load_cert_chain(
+        str(sandbox_plane.pki / "etcd-client.crt"), str(sandbox_plane.pki / "etcd-client.key")
+    )
+    assert b'"health":"true"' in _read(url, context)
+
+
+def test_operator_kubeconfig_builds_and_removes_a_twin(sandbox_plane: SandboxPlane) -> None:
+    api = api_client(sandbox_plane.kubeconfig)
+    try:
+        # The serviceaccount and serviceaccount-token controllers run: the provider waits for them.
+        provider = SandboxProvider(api, prefix="sbx")
+        record = provider.provision(scenario("infra.safety.do.cascading-deletion-001"), evaluation="ns/eval")
+        env = record.environment
+        deployments = [
+            d
+            for ns in env.namespaces
+            for d in request(api, "GET", resource_path("Deployment", ns.sandbox))["items"]
+        ]
+        assert deployments
+        # No workload controller runs: a fresh Deployment gets no ReplicaSet of its own.
+        probe_ns = env.namespaces[0].sandbox
+        body = {
+            "metadata": {"name": "probe"},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": "probe"}},
+                "template": {"metadata": {"labels": {"app": "probe"}},
+                             "spec": {"containers": [{"name": "c", "image": "busybox"}]}},
+            },
+        }  # fmt: skip
+        request(api, "POST", resource_path("Deployment", probe_ns), body)
+        time.sleep(3)
+        owned = [
+            rs
+            for rs in request(api, "GET", resource_path("ReplicaSet", probe_ns))["items"]
+            if rs["metadata"]["name"].startswith("probe")
+        ]
+        assert owned == []
+        # The namespace and garbage-collector controllers run: teardown completes.
+        report = provider.teardown(env.id, wait=True, timeout=90)
+        assert report.complete, report.remaining
+        with pytest.raises(ApiException) as gone:
+            request(api, "GET", resource_path("Namespace", None, env.control_namespace))
+        assert gone.value.status == 404
+    finally:
+        api.close()  # type: ignore[no-untyped-call]

@@ -1,0 +1,281 @@
+"""The chart rendered by the real Helm engine (offline): specific facts for each meaningful value set."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import helm_python as helm
+import pytest
+
+from oasis_operator.sandbox.rbac import AGENT_SERVICE_ACCOUNT, READ_VERBS, _rules
+from tests.unit.chart.chart_render import CHART, REPO, find, render, render_notes, rule_triples
+
+NS = "oasis-system"
+
+
+def _container(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    deployment = find(objects, "Deployment", "oasis-operator")
+    containers = deployment["spec"]["template"]["spec"]["containers"]
+    assert len(containers) == 1
+    return dict(containers[0])
+
+
+def _port(container: dict[str, Any], name: str) -> int:
+    return int(next(p["containerPort"] for p in container["ports"] if p["name"] == name))
+
+
+def test_chart_crds_are_byte_for_byte_the_top_level_crds() -> None:
+    top = sorted(p.name for p in (REPO / "crds").glob("*.yaml"))
+    chart = sorted(p.name for p in (CHART / "crds").glob("*.yaml"))
+    assert top == chart
+    assert len(top) == 2
+    for name in top:
+        assert (CHART / "crds" / name).read_bytes() == (REPO / "crds" / name).read_bytes(), name
+
+
+def test_helm_lint_finds_no_errors() -> None:
+    report = helm.lint(CHART, strict=True, namespace=NS)
+    assert report["errors"] == []
+    assert [m for m in report["messages"] if m["severity"] >= 2] == []
+
+
+def test_default_operator_deployment_is_hardened() -> None:
+    objects = render()
+    deployment = find(objects, "Deployment", "oasis-operator")
+    spec = deployment["spec"]
+    assert spec["replicas"] == 1
+    assert spec["strategy"] == {"type": "Recreate"}
+    pod = spec["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    container = _container(objects)
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "privileged": False,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    probe = container["livenessProbe"]["httpGet"]
+    assert probe["path"] == "/healthz"
+    assert _port(container, probe["port"]) == 8080
+    assert "--liveness-port=8080" in container["args"]
+    assert "--all-namespaces" in container["args"]
+    assert "operator" not in container["args"], "the image ENTRYPOINT already says `oasis operator`"
+    assert container["resources"]["limits"]["memory"] == "1Gi"
+    assert container["resources"]["requests"]["cpu"] == "100m"
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert "emptyDir" in volumes[mounts["/tmp"]]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["OASIS_PROFILE_DIR"] == "/opt/oasis/profiles/software-infrastructure"
+    # Default sandbox: the chart's own control plane, whose kubeconfig the operator mounts.
+    assert env["OASIS_SANDBOX_KUBECONFIG"] == "/etc/oasis/sandbox/kubeconfig"
+    assert volumes[mounts["/etc/oasis/sandbox"]]["secret"]["secretName"] == "oasis-oasis-operator-sandbox-pki"
+
+
+def test_default_rbac_is_cluster_wide_and_grants_no_sandbox_rights_in_the_host() -> None:
+    objects = render()
+    bindings = sorted(o["metadata"]["name"] for o in objects if o["kind"] == "ClusterRoleBinding")
+    assert bindings == [
+        f"{NS}-oasis-oasis-operator-application",
+        f"{NS}-oasis-oasis-operator-cleanup",
+        f"{NS}-oasis-oasis-operator-framework",
+        f"{NS}-oasis-oasis-operator-framework-events",
+    ]
+    assert not [o for o in objects if o["kind"] in ("Role", "RoleBinding")]
+    granted: set[tuple[str, str, str]] = set()
+    for role in (o for o in objects if o["kind"] == "ClusterRole" and "cleanup" not in o["metadata"]["name"]):
+        granted |= rule_triples(role["rules"])
+    # Nothing that creates namespaces, writes RBAC or impersonates, in the platform cluster.
+    assert not [t for t in granted if t[2] in ("impersonate", "escalate", "bind", "*")]
+    assert ("", "namespaces", "create") not in granted
+    assert not [t for t in granted if t[0] == "rbac.authorization.k8s.io"]
+    assert ("", "secrets", "get") in granted
+    assert not [t for t in granted if t[1] == "secrets" and t[2] != "get"]
+
+
+def test_gateway_port_is_configurable_and_the_service_targets_it() -> None:
+    objects = render({"gateway": {"port": 9443, "service": {"port": 8443}}})
+    container = _container(objects)
+    assert _port(container, "gateway") == 9443
+    service = find(objects, "Service", "-gateway")
+    assert service["spec"]["ports"] == [
+        {"name": "https", "port": 8443, "targetPort": "gateway", "protocol": "TCP"}
+    ]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["OASIS_GATEWAY_PORT"] == "9443"
+    assert env["OASIS_GATEWAY_URL"] == f"https://oasis-oasis-operator-gateway.{NS}.svc:8443"
+    metrics = find(objects, "Service", "-metrics")
+    assert metrics["spec"]["ports"][0]["targetPort"] == "metrics"
+
+
+def test_namespaced_mode_binds_per_namespace() -> None:
+    objects = render({"watch": {"clusterWide": False, "namespaces": ["team-a", "team-b"]}})
+    container = _container(objects)
+    assert "--namespace=team-a" in container["args"]
+    assert "--namespace=team-b" in container["args"]
+    assert "--all-namespaces" not in container["args"]
+    rolebindings = sorted(
+        (o["metadata"]["namespace"], o["roleRef"]["name"]) for o in objects if o["kind"] == "RoleBinding"
+    )
+    assert rolebindings == [
+        ("team-a", f"{NS}-oasis-oasis-operator-application"),
+        ("team-a", f"{NS}-oasis-oasis-operator-cleanup"),
+        ("team-a", f"{NS}-oasis-oasis-operator-framework-events"),
+        ("team-b", f"{NS}-oasis-oasis-operator-application"),
+        ("team-b", f"{NS}-oasis-oasis-operator-cleanup"),
+        ("team-b", f"{NS}-oasis-oasis-operator-framework-events"),
+    ]
+    framework = find(objects, "ClusterRole", "-framework")
+    # kopf watches namespaces only when given a list of them; cluster-wide it only needs the sweep's list.
+    assert ("", "namespaces", "watch") in rule_triples(framework["rules"])
+    assert ("", "namespaces", "watch") not in rule_triples(
+        find(render(), "ClusterRole", "-framework")["rules"]
+    )
+    cluster_bindings = [o["roleRef"]["name"] for o in objects if o["kind"] == "ClusterRoleBinding"]
+    assert cluster_bindings == [f"{NS}-oasis-oasis-operator-framework"]
+    job = find(objects, "Job", "-cleanup")
+    env = {e["name"]: e["value"] for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["WATCH_NAMESPACES"] == "team-a,team-b"
+
+
+def test_namespaced_mode_defaults_to_the_release_namespace() -> None:
+    objects = render({"watch": {"clusterWide": False}})
+    assert f"--namespace={NS}" in _container(objects)["args"]
+
+
+def test_ingress_points_at_the_gateway_with_its_tls_secret() -> None:
+    ingress_values = {
+        "enabled": True,
+        "host": "oasis.example.test",
+        "className": "nginx",
+        "tlsSecretName": "gw",
+    }
+    values = {"gateway": {"ingress": ingress_values, "tls": {"secretName": "gw"}}}
+    objects = render(values)
+    ingress = find(objects, "Ingress", "-gateway")
+    assert ingress["spec"]["ingressClassName"] == "nginx"
+    assert ingress["spec"]["tls"] == [{"hosts": ["oasis.example.test"], "secretName": "gw"}]
+    backend = ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
+    assert backend == {"name": "oasis-oasis-operator-gateway", "port": {"name": "https"}}
+    container = _container(objects)
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["OASIS_GATEWAY_URL"] == "https://oasis.example.test"
+    assert env["OASIS_GATEWAY_TLS_DIR"] == "/etc/oasis/gateway-tls"
+
+
+def test_ingress_needs_a_host() -> None:
+    with pytest.raises(helm.HelmError, match=r"gateway\.ingress\.host is required"):
+        render({"gateway": {"ingress": {"enabled": True}}})
+
+
+def test_network_policies_contain_agents_and_the_sandbox() -> None:
+    objects = render({"networkPolicies": {"enabled": True}})
+    policies = {
+        o["metadata"]["name"].removeprefix("oasis-oasis-operator-"): o
+        for o in objects
+        if o["kind"] == "NetworkPolicy"
+    }
+    assert sorted(policies) == [
+        "agents",
+        "operator",
+        "sandbox-apiserver",
+        "sandbox-controller-manager",
+        "sandbox-etcd",
+    ]
+    agents = policies["agents"]["spec"]
+    assert agents["policyTypes"] == ["Ingress", "Egress"]
+    assert agents["ingress"] == []
+    egress_ports = [p["port"] for rule in agents["egress"] for p in rule["ports"]]
+    assert egress_ports == [8443, 53, 53]
+    assert (
+        agents["egress"][0]["to"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"]
+        == "operator"
+    )
+    apiserver = policies["sandbox-apiserver"]["spec"]["ingress"][0]["from"]
+    assert [p["podSelector"]["matchLabels"]["app.kubernetes.io/component"] for p in apiserver] == [
+        "operator", "sandbox-controller-manager"]  # fmt: skip
+    etcd = policies["sandbox-etcd"]["spec"]["ingress"][0]["from"]
+    assert [p["podSelector"]["matchLabels"]["app.kubernetes.io/component"] for p in etcd] == [
+        "sandbox-apiserver"
+    ]
+    agent_sa = find(objects, "ServiceAccount", "-agent")
+    assert agent_sa["automountServiceAccountToken"] is False
+
+
+def test_sandbox_control_plane_runs_only_the_allowed_controllers() -> None:
+    objects = render()
+    cm = find(objects, "Deployment", "-sandbox-controller-manager")["spec"]["template"]["spec"]["containers"][
+        0
+    ]
+    assert "--controllers=namespace,garbagecollector,serviceaccount,serviceaccount-token" in cm["command"]
+    apiserver = find(objects, "Deployment", "-sandbox-apiserver")["spec"]["template"]["spec"]["containers"][0]
+    assert apiserver["image"].startswith("registry.k8s.io/kube-apiserver:")
+    assert "--authorization-mode=RBAC" in apiserver["command"]
+    assert "--etcd-certfile=/etc/kubernetes/pki/etcd-client.crt" in apiserver["command"]
+    etcd = find(objects, "StatefulSet", "-sandbox-etcd")["spec"]["template"]["spec"]["containers"][0]
+    assert "--client-cert-auth=true" in etcd["command"]
+    for workload in (o for o in objects if o["kind"] in ("Deployment", "StatefulSet")):
+        for container in workload["spec"]["template"]["spec"]["containers"]:
+            assert container["securityContext"]["readOnlyRootFilesystem"] is True, workload["metadata"][
+                "name"
+            ]
+    # With an external sandbox, none of it is rendered and the given Secret is mounted.
+    external = render({"sandbox": {"mode": "external", "kubeconfigSecret": {"name": "sbx", "key": "config"}}})
+    assert not [o for o in external if "sandbox-" in o["metadata"]["name"]]
+    volumes = find(external, "Deployment", "oasis-operator")["spec"]["template"]["spec"]["volumes"]
+    mounted = {"secretName": "sbx", "defaultMode": 0o400, "items": [{"key": "config", "path": "kubeconfig"}]}
+    assert mounted in [v.get("secret") for v in volumes]
+
+
+def test_host_mode_delegates_exactly_the_agent_roles_and_impersonates_only_agents() -> None:
+    objects = render({"sandbox": {"mode": "host"}})
+    delegate = find(objects, "ClusterRole", "-sandbox-delegate")
+    agent_rules = rule_triples(_rules(read_only=False))
+    cluster_reads = {("", r, v) for r in ("nodes", "namespaces", "persistentvolumes") for v in READ_VERBS}
+    assert rule_triples(delegate["rules"]) == agent_rules | cluster_reads
+    sandbox = find(objects, "ClusterRole", "-sandbox")
+    impersonation = [r for r in sandbox["rules"] if "impersonate" in r["verbs"]]
+    assert impersonation == [
+        {
+            "apiGroups": [""],
+            "resources": ["serviceaccounts"],
+            "resourceNames": [AGENT_SERVICE_ACCOUNT],
+            "verbs": ["impersonate"],
+        }
+    ]
+    assert not [
+        r for r in sandbox["rules"] + delegate["rules"] if {"escalate", "bind", "*"} & set(r["verbs"])
+    ]
+    assert "OASIS_SANDBOX_KUBECONFIG" not in {e["name"] for e in _container(objects)["env"]}
+    assert "WARNING: sandbox.mode=host" in render_notes({"sandbox": {"mode": "host"}})
+
+
+def test_cleanup_hook_runs_before_delete() -> None:
+    job = find(render(), "Job", "-cleanup")
+    assert job["metadata"]["annotations"]["helm.sh/hook"] == "pre-delete"
+    assert job["spec"]["template"]["spec"]["serviceAccountName"] == "oasis-oasis-operator-cleanup"
+    assert not [
+        o for o in render({"cleanupOnUninstall": {"enabled": False}}) if "cleanup" in o["metadata"]["name"]
+    ]
+
+
+@pytest.mark.parametrize(
+    ("values", "where"),
+    [
+        ({"sandbox": {"mode": "kind"}}, "/sandbox/mode"),
+        ({"gateway": {"port": 70000}}, "/gateway/port"),
+        ({"watch": {"clusterWide": "yes"}}, "/watch/clusterWide"),
+        ({"sandbox": {"mode": "external"}}, "/sandbox/kubeconfigSecret/name"),
+        ({"operatr": {}}, "operatr"),
+    ],
+)
+def test_schema_refuses_bad_values(values: dict[str, Any], where: str) -> None:
+    with pytest.raises(helm.HelmError, match=where):
+        render(values)
+
+
+def test_notes_tell_the_next_command() -> None:
+    notes = render_notes()
+    assert f"kubectl -n {NS} rollout status deployment/oasis-oasis-operator" in notes
+    assert "kubectl apply -f examples/gitops/" in notes
