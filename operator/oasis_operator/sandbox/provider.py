@@ -91,6 +91,7 @@ class SandboxProvider:
         self.prefix = prefix
         self.clock = clock
         self._versions: dict[str, str] = {}
+        self._token_secrets: bool | None = None
 
     # --- provisioning ------------------------------------------------------------------------------
     def provision(
@@ -240,7 +241,8 @@ class SandboxProvider:
             apply_crds(self.api, [ARGO_APPLICATION_CRD])
 
     def _wait_service_accounts(self, namespaces: Iterable[str], timeout: float = 60.0) -> None:
-        """Pods are admitted only once their namespace's `default` ServiceAccount has its token."""
+        """Pods are admitted only once their namespace's `default` ServiceAccount exists (and, before
+        Kubernetes 1.24, has its token Secret)."""
         pending = set(namespaces)
         deadline = time.monotonic() + timeout
         while pending:
@@ -251,7 +253,7 @@ class SandboxProvider:
                     if exc.status != 404:
                         raise
                     continue
-                if sa.get("secrets"):
+                if sa.get("secrets") or not self._legacy_tokens():
                     pending.discard(ns)
             if pending and time.monotonic() > deadline:
                 raise SandboxError(
@@ -259,6 +261,14 @@ class SandboxProvider:
                 )
             if pending:
                 time.sleep(0.2)
+
+    def _legacy_tokens(self) -> bool:
+        """True on servers before 1.24, which admit pods only once the account's token Secret exists."""
+        if self._token_secrets is None:
+            version = request(self.api, "GET", "/version")
+            minor = int("".join(ch for ch in str(version.get("minor", "0")) if ch.isdigit()) or 0)
+            self._token_secrets = int(version.get("major", "1")) == 1 and minor < 24
+        return self._token_secrets
 
     def _store_record(self, record: SandboxRecord) -> None:
         env = record.environment
