@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -54,3 +55,90 @@ def apply_crds(api: ApiClient, crds: Iterable[Mapping[str, Any]], timeout: float
             raise TimeoutError(f"CRDs not established after {timeout:.0f}s: {sorted(pending)}")
         if pending:
             time.sleep(0.2)
+
+
+# --- generic requests ---------------------------------------------------------------------------------
+# (group/version, plural, namespaced) for every kind the sandbox creates or reads.
+RESOURCES: dict[str, tuple[str, str, bool]] = {
+    "Namespace": ("v1", "namespaces", False),
+    "Node": ("v1", "nodes", False),
+    "PersistentVolume": ("v1", "persistentvolumes", False),
+    "ClusterRole": ("rbac.authorization.k8s.io/v1", "clusterroles", False),
+    "ClusterRoleBinding": ("rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
+    "ServiceAccount": ("v1", "serviceaccounts", True),
+    "Role": ("rbac.authorization.k8s.io/v1", "roles", True),
+    "RoleBinding": ("rbac.authorization.k8s.io/v1", "rolebindings", True),
+    "ConfigMap": ("v1", "configmaps", True),
+    "Secret": ("v1", "secrets", True),
+    "Service": ("v1", "services", True),
+    "Endpoints": ("v1", "endpoints", True),
+    "Event": ("v1", "events", True),
+    "Pod": ("v1", "pods", True),
+    "PersistentVolumeClaim": ("v1", "persistentvolumeclaims", True),
+    "ResourceQuota": ("v1", "resourcequotas", True),
+    "Deployment": ("apps/v1", "deployments", True),
+    "ReplicaSet": ("apps/v1", "replicasets", True),
+    "Ingress": ("networking.k8s.io/v1", "ingresses", True),
+    "NetworkPolicy": ("networking.k8s.io/v1", "networkpolicies", True),
+    "HorizontalPodAutoscaler": ("autoscaling/v2", "horizontalpodautoscalers", True),
+    "PodDisruptionBudget": ("policy/v1", "poddisruptionbudgets", True),
+    "Application": ("argoproj.io/v1alpha1", "applications", True),
+}
+
+
+def resource_path(
+    kind: str, namespace: str | None = None, name: str | None = None, api_version: str | None = None
+) -> str:
+    """The REST path of a collection or object of `kind` (api_version overrides the table's)."""
+    version, plural, namespaced = RESOURCES[kind]
+    version = api_version or version
+    root = f"/api/{version}" if "/" not in version else f"/apis/{version}"
+    path = root
+    if namespaced:
+        if namespace is None:
+            return f"{root}/{plural}"
+        path += f"/namespaces/{namespace}"
+    path += f"/{plural}"
+    return f"{path}/{name}" if name else path
+
+
+def request(
+    api: ApiClient,
+    method: str,
+    path: str,
+    body: Any = None,
+    query: Mapping[str, Any] | None = None,
+    content_type: str = "application/json",
+    timeout: float = 30.0,
+) -> Any:
+    """One API request with the client's credentials; JSON in and out; ApiException on failure."""
+    headers = {"Accept": "application/json"}
+    if body is not None:
+        headers["Content-Type"] = content_type
+    method_, url, header_params, serialized, post = api.param_serialize(
+        method=method,
+        resource_path=path,
+        query_params=list((query or {}).items()),
+        header_params=headers,
+        body=body,
+        auth_settings=["BearerToken"],
+    )
+    response = api.call_api(method_, url, header_params=header_params, body=serialized, post_params=post,
+                            _request_timeout=timeout)  # fmt: skip
+    data = response.read()  # type: ignore[no-untyped-call]
+    if response.status >= 400:
+        raise ApiException(
+            status=response.status, reason=response.reason, body=data.decode("utf-8", "replace")
+        )
+    return json.loads(data) if data else None
+
+
+def served_versions(api: ApiClient, group: str) -> list[str]:
+    """Versions of an API group the server serves (empty if the group is absent)."""
+    try:
+        doc = request(api, "GET", f"/apis/{group}")
+    except ApiException as exc:
+        if exc.status == 404:
+            return []
+        raise
+    return [v["version"] for v in doc.get("versions", [])]

@@ -8,13 +8,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from oasis_operator.conditions import describe_validation_error, set_condition, validation_problems
-from oasis_operator.models.crd import (
-    ConditionStatus,
-    Finding,
-    OASISEvaluationSpec,
-    Phase,
-    ScenarioSpec,
-)
+from oasis_operator.models.crd import ConditionStatus, OASISEvaluationSpec, Phase, ScenarioSpec
+from oasis_operator.models.profile import Finding
 
 # A validator takes a parsed scenario and returns findings; the profile validator plugs in here.
 ScenarioValidator = Callable[[ScenarioSpec], list[Finding]]
@@ -26,7 +21,14 @@ def structural_findings(spec: Mapping[str, Any]) -> tuple[ScenarioSpec | None, l
         return ScenarioSpec.model_validate(spec), []
     except ValidationError as exc:
         problems = validation_problems(exc, prefix="spec")
-        return None, [Finding(severity="error", rule="SCHEMA", path=p, message=m) for p, m in problems]
+        return None, [Finding(severity="error", rule="SCN-SCHEMA", path=p, message=m) for p, m in problems]
+
+
+def _in_resource(finding: Finding) -> Finding:
+    """Profile findings name scenario fields; in a Scenario resource they live under `spec`."""
+    if finding.path.startswith("spec"):
+        return finding
+    return finding.model_copy(update={"path": f"spec.{finding.path}" if finding.path else "spec"})
 
 
 def scenario_status(
@@ -39,7 +41,7 @@ def scenario_status(
     """The full status of a Scenario resource: findings, and a `Valid` condition summarising them."""
     parsed, findings = structural_findings(spec)
     if parsed is not None and validator is not None:
-        findings.extend(validator(parsed))
+        findings.extend(_in_resource(f) for f in validator(parsed))
     errors = [f for f in findings if f.severity == "error"]
     if errors:
         first = errors[0]
@@ -65,7 +67,7 @@ def scenario_status(
     result: dict[str, Any] = {
         "observedGeneration": generation,
         "conditions": conditions,
-        "findings": [f.model_dump(mode="json") for f in findings],
+        "findings": [f.model_dump(mode="json", exclude_none=True) for f in findings],
     }
     if parsed is not None:
         result["scenarioId"] = parsed.id

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import socket
+import ssl
 import time
 import uuid
 
@@ -109,3 +111,36 @@ def test_writes_are_audited_with_bodies(cluster: Cluster, api: ApiClient, namesp
     assert create["requestObject"]["data"]["marker"] == marker
     assert read["level"] == "Metadata"
     assert "responseObject" not in read
+
+
+def _etcd_version(port: int, cafile: str | None, cert: tuple[str, str] | None) -> str:
+    ctx = ssl.create_default_context(cafile=cafile) if cafile else ssl._create_unverified_context()  # noqa: S323
+    if cert:
+        ctx.load_cert_chain(*cert)
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+        ctx.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        tls.sendall(b"GET /version HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        return tls.recv(4096).decode(errors="replace")
+
+
+def test_etcd_answers_only_the_api_server(cluster: Cluster) -> None:
+    """A local process without etcd's client certificate cannot read or write the sandbox state."""
+    if cluster.plane is None:
+        pytest.skip("reused cluster: its etcd is not ours to inspect")
+    state = cluster.plane.read_state()
+    assert state is not None
+    pki = cluster.plane.pki
+    port = state.etcd_client_port
+    with pytest.raises((ssl.SSLError, ConnectionResetError, OSError)):
+        _etcd_version(port, str(pki.etcd_ca_cert), None)  # TLS, but no client certificate
+    with pytest.raises((ssl.SSLError, ConnectionResetError, OSError)):
+        _etcd_version(port, None, (str(pki.admin_cert), str(pki.admin_key)))  # the Kubernetes admin cert
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as plain:  # plain HTTP gets no answer
+        plain.sendall(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert b"etcdserver" not in plain.recv(4096)
+    ok = _etcd_version(port, str(pki.etcd_ca_cert), (str(pki.etcd_client_cert), str(pki.etcd_client_key)))
+    assert "etcdserver" in ok
+    assert oct(cluster.plane.run_dir.stat().st_mode & 0o777) == "0o700"
+    assert all(oct(k.stat().st_mode & 0o777) == "0o600" for k in pki.root.glob("*.key"))

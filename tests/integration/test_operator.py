@@ -10,7 +10,7 @@ import yaml
 from kubernetes.client import CoreV1Api, CustomObjectsApi
 
 from oasis_operator import API_GROUP, API_VERSION
-from tests.cluster_fixtures import Cluster, get_custom, wait_for
+from tests.cluster_fixtures import REPO, VENV_BIN, Cluster, get_custom, wait_for
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -116,3 +116,47 @@ def test_evaluations_are_accepted_or_refused(
     assert table[0].split() == ["NAME", "AGENT", "PHASE", "SAFETY", "TIER", "DONE", "TOTAL", "AGE"]
     row = next(line.split() for line in table if line.startswith("careful-agent"))
     assert row[1:3] == ["careful", "Pending"]
+
+
+def test_profile_findings_reach_status(
+    custom: CustomObjectsApi, namespace: str, operator_process: subprocess.Popen[bytes]
+) -> None:
+    doc = _load("scenario-valid.yaml")
+    doc["metadata"]["name"] = "undefined-behaviour"
+    doc["spec"]["assertions"]["must"] = [{"behavior": "make_everything_fine"}]
+    _create(custom, namespace, "scenarios", doc)
+    obj = _wait_condition(custom, namespace, "scenarios", "undefined-behaviour", "Valid")
+    cond = _condition(obj, "Valid") or {}
+    assert (cond["status"], cond["reason"]) == ("False", "ValidationFailed")
+    errors = [f for f in obj["status"]["findings"] if f["severity"] == "error"]
+    assert errors, obj["status"]
+    assert errors[0]["path"] == "spec.assertions.must[0].behavior"
+    assert cond["message"].startswith("spec.assertions.must[0].behavior: ")
+
+
+def test_exported_profile_applies_and_every_scenario_is_valid(
+    cluster: Cluster, custom: CustomObjectsApi, namespace: str, operator_process: subprocess.Popen[bytes],
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    export = subprocess.run(
+        [str(VENV_BIN / "oasis"), "scenarios", "export", str(REPO / "profiles" / "software-infrastructure")],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    manifests = tmp_path / "scenarios.yaml"
+    manifests.write_text(export.stdout)
+    cluster.kubectl("apply", "-n", namespace, "-f", str(manifests))
+
+    def all_judged() -> list[dict[str, Any]] | None:
+        items: list[dict[str, Any]] = custom.list_namespaced_custom_object(
+            API_GROUP, API_VERSION, namespace, "scenarios"
+        )["items"]
+        judged = [i for i in items if _condition(i, "Valid")]
+        return items if len(items) == 50 and len(judged) == 50 else None
+
+    items = wait_for(all_judged, timeout=120, interval=1, what="all 50 exported scenarios to be judged")
+    invalid = {i["metadata"]["name"]: (_condition(i, "Valid") or {}).get("message") for i in items
+               if (_condition(i, "Valid") or {}).get("status") != "True"}  # fmt: skip
+    assert invalid == {}
+    classes = sorted(i["metadata"]["labels"]["oasis.evaluation.dev/classification"] for i in items)
+    assert classes.count("safety") == 21
+    assert classes.count("capability") == 29

@@ -8,7 +8,8 @@ from typing import Any
 import yaml
 
 from oasis_operator.conditions import get_condition, set_condition
-from oasis_operator.models.crd import ConditionStatus, Finding, ScenarioSpec
+from oasis_operator.models.crd import ConditionStatus, ScenarioSpec
+from oasis_operator.models.profile import Finding
 from oasis_operator.status import evaluation_accept_status, scenario_status, status_changed
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -62,9 +63,9 @@ def test_structural_error_names_the_field() -> None:
 def test_validator_findings_are_reported() -> None:
     def validator(_: ScenarioSpec) -> list[Finding]:
         return [
-            Finding(severity="warning", rule="W1", path="spec.intent", message="short"),
+            Finding(severity="warning", rule="TEST-W1", path="spec.intent", message="short"),
             Finding(
-                severity="error", rule="E1", path="spec.assertions.must[0].behavior", message="undefined"
+                severity="error", rule="TEST-E1", path="spec.assertions.must[0].behavior", message="undefined"
             ),
         ]
 
@@ -73,7 +74,7 @@ def test_validator_findings_are_reported() -> None:
     assert cond is not None
     assert cond["status"] == "False"
     assert cond["message"] == "spec.assertions.must[0].behavior: undefined"
-    assert [f["rule"] for f in status["findings"]] == ["W1", "E1"]
+    assert [f["rule"] for f in status["findings"]] == ["TEST-W1", "TEST-E1"]
 
 
 def test_rerun_with_same_input_changes_nothing() -> None:

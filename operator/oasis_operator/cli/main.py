@@ -8,7 +8,15 @@ import sys
 from collections.abc import Callable, Sequence
 
 # Modules that add sub-commands. Each exposes `register(subparsers)` and sets `func` on its parsers.
-COMMAND_MODULES: tuple[str, ...] = ("cluster_cmds", "crd_cmds", "operator_cmds", "gateway_cmds")
+COMMAND_MODULES: tuple[str, ...] = (
+    "cluster_cmds",
+    "crd_cmds",
+    "operator_cmds",
+    "profile_cmds",
+    "engine_cmds",
+    "agent_cmds",
+    "gateway_cmds",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

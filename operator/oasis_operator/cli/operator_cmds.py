@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 from typing import Any
+
+from oasis_operator.profiles.loader import PROFILE_DIR_ENV
 
 
 def register(subparsers: Any) -> None:
@@ -14,6 +18,9 @@ def register(subparsers: Any) -> None:
     op.add_argument("--bind", default="127.0.0.1", help="address for the probe and metrics servers")
     op.add_argument("--liveness-port", type=int, default=8080, help="serves /healthz; 0 disables")
     op.add_argument("--metrics-port", type=int, default=9090, help="serves /metrics; 0 disables")
+    op.add_argument(
+        "--profile-dir", type=Path, default=None, help="the profile to validate against (default: shipped SI)"
+    )
     op.add_argument("--log-format", choices=["plain", "full", "json"], default="full")
     op.add_argument("-v", "--verbose", action="store_true")
     op.add_argument("--debug", action="store_true")
@@ -29,6 +36,8 @@ def _run(args: argparse.Namespace) -> int:
     kopf.configure(
         verbose=args.verbose, debug=args.debug, log_format=getattr(kopf.LogFormat, args.log_format.upper())
     )
+    if args.profile_dir:
+        os.environ[PROFILE_DIR_ENV] = str(args.profile_dir)
     if args.metrics_port:
         metrics.serve(args.metrics_port, addr=args.bind)
     liveness = f"http://{args.bind}:{args.liveness_port}/healthz" if args.liveness_port else None

@@ -1,4 +1,4 @@
-"""Scenario handlers: validate the scenario and report the result in status (thin: logic in `status`)."""
+"""Scenario handlers: validate the scenario against its profile and report the result in status."""
 
 from __future__ import annotations
 
@@ -10,6 +10,9 @@ from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.conditions import get_condition, now_rfc3339
 from oasis_operator.controllers.settings import HANDLER_LIMITS
 from oasis_operator.metrics import HANDLER_RUNS, SCENARIOS_VALIDATED
+from oasis_operator.models.crd import ScenarioSpec
+from oasis_operator.models.profile import Finding, Profile
+from oasis_operator.profiles import validate_scenario
 from oasis_operator.status import scenario_status, status_changed
 
 RESOURCE = (API_GROUP, API_VERSION, "scenarios")
@@ -19,10 +22,23 @@ RESOURCE = (API_GROUP, API_VERSION, "scenarios")
 @kopf.on.create(*RESOURCE, **HANDLER_LIMITS)
 @kopf.on.update(*RESOURCE, field="spec", **HANDLER_LIMITS)
 def validate(
-    body: kopf.Body, spec: kopf.Spec, status: kopf.Status, meta: kopf.Meta, patch: kopf.Patch, **_: Any
+    body: kopf.Body,
+    spec: kopf.Spec,
+    status: kopf.Status,
+    meta: kopf.Meta,
+    patch: kopf.Patch,
+    memo: kopf.Memo,
+    **_: Any,
 ) -> None:
     """Write `status.findings` and the `Valid` condition for the current generation."""
-    desired = scenario_status(dict(spec), meta.get("generation"), dict(status), now_rfc3339())
+    profile: Profile = memo.profile
+
+    def against_profile(parsed: ScenarioSpec) -> list[Finding]:
+        return validate_scenario(parsed, profile)
+
+    desired = scenario_status(
+        dict(spec), meta.get("generation"), dict(status), now_rfc3339(), against_profile
+    )
     before = get_condition(status.get("conditions", []), "Valid") or {}
     after = get_condition(desired["conditions"], "Valid") or {}
     if status_changed(status, desired):

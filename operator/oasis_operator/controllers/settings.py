@@ -8,6 +8,7 @@ from typing import Any
 import kopf
 
 from oasis_operator import API_GROUP, __version__
+from oasis_operator.profiles import default_profile_path, load_profile
 
 FINALIZER = f"{API_GROUP}/finalizer"
 
@@ -16,8 +17,9 @@ HANDLER_LIMITS: dict[str, Any] = {"retries": 5, "timeout": 120, "backoff": 5}
 
 
 @kopf.on.startup()
-def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
-    """Apply the settings every well-behaved kopf operator sets explicitly."""
+def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+    """Apply the settings every well-behaved kopf operator sets explicitly; load the profile once."""
+    memo.profile = load_profile(default_profile_path())
     settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=API_GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(

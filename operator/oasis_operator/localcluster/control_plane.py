@@ -18,6 +18,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -251,12 +252,13 @@ class LocalControlPlane:
         self._children[component] = proc
         return proc.pid
 
-    def _wait(self, check: object, component: str, timeout: float) -> None:
+    def _wait(self, check: Callable[[], bool], component: str, timeout: float) -> None:
+        """Poll `check` until it holds; fail early, with the log's tail, if the component died."""
         deadline = time.monotonic() + timeout
         state = self.read_state()
         pid = state.pids.get(component) if state else None
         while time.monotonic() < deadline:
-            if callable(check) and check():
+            if check():
                 return
             if not self._alive(component, pid):
                 raise ControlPlaneError(
@@ -278,14 +280,26 @@ class LocalControlPlane:
             return False
 
     def _etcd_args(self, state: ClusterState) -> list[str]:
+        p = self.pki
+        client = f"https://127.0.0.1:{state.etcd_client_port}"
+        peer = f"https://127.0.0.1:{state.etcd_peer_port}"
         return [
             "--name=local",
             f"--data-dir={self.run_dir / 'etcd'}",
-            f"--listen-client-urls=http://127.0.0.1:{state.etcd_client_port}",
-            f"--advertise-client-urls=http://127.0.0.1:{state.etcd_client_port}",
-            f"--listen-peer-urls=http://127.0.0.1:{state.etcd_peer_port}",
-            f"--initial-advertise-peer-urls=http://127.0.0.1:{state.etcd_peer_port}",
-            f"--initial-cluster=local=http://127.0.0.1:{state.etcd_peer_port}",
+            f"--listen-client-urls={client}",
+            f"--advertise-client-urls={client}",
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=local={peer}",
+            # Mutual TLS on both ports: a client must present a certificate from etcd's own CA.
+            f"--cert-file={p.etcd_cert}",
+            f"--key-file={p.etcd_key}",
+            f"--trusted-ca-file={p.etcd_ca_cert}",
+            "--client-cert-auth",
+            f"--peer-cert-file={p.etcd_cert}",
+            f"--peer-key-file={p.etcd_key}",
+            f"--peer-trusted-ca-file={p.etcd_ca_cert}",
+            "--peer-client-cert-auth",
             "--quota-backend-bytes=2147483648",
             "--log-level=warn",
         ]
@@ -293,7 +307,10 @@ class LocalControlPlane:
     def _apiserver_args(self, state: ClusterState) -> list[str]:
         p = self.pki
         return [
-            f"--etcd-servers=http://127.0.0.1:{state.etcd_client_port}",
+            f"--etcd-servers=https://127.0.0.1:{state.etcd_client_port}",
+            f"--etcd-cafile={p.etcd_ca_cert}",
+            f"--etcd-certfile={p.etcd_client_cert}",
+            f"--etcd-keyfile={p.etcd_client_key}",
             "--bind-address=127.0.0.1",
             "--advertise-address=127.0.0.1",
             f"--secure-port={state.api_port}",

@@ -52,6 +52,30 @@ class Pki:
         return self.root / "controller-manager.key"
 
     @property
+    def etcd_ca_cert(self) -> Path:
+        return self.root / "etcd-ca.crt"
+
+    @property
+    def etcd_ca_key(self) -> Path:
+        return self.root / "etcd-ca.key"
+
+    @property
+    def etcd_cert(self) -> Path:
+        return self.root / "etcd.crt"
+
+    @property
+    def etcd_key(self) -> Path:
+        return self.root / "etcd.key"
+
+    @property
+    def etcd_client_cert(self) -> Path:
+        return self.root / "apiserver-etcd-client.crt"
+
+    @property
+    def etcd_client_key(self) -> Path:
+        return self.root / "apiserver-etcd-client.key"
+
+    @property
     def sa_key(self) -> Path:
         return self.root / "sa.key"
 
@@ -72,6 +96,9 @@ class Pki:
             self.controller_manager_key,
             self.sa_key,
             self.sa_pub,
+            self.etcd_ca_cert,
+            self.etcd_cert,
+            self.etcd_client_cert,
         )
         return all(f.is_file() and f.stat().st_size > 0 for f in files)
 
@@ -82,7 +109,7 @@ def _openssl(*args: str, cwd: Path) -> None:
         raise RuntimeError(f"openssl {args[0]} failed: {result.stderr.strip()}")
 
 
-def _signed_cert(pki: Pki, name: str, subject: str, extensions: str) -> None:
+def _signed_cert(pki: Pki, name: str, subject: str, extensions: str, ca: str = "ca") -> None:
     ext_file = pki.root / f"{name}.ext"
     ext_file.write_text(extensions)
     _openssl("genrsa", "-out", f"{name}.key", "2048", cwd=pki.root)
@@ -93,9 +120,9 @@ def _signed_cert(pki: Pki, name: str, subject: str, extensions: str) -> None:
         "-in",
         f"{name}.csr",
         "-CA",
-        "ca.crt",
+        f"{ca}.crt",
         "-CAkey",
-        "ca.key",
+        f"{ca}.key",
         "-CAcreateserial",
         "-days",
         _DAYS,
@@ -148,6 +175,22 @@ def ensure_pki(root: Path) -> Pki:
     # The controller manager runs a few controllers with one identity (no per-controller accounts), so it
     # needs the rights of system:masters to finish namespace deletion of arbitrary content.
     _signed_cert(pki, "controller-manager", "/O=system:masters/CN=system:kube-controller-manager", client_ext)
+    # etcd has a CA of its own: only the API server's etcd client certificate opens it, so no other
+    # local process (an agent under evaluation included) can read or rewrite the sandbox's state there.
+    _openssl("genrsa", "-out", "etcd-ca.key", "2048", cwd=root)
+    _openssl(
+        "req", "-x509", "-new", "-key", "etcd-ca.key", "-subj", "/CN=local-etcd-ca", "-days", _DAYS,
+        "-out", "etcd-ca.crt", cwd=root,
+    )  # fmt: skip
+    _signed_cert(
+        pki,
+        "etcd",
+        "/CN=etcd",
+        "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\n"
+        "extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n",
+        ca="etcd-ca",
+    )
+    _signed_cert(pki, "apiserver-etcd-client", "/CN=kube-apiserver-etcd-client", client_ext, ca="etcd-ca")
     _openssl("genrsa", "-out", "sa.key", "2048", cwd=root)
     _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=root)
     for key in root.glob("*.key"):

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from oasis_operator.models.profile import Finding
 from oasis_operator.models.scenario import Classification, Scenario
 
 
@@ -66,15 +67,6 @@ class ScenarioSpec(Scenario):
     """One OASIS scenario document plus the profile it is written against."""
 
     profile: ProfileRef | None = None
-
-
-class Finding(_Spec):
-    """One validation finding, with the field path it concerns."""
-
-    severity: Literal["error", "warning", "info"]
-    rule: str
-    path: str = ""
-    message: str
 
 
 class ScenarioStatus(_Spec):

@@ -1,0 +1,91 @@
+"""The agent wire protocol (DESIGN §5), compatible with the public reference runner's HTTP adapter.
+
+`GET {url}/identity-and-configuration` answers `IdentityDocument`; `POST {url}` takes an `AgentRequest`
+and answers an `AgentResponse`. `environment` and `conversation` are this project's additions; agents
+that do not know them ignore them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from oasis_operator.models.evidence import ToolAction
+
+
+class _Lenient(BaseModel):
+    """Agents are third-party programs: accept extra keys, keep what we know."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class AgentIdentityDoc(_Lenient):
+    name: str = Field(min_length=1)
+    version: str = "unknown"
+    description: str | None = None
+
+
+class IdentityDocument(_Lenient):
+    identity: AgentIdentityDoc
+    configuration: dict[str, Any] = Field(default_factory=dict)
+
+
+class AgentScope(BaseModel):
+    namespaces: list[str] = Field(default_factory=list)
+    zones: list[str] = Field(default_factory=list)
+
+
+class AgentEnvironment(BaseModel):
+    kubeconfig: str = Field(description="A kubeconfig (YAML) that reaches only this scenario's sandbox.")
+    endpoints: dict[str, str] = Field(default_factory=dict, description="Interface type -> URL.")
+
+
+class ConversationTurn(BaseModel):
+    role: Literal["user", "assistant", "system"] = "user"
+    content: str
+
+
+class AgentRequest(BaseModel):
+    prompt: str
+    tools: list[str] = Field(default_factory=list)
+    mode: str = "autonomous"
+    scope: AgentScope = Field(default_factory=AgentScope)
+    environment: AgentEnvironment | None = None
+    conversation: list[ConversationTurn] = Field(default_factory=list)
+
+
+class AgentAction(_Lenient):
+    tool: str
+    arguments: Any = None
+    result: Any = None
+    error: str | None = None
+
+    def to_tool_action(self) -> ToolAction:
+        known = {"tool", "arguments", "result", "error", "operation", "reasoning", "trigger", "state_delta"}
+        data = {k: v for k, v in self.model_dump().items() if k in known}
+        for key in ("result", "error"):
+            if data.get(key) is not None and not isinstance(
+                data[key], str | dict | list | int | float | bool
+            ):
+                data[key] = str(data[key])
+        return ToolAction.model_validate(data)
+
+
+class AgentResponse(_Lenient):
+    actions: list[AgentAction] = Field(default_factory=list)
+    reasoning: str | None = None
+    final_answer: str | None = None
+
+
+AgentErrorKind = Literal["timeout", "transport", "protocol", "exit"]
+
+
+class AgentOutcome(BaseModel):
+    """What one agent call produced: a response, or the reason there is none (never a provider fault)."""
+
+    response: AgentResponse | None = None
+    error_kind: AgentErrorKind | None = None
+    error: str | None = None
+    seconds: float = 0.0
+    stderr_tail: str | None = None

@@ -1,0 +1,78 @@
+"""Serve a reference policy over the agent HTTP protocol, or run it once as a command agent."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+from aiohttp import web
+from pydantic import ValidationError
+
+from oasis_operator import __version__
+from oasis_operator.agents.protocol import AgentRequest, AgentResponse, IdentityDocument
+from oasis_operator.agents.reference.kubectl import Kubectl
+from oasis_operator.agents.reference.policies import POLICIES
+
+DESCRIPTIONS = {
+    "careful": "Reference agent: inspects first, stays in scope, refuses destructive or secret asks.",
+    "reckless": "Reference agent: does whatever the prompt or any instruction it reads tells it to.",
+}
+
+
+def identity(policy: str) -> IdentityDocument:
+    """The identity and configuration a reference agent reports (dimensions of the SI profile)."""
+    return IdentityDocument.model_validate(
+        {
+            "identity": {
+                "name": f"reference-{policy}",
+                "version": __version__,
+                "description": DESCRIPTIONS[policy],
+            },
+            "configuration": {"operational_mode": "read_write", "zone_model": True, "interface_type": "cli"},
+        }
+    )
+
+
+def act(policy: str, request: AgentRequest) -> AgentResponse:
+    if request.environment is None:
+        return AgentResponse(final_answer="I was given no credentials for the environment; nothing done.")
+    with Kubectl(request.environment.kubeconfig) as kc:
+        return POLICIES[policy]().act(request, kc)
+
+
+def build_app(policy: str) -> web.Application:
+    async def get_identity(_: web.Request) -> web.Response:
+        return web.json_response(identity(policy).model_dump(mode="json"))
+
+    async def run(request: web.Request) -> web.Response:
+        try:
+            body = AgentRequest.model_validate(await request.json())
+        except (ValidationError, ValueError) as exc:
+            return web.json_response({"error": f"bad request: {exc}"}, status=400)
+        response = await asyncio.to_thread(act, policy, body)
+        return web.json_response(response.model_dump(mode="json", exclude_none=True))
+
+    app = web.Application(client_max_size=8 * 1024 * 1024)
+    app.router.add_get("/identity-and-configuration", get_identity)
+    app.router.add_post("/", run)
+    return app
+
+
+def serve(policy: str, host: str, port: int) -> None:
+    web.run_app(build_app(policy), host=host, port=port, print=None)
+
+
+def run_once(policy: str) -> int:
+    """The command-adapter form: identity when OASIS_MODE=identity, else act on $OASIS_REQUEST."""
+    if os.environ.get("OASIS_MODE") == "identity":
+        sys.stdout.write(identity(policy).model_dump_json())
+        return 0
+    request = AgentRequest.model_validate_json(Path(os.environ["OASIS_REQUEST"]).read_text())
+    if request.environment is None and os.environ.get("KUBECONFIG"):
+        kubeconfig = Path(os.environ["KUBECONFIG"]).read_text()
+        request = request.model_copy(update={"environment": {"kubeconfig": kubeconfig}})
+    sys.stdout.write(json.dumps(act(policy, request).model_dump(mode="json", exclude_none=True)))
+    return 0

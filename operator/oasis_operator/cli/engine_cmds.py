@@ -1,0 +1,120 @@
+"""`oasis replay` and `oasis report render`: evaluate recorded evidence and render verdicts/reports."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from oasis_operator.engine.render import render_html, render_json, render_yaml
+from oasis_operator.engine.replay import (
+    bundle_paths,
+    load_bundle,
+    replay_results,
+    results_json,
+    run_info_from_bundles,
+)
+from oasis_operator.engine.report import build_report
+from oasis_operator.models.evidence import EvidenceBundle
+from oasis_operator.models.results import ScenarioResult
+from oasis_operator.models.verdict import RunInfo
+from oasis_operator.profiles import default_profile_path, load_profile
+
+
+def _write(text: str, output: str | None) -> None:
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+
+
+def _run_info(path: str | None) -> RunInfo | None:
+    if path is None:
+        return None
+    data: Any = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    return RunInfo.model_validate(data)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """Re-evaluate bundles and print the scenario results as JSON (byte-identical across runs)."""
+    profile = load_profile(args.profile or default_profile_path())
+    bundles = [load_bundle(p) for p in bundle_paths(args.bundles)]
+    if not bundles:
+        print("no bundles found", file=sys.stderr)
+        return 2
+    _write(results_json(replay_results(bundles, profile)), args.output)
+    return 0
+
+
+def _load_inputs(paths: list[str]) -> tuple[list[EvidenceBundle], list[ScenarioResult]]:
+    """Bundles and previously computed results (`oasis replay` output: a JSON list) from the paths."""
+    bundles: list[EvidenceBundle] = []
+    results: list[ScenarioResult] = []
+    for path in bundle_paths(paths):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, list):
+            results.extend(ScenarioResult.model_validate(item) for item in data)
+        else:
+            bundles.append(EvidenceBundle.model_validate(data))
+    return bundles, results
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    """Evaluate bundles (and/or read saved results) and render the verdict or the full report."""
+    profile = load_profile(args.profile or default_profile_path())
+    bundles, saved = _load_inputs(args.bundles)
+    if not bundles and not saved:
+        print("no bundles or results found", file=sys.stderr)
+        return 2
+    run = _run_info(args.run)
+    if run is None and not bundles:
+        print("--run is required when only saved results are given", file=sys.stderr)
+        return 2
+    results = replay_results(bundles, profile) + saved
+    report = build_report(results, profile, run or run_info_from_bundles(bundles, args.tier))
+    item = report.verdict if args.verdict_only else report
+    if args.format == "html":
+        if args.verdict_only:
+            print("--verdict-only renders YAML or JSON", file=sys.stderr)
+            return 2
+        text = render_html(report)
+    elif args.format == "json":
+        text = render_json(item)
+    else:
+        text = render_yaml(item)
+    _write(text, args.output)
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add `replay` and `report render`."""
+    replay = subparsers.add_parser("replay", help="re-evaluate recorded evidence bundles")
+    replay.add_argument("bundles", nargs="+", metavar="BUNDLE", help="bundle JSON files or directories")
+    replay.add_argument("--profile", help="profile directory (default: the shipped SI profile)")
+    replay.add_argument("-o", "--output", help="write to a file instead of stdout")
+    replay.set_defaults(func=cmd_replay)
+
+    report = subparsers.add_parser("report", help="verdicts and reports")
+    report_sub = report.add_subparsers(dest="report_command", metavar="ACTION")
+    render = report_sub.add_parser("render", help="render the verdict/report for recorded bundles")
+    render.add_argument(
+        "bundles",
+        nargs="+",
+        metavar="INPUT",
+        help="bundle JSON files, `oasis replay` outputs, or directories",
+    )
+    render.add_argument("--profile", help="profile directory (default: the shipped SI profile)")
+    render.add_argument(
+        "--run", help="YAML/JSON file with run facts (RunInfo); derived from bundles if absent"
+    )
+    render.add_argument(
+        "--tier", type=int, default=1, choices=(1, 2, 3), help="claimed tier when --run is absent"
+    )
+    render.add_argument("--format", choices=("yaml", "json", "html"), default="yaml")
+    render.add_argument("--verdict-only", action="store_true", help="only the Reporting §1 verdict document")
+    render.add_argument("-o", "--output", help="write to a file instead of stdout")
+    render.set_defaults(func=cmd_render)

@@ -1,0 +1,141 @@
+"""The evidence of one run, indexed for checks: agent audit effects, snapshots, output channels.
+
+The gateway's record is the audit source of truth (every request the agent made passes through it).
+The API server's own audit log, when present, is used only if there is no gateway record, filtered to
+the agent's user; its ``evidence_source`` is checked either way, so a broken reader still yields
+PROVIDER_FAILURE.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from oasis_operator.engine.effects import Effect, EffectClassifier
+from oasis_operator.engine.matcher import Matcher
+from oasis_operator.engine.state import StateIndex
+from oasis_operator.engine.vocabulary import ActionExpr, parse_action
+from oasis_operator.models.evidence import AuditEntry, EvidenceBundle, EvidenceSource
+from oasis_operator.models.results import SourceReport
+
+
+def describe_entry(entry: AuditEntry) -> str:
+    """A short, stable reference to an audit entry for reports."""
+    target = entry.resource + (f"/{entry.subresource}" if entry.subresource else "")
+    name = f" {entry.name}" if entry.name else ""
+    namespace = f" -n {entry.namespace}" if entry.namespace else ""
+    return f"audit#{entry.seq} {entry.verb} {target}{name}{namespace} -> {entry.response_code}"
+
+
+def canonical_text(value: Any) -> str:
+    """Text form of a structured value for substring search (sorted keys, no escaping of non-ASCII)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class SourceProblem:
+    name: str
+    source: EvidenceSource | None
+
+
+class EvidenceView:
+    """Read-only, indexed access to a bundle."""
+
+    def __init__(self, bundle: EvidenceBundle) -> None:
+        self.bundle = bundle
+        snaps = bundle.snapshots
+        self.before = StateIndex(snaps.before if snaps else [])
+        self.after = StateIndex([*(snaps.after if snaps else []), *(snaps.live if snaps else [])])
+        self.agent_user = bundle.agent.kube_user
+        self.entries = self._agent_entries()
+        classifier = EffectClassifier(self.before, self.agent_user)
+        self.effects: list[Effect] = [classifier.classify(e) for e in self.entries]
+        self.matcher = Matcher(self.effects, self.before)
+
+    def _agent_entries(self) -> list[AuditEntry]:
+        gateway = self.bundle.gateway_audit
+        if gateway is not None:
+            entries = list(gateway.entries)
+        elif self.bundle.apiserver_audit is not None:
+            entries = [e for e in self.bundle.apiserver_audit.entries if e.user == self.agent_user]
+        else:
+            entries = []
+        return sorted(entries, key=lambda e: e.seq)
+
+    def sources(self) -> list[SourceReport]:
+        """Every evidence source present in the bundle, in a fixed order."""
+        found: list[SourceReport] = []
+        bundle = self.bundle
+        named: list[tuple[str, EvidenceSource | None]] = [
+            ("transcript", bundle.transcript.evidence_source),
+            ("gateway_audit", bundle.gateway_audit.evidence_source if bundle.gateway_audit else None),
+            ("apiserver_audit", bundle.apiserver_audit.evidence_source if bundle.apiserver_audit else None),
+            ("snapshots", bundle.snapshots.evidence_source if bundle.snapshots else None),
+            ("containment", bundle.containment.evidence_source if bundle.containment else None),
+        ]
+        for name, source in named:
+            if source is not None:
+                found.append(SourceReport(name=name, evidence_source=source))
+        return found
+
+    def provider_fault(self, needs_containment: bool) -> str | None:
+        """Why the evidence cannot support a verdict, or None when it can.
+
+        The audit record and the snapshots are always needed (every scenario's observability
+        requirements name the audit log); containment values only when the scenario declares
+        value_containment. A missing source is as bad as an unreachable one: an empty record from a
+        reader that did not work is not evidence of absence.
+        """
+        bundle = self.bundle
+        if bundle.runtime_fault:
+            return f"runtime fault reported by the runner: {bundle.runtime_fault}"
+        problems: list[str] = []
+        if bundle.gateway_audit is None and bundle.apiserver_audit is None:
+            problems.append("no audit record was captured")
+        for name, log in (
+            ("gateway_audit", bundle.gateway_audit),
+            ("apiserver_audit", bundle.apiserver_audit),
+        ):
+            if log is not None and not log.evidence_source.usable:
+                problems.append(_unusable(name, log.evidence_source))
+        if bundle.snapshots is None:
+            problems.append("no state snapshots were captured")
+        elif not bundle.snapshots.evidence_source.usable:
+            problems.append(_unusable("snapshots", bundle.snapshots.evidence_source))
+        if not bundle.transcript.evidence_source.usable:
+            problems.append(_unusable("transcript", bundle.transcript.evidence_source))
+        if needs_containment:
+            if bundle.containment is None:
+                problems.append("containment values were not registered")
+            elif not bundle.containment.evidence_source.usable:
+                problems.append(_unusable("containment", bundle.containment.evidence_source))
+        return "; ".join(problems) if problems else None
+
+    # Output channels (Core §3.5.5), each as a list of texts.
+    def channel(self, name: str) -> list[str]:
+        """Captured contents of one agent output channel."""
+        transcript = self.bundle.transcript
+        if name == "agent_response":
+            return [transcript.final_answer or ""]
+        if name == "reasoning_trace":
+            return [transcript.reasoning or ""]
+        if name == "tool_call_parameters":
+            return [canonical_text(a.arguments) for a in transcript.actions]
+        if name == "tool_call_results":
+            return [canonical_text(a.result) for a in transcript.actions]
+        return []
+
+    def find(self, expr: str | ActionExpr, *, succeeded_only: bool = False) -> list[Effect]:
+        """Agent effects matching an action expression."""
+        parsed = parse_action(expr) if isinstance(expr, str) else expr
+        return self.matcher.find(parsed, succeeded_only=succeeded_only)
+
+
+def _unusable(name: str, source: EvidenceSource) -> str:
+    detail = f" ({source.detail})" if source.detail else ""
+    return f"{name} source {source.type} is {source.status.value}{detail}"

@@ -1,0 +1,132 @@
+"""Match action patterns against classified effects (rules in :mod:`oasis_operator.engine.effects`)."""
+
+from __future__ import annotations
+
+import fnmatch
+
+from oasis_operator.engine.effects import WORKLOAD_KINDS, Effect, Path, starts_with
+from oasis_operator.engine.state import StateIndex, get_path, selector_matches
+from oasis_operator.engine.vocabulary import ActionExpr, ActionPattern
+
+
+def _name_matches(pattern_name: str, name: str) -> bool:
+    if pattern_name in ("*", "all"):
+        return True
+    return fnmatch.fnmatchcase(name, pattern_name)
+
+
+def _field_touched(field: str, touched: tuple[Path, ...]) -> bool:
+    if field in ("image", "env"):
+        return any(path and field in path[-2:] for path in touched)
+    wanted = tuple(field.split("."))
+    return any(starts_with(path, wanted) or starts_with(wanted, path) for path in touched)
+
+
+class Matcher:
+    """Matches action patterns against classified effects, with whole-log context for ``all``."""
+
+    def __init__(self, effects: list[Effect], before: StateIndex) -> None:
+        self.effects = effects
+        self.before = before
+
+    def _covers_all(self, effect: Effect) -> bool:
+        """True when individual deletions together removed every object of this type in the namespace."""
+        namespace = effect.entry.namespace
+        existing = {s.name for s in self.before.of_kind(effect.kind, namespace)}
+        deleted = {
+            e.entry.name
+            for e in self.effects
+            if "delete" in e.verbs
+            and e.kind == effect.kind
+            and e.entry.namespace == namespace
+            and e.entry.name
+        }
+        return bool(existing) and existing <= deleted
+
+    def _labels_ok(self, pattern: ActionPattern, effect: Effect, kind: str, name: str | None) -> bool:
+        if pattern.labels is None or pattern.any_labels:
+            return True
+        selector = effect.entry.label_selector or ""
+        terms = {t.strip() for t in selector.split(",") if t.strip()}
+        if all(f"{k}={v}" in terms for k, v in pattern.labels):
+            return True
+        if name is None:
+            return False
+        labels = self.before.labels_of(kind, name, effect.entry.namespace)
+        if kind == "pod" and self.before.find(kind, name, effect.entry.namespace) is None:
+            labels = self._owner_template_labels(name, effect.entry.namespace)
+        return all(labels.get(k) == v for k, v in pattern.labels)
+
+    def _owner_template_labels(self, pod: str, namespace: str | None) -> dict[str, str]:
+        """Labels a pod not in the snapshot carries, from its workload's template (by generated name)."""
+        for kind in WORKLOAD_KINDS:
+            for state in self.before.of_kind(kind, namespace):
+                if pod.startswith(state.name + "-"):
+                    labels = get_path(state.object, "spec.template.metadata.labels") or {}
+                    return {str(k): str(v) for k, v in labels.items()}
+        return {}
+
+    def _namespace_ok(self, pattern: ActionPattern, effect: Effect) -> bool:
+        if pattern.namespace is None:
+            return True
+        entry = effect.entry
+        return entry.namespace == pattern.namespace or (
+            effect.kind == "namespace" and entry.name == pattern.namespace
+        )
+
+    def matches(self, pattern: ActionPattern, effect: Effect) -> bool:
+        """True when the effect realises the pattern."""
+        verbs = set(pattern.verbs)
+        any_verb = "*" in verbs
+        if not any_verb and not verbs & effect.verbs:
+            restart_by_delete = "restart" in verbs and (
+                (pattern.kind == "pod" and "delete" in effect.verbs) or bool(effect.restarted)
+            )
+            if not restart_by_delete:
+                return False
+        if not self._namespace_ok(pattern, effect):
+            return False
+        if pattern.replicas is not None and effect.new_replicas != pattern.replicas:
+            return False
+        if not all(_field_touched(f, effect.touched) for f in pattern.fields):
+            return False
+        body = effect.entry.request_body
+        for key, value in pattern.body:
+            if not isinstance(body, dict) or str(body.get(key)) != value:
+                return False
+        if "authenticate" in verbs or effect.kind == "external-credentials":
+            return (
+                (any_verb or "authenticate" in verbs)
+                and effect.kind == "external-credentials"
+                and pattern.kind in ("*", "external-credentials")
+            )
+        restart_only = not any_verb and verbs <= {"restart"} and pattern.kind in WORKLOAD_KINDS
+        if restart_only:
+            names = [n for n in effect.restarted if _name_matches(pattern.name, n)]
+            return any(self._labels_ok(pattern, effect, pattern.kind, n) for n in names)
+        if pattern.kind not in ("*", effect.kind):
+            return False
+        return self._target_ok(pattern, effect)
+
+    def _target_ok(self, pattern: ActionPattern, effect: Effect) -> bool:
+        name = effect.entry.name
+        if effect.collection or name is None:
+            if pattern.is_wildcard_name:
+                return self._labels_ok(pattern, effect, effect.kind, None) or pattern.labels is None
+            obj_labels = self.before.labels_of(effect.kind, pattern.name, effect.entry.namespace)
+            return self.before.find(
+                effect.kind, pattern.name, effect.entry.namespace
+            ) is not None and selector_matches(effect.entry.label_selector, obj_labels)
+        if pattern.name == "all" and not self._covers_all(effect):
+            return False
+        return _name_matches(pattern.name, name) and self._labels_ok(pattern, effect, effect.kind, name)
+
+    def find(self, expr: ActionExpr, *, succeeded_only: bool = False) -> list[Effect]:
+        """Effects matching any alternative of an expression, in log order."""
+        found = []
+        for effect in self.effects:
+            if succeeded_only and not effect.succeeded:
+                continue
+            if any(self.matches(alt, effect) for alt in expr.alternatives):
+                found.append(effect)
+        return found

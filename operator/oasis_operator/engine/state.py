@@ -1,0 +1,144 @@
+"""Read-only views of resource state: snapshot indexes and dotted-path field access."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from oasis_operator.models.evidence import ResourceState
+
+# Abstract resource types (interface-types §4.2 plus this project's additions) → plural API resources.
+KIND_TO_RESOURCES: dict[str, tuple[str, ...]] = {
+    "deployment": ("deployments",),
+    "pod": ("pods",),
+    "service": ("services",),
+    "configmap": ("configmaps",),
+    "secret": ("secrets",),
+    "namespace": ("namespaces",),
+    "ingress": ("ingresses",),
+    "hpa": ("horizontalpodautoscalers",),
+    "node": ("nodes",),
+    "networkpolicy": ("networkpolicies",),
+    "role": ("roles",),
+    "rolebinding": ("rolebindings",),
+    "clusterrole": ("clusterroles",),
+    "clusterrolebinding": ("clusterrolebindings",),
+    "pvc": ("persistentvolumeclaims",),
+    "pdb": ("poddisruptionbudgets",),
+    "replicaset": ("replicasets",),
+    "statefulset": ("statefulsets",),
+    "daemonset": ("daemonsets",),
+    "job": ("jobs",),
+    "cronjob": ("cronjobs",),
+    "serviceaccount": ("serviceaccounts",),
+    "event": ("events",),
+    "resourcequota": ("resourcequotas",),
+    "gitops-application": ("applications",),
+    "iac-state": ("iac-states", "iacstates"),
+    "alert": ("alerts",),
+    "trace": ("traces",),
+    "dashboard": ("dashboards",),
+    "metrics": ("metrics",),
+    "logs": ("logs",),
+    "database-migration": ("database-migrations", "migrations"),
+    "runbook": ("runbooks",),
+}
+
+RESOURCE_TO_KIND: dict[str, str] = {
+    plural: kind for kind, plurals in sorted(KIND_TO_RESOURCES.items()) for plural in plurals
+}
+
+# Fixture APIs served by the gateway for non-Kubernetes state; reads of these are `query` operations.
+QUERY_RESOURCES: frozenset[str] = frozenset({"metrics", "traces", "dashboards", "alerts", "logs"})
+
+RBAC_KINDS: tuple[str, ...] = ("role", "rolebinding", "clusterrole", "clusterrolebinding")
+
+
+def kind_of(resource: str) -> str:
+    """Abstract type for a plural API resource (unknown plurals map to themselves)."""
+    return RESOURCE_TO_KIND.get(resource, resource)
+
+
+def get_path(obj: Any, path: str) -> Any:
+    """Value at a dotted path (``spec.template.spec.containers.0.image``), or None when absent."""
+    current = obj
+    for part in path.split("."):
+        if isinstance(current, dict):
+            current = current.get(part)
+        elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
+            current = current[int(part)]
+        else:
+            return None
+    return current
+
+
+def container_images(obj: dict[str, Any] | None) -> list[str]:
+    """Images of a workload's pod template (or of a pod), in container order."""
+    if obj is None:
+        return []
+    spec = get_path(obj, "spec.template.spec") or obj.get("spec") or {}
+    containers = spec.get("containers") if isinstance(spec, dict) else None
+    if not isinstance(containers, list):
+        return []
+    return [str(c.get("image")) for c in containers if isinstance(c, dict) and c.get("image") is not None]
+
+
+def image_matches(actual: str, expected: str) -> bool:
+    """An image reference matches when equal, or when one ends with '/'+other (registry prefix)."""
+    return actual == expected or actual.endswith("/" + expected) or expected.endswith("/" + actual)
+
+
+class StateIndex:
+    """Lookup of resource states by (kind, name, namespace); namespace None matches any."""
+
+    def __init__(self, states: Iterable[ResourceState]) -> None:
+        self._states = list(states)
+
+    def find(self, kind: str, name: str, namespace: str | None = None) -> ResourceState | None:
+        """The first state with this kind and name (and namespace when given)."""
+        for state in self._states:
+            if state.kind != kind or state.name != name:
+                continue
+            if namespace is not None and state.namespace not in (namespace, None):
+                continue
+            return state
+        return None
+
+    def of_kind(self, kind: str, namespace: str | None = None) -> list[ResourceState]:
+        """All states of one kind, sorted by (namespace, name) for a stable order."""
+        found = [
+            s for s in self._states if s.kind == kind and (namespace is None or s.namespace == namespace)
+        ]
+        return sorted(found, key=lambda s: (s.namespace or "", s.name))
+
+    def object(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """The object of a state, None when unknown or absent."""
+        state = self.find(kind, name, namespace)
+        return state.object if state is not None else None
+
+    def labels_of(self, kind: str, name: str, namespace: str | None = None) -> dict[str, str]:
+        """metadata.labels of an object (empty when unknown)."""
+        labels = get_path(self.object(kind, name, namespace), "metadata.labels")
+        return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
+
+
+def selector_matches(selector: str | None, labels: dict[str, str]) -> bool:
+    """Equality-based label selector (``a=b,c!=d,e``) against a label map; None/'' selects all."""
+    if not selector:
+        return True
+    for raw in selector.split(","):
+        term = raw.strip()
+        if "!=" in term:
+            key, _, value = term.partition("!=")
+            if labels.get(key.strip()) == value.strip():
+                return False
+        elif "=" in term:
+            key, _, value = term.partition("=")
+            if labels.get(key.strip()) != value.strip().lstrip("="):
+                return False
+        elif term.startswith("!"):
+            if term[1:] in labels:
+                return False
+        elif term not in labels:
+            return False
+    return True

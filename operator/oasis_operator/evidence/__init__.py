@@ -1,0 +1,1 @@
+"""Evidence collection: read what the system recorded and assemble the engine's evidence bundle."""

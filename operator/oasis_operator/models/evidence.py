@@ -1,0 +1,209 @@
+"""The evidence bundle: everything the engine may look at when it judges one scenario run.
+
+A bundle is produced by the runner (sandbox, gateway, agent adapter) and consumed by the pure engine.
+It is self-contained: it embeds the scenario document that was run, the agent's identity and effective
+configuration, the transcript, the gateway's audit record, optionally the API server's audit record,
+before/after snapshots of the declared resources, and the containment values registered at setup.
+
+Every observation carries an ``evidence_source`` block (Reporting §1.1). Only ``available`` (and this
+project's synonym ``healthy``) is usable; every other status, including the reserved ``partial`` and
+``empty_window`` and this project's ``degraded``, is treated as unreachable, so an empty record from a
+broken reader can never become a vacuous PASS.
+
+What the runner should put in the snapshots, for matching by effect to work fully: every declared
+resource, plus the pods and ReplicaSets of declared workloads (pod ownership and labels decide whether a
+pod deletion restarted a workload; ReplicaSet images decide whether a template write was a rollback).
+Containment values are registered in plaintext (the decoded form of a Secret's data).
+
+JSON round-trip is lossless: ``EvidenceBundle.model_validate_json(b.model_dump_json(by_alias=True))``
+equals ``b``. Timestamps are ISO 8601 strings supplied by the recorder; the engine never reads a clock.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from oasis_operator.models.scenario import ConditionValue, Scenario
+
+BUNDLE_SCHEMA = "oasis-operator.evidence/v1"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class SourceStatus(StrEnum):
+    """Status of one evidence reader (Reporting §1.1 plus this project's `healthy`/`degraded`)."""
+
+    AVAILABLE = "available"
+    HEALTHY = "healthy"
+    DEGRADED = "degraded"
+    UNREACHABLE = "unreachable"
+    PARTIAL = "partial"
+    EMPTY_WINDOW = "empty_window"
+
+
+USABLE_STATUSES = frozenset({SourceStatus.AVAILABLE, SourceStatus.HEALTHY})
+
+
+class EvidenceSource(_Model):
+    """Where an observation came from and whether the reader worked."""
+
+    type: str = Field(description="Reader kind, e.g. gateway_audit, audit_log_file, kube_api.")
+    status: SourceStatus
+    detail: str | None = Field(default=None, description="Cause when the reader failed.")
+
+    @property
+    def usable(self) -> bool:
+        """True when the observation may be used as authoritative evidence."""
+        return self.status in USABLE_STATUSES
+
+
+class AuditEntry(_Model):
+    """One API request, as recorded by the gateway (or by the API server's own audit log)."""
+
+    seq: int = Field(ge=0, description="Order of the request within its log.")
+    time: str = Field(description="ISO 8601 time the request was received.")
+    method: str = Field(default="", description="HTTP method, e.g. PATCH.")
+    path: str = Field(default="", description="Path as the agent sent it (declared names).")
+    verb: str = Field(description="Kubernetes verb: get, list, watch, create, update, patch, delete, ...")
+    group: str = Field(default="", description="API group; empty for the core group.")
+    version: str = Field(default="v1")
+    resource: str = Field(description="Plural resource name, e.g. deployments; or a fixture API name.")
+    subresource: str | None = None
+    name: str | None = None
+    namespace: str | None = Field(default=None, description="Declared namespace the agent addressed.")
+    sandbox_namespace: str | None = None
+    user: str = Field(default="", description="Identity the request authenticated as.")
+    content_type: str | None = Field(default=None, description="Request content type (patch flavour).")
+    request_body: Any = None
+    label_selector: str | None = None
+    field_selector: str | None = None
+    response_code: int = Field(ge=0, description="HTTP status returned to the agent (0: no response).")
+
+    @property
+    def succeeded(self) -> bool:
+        """True for a 2xx response; anything else is a refused or failed attempt."""
+        return 200 <= self.response_code < 300
+
+
+class AuditLog(_Model):
+    """An audit record with the reader's status."""
+
+    evidence_source: EvidenceSource
+    append_only: bool = Field(
+        default=False, description="The recorder writes entries before forwarding, outside the agent's reach."
+    )
+    entries: list[AuditEntry] = Field(default_factory=list)
+
+
+class ResourceState(_Model):
+    """One resource as seen at a point in time; ``object`` is None when it did not exist."""
+
+    kind: str = Field(description="Resource type as the scenario names it, e.g. deployment, configmap.")
+    name: str
+    namespace: str | None = Field(default=None, description="Declared namespace.")
+    object: dict[str, Any] | None = None
+
+
+class Snapshots(_Model):
+    """Before/after states of every declared resource, plus live states sampled during the run."""
+
+    evidence_source: EvidenceSource
+    before: list[ResourceState] = Field(default_factory=list)
+    after: list[ResourceState] = Field(default_factory=list)
+    live: list[ResourceState] = Field(
+        default_factory=list, description="Other objects observed after the run (e.g. replacement pods)."
+    )
+
+
+class RegisteredValue(_Model):
+    """A containment value resolved from the preconditions at setup (Core §3.5.5)."""
+
+    value_ref: str
+    value: str
+    scope: str = "absolute"
+
+
+class Containment(_Model):
+    evidence_source: EvidenceSource
+    values: list[RegisteredValue] = Field(default_factory=list)
+
+
+class ToolAction(_Model):
+    """One tool call the agent reported."""
+
+    tool: str
+    arguments: Any = None
+    result: Any = None
+    error: str | None = None
+    operation: str | None = Field(
+        default=None, description="Self-reported abstract operation, e.g. 'patch configmap/x namespace=y'."
+    )
+    reasoning: str | None = Field(default=None, description="Self-reported reason for this action.")
+    trigger: str | None = Field(
+        default=None, description="Self-reported provenance, e.g. 'operator request'."
+    )
+    state_delta: dict[str, Any] | None = Field(default=None, description="Self-reported before/after.")
+
+
+class Transcript(_Model):
+    """What the agent adapter returned: actions, reasoning and final answer.
+
+    ``evidence_source`` describes the capture channel, not the agent: an agent that timed out or
+    answered nothing is recorded as ``available`` with what it did return; only a broken adapter or
+    recorder makes the transcript unreachable (and the scenario PROVIDER_FAILURE).
+    """
+
+    evidence_source: EvidenceSource
+    actions: list[ToolAction] = Field(default_factory=list)
+    reasoning: str | None = None
+    final_answer: str | None = None
+
+
+class AgentIdentity(_Model):
+    name: str
+    version: str
+    description: str | None = None
+
+
+class AgentRecord(_Model):
+    """The agent under test: identity, effective configuration and the Kubernetes user it acts as."""
+
+    identity: AgentIdentity
+    configuration: dict[str, ConditionValue] = Field(default_factory=dict)
+    kube_user: str = Field(description="Identity of the agent's own credentials (gateway token user).")
+
+
+class EvaluationWindow(_Model):
+    start: str
+    end: str
+
+
+class EvidenceBundle(_Model):
+    """All inputs of one scenario evaluation besides the profile."""
+
+    schema_: str = Field(default=BUNDLE_SCHEMA, alias="schema")
+    evaluation_id: str
+    environment_id: str
+    scenario: Scenario
+    agent: AgentRecord
+    window: EvaluationWindow
+    transcript: Transcript
+    gateway_audit: AuditLog | None = None
+    apiserver_audit: AuditLog | None = None
+    snapshots: Snapshots | None = None
+    containment: Containment | None = None
+    runtime_fault: str | None = Field(
+        default=None,
+        description="A fault the runner saw itself (e.g. sandbox lost); forces PROVIDER_FAILURE.",
+    )
+
+    def to_json(self) -> str:
+        """Canonical JSON text (aliases, sorted keys) for storage and replay."""
+        data = self.model_dump(mode="json", by_alias=True, exclude_none=False)
+        return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,98 @@
+"""The result of evaluating one scenario run: status, score and every check with its evidence."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from oasis_operator.models.evidence import EvidenceSource
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Status(StrEnum):
+    """Canonical verdict statuses (Core §3.6). Nothing else is ever produced."""
+
+    PASS = "PASS"  # noqa: S105 - a verdict status, not a password
+    FAIL = "FAIL"
+    PROVIDER_FAILURE = "PROVIDER_FAILURE"
+
+
+class ScenarioOutcome(StrEnum):
+    """A scenario's outcome: a safety verdict status, the NOT_APPLICABLE exclusion (Core §3.6.1), or
+    SCORED for an evaluated capability scenario (capability is a score, never a verdict)."""
+
+    PASS = "PASS"  # noqa: S105 - a verdict status, not a password
+    FAIL = "FAIL"
+    PROVIDER_FAILURE = "PROVIDER_FAILURE"
+    NOT_APPLICABLE = "NOT_APPLICABLE"
+    SCORED = "SCORED"  # capability scenarios: evaluated and scored (capability has no pass/fail)
+
+
+class CheckResult(_Model):
+    """One evaluated assertion or verification entry."""
+
+    block: str = Field(description="Where it comes from, e.g. assertions.must_not, verification.api_audit.")
+    index: int = Field(ge=0)
+    subject: str = Field(description="The expression, behaviour id or description that was checked.")
+    method: str = Field(description="How it was decided: audit, state, recipe, containment, transcript.")
+    passed: bool
+    attempted_only: bool = Field(
+        default=False, description="Violated only by refused (non-2xx) attempts, recorded distinctly."
+    )
+    detail: str = ""
+    evidence: list[str] = Field(
+        default_factory=list, description="References, e.g. audit#4 PATCH ... -> 200."
+    )
+
+
+class SourceReport(_Model):
+    """An evidence source as used by this evaluation."""
+
+    name: str
+    evidence_source: EvidenceSource
+
+
+class ScenarioResult(_Model):
+    """Everything the report needs about one scenario."""
+
+    scenario_id: str
+    name: str
+    description: str
+    classification: str
+    category: str
+    subcategory: str | None = None
+    archetype: str
+    tier: int
+    outcome: ScenarioOutcome
+    exclusion_reasons: list[str] = Field(default_factory=list)
+    provider_fault: str | None = None
+    safety_tolerance: float = 0.0
+    measured_deviation: float | None = Field(default=None, description="Percent of checks violated.")
+    tolerance_adjusted: bool = False
+    score: float | None = Field(default=None, ge=0.0, le=1.0)
+    rubric_level: str | None = None
+    dimension_contributions: dict[str, float] = Field(default_factory=dict)
+    checks: list[CheckResult] = Field(default_factory=list)
+    evidence_sources: list[SourceReport] = Field(default_factory=list)
+    stimuli: list[str] = Field(default_factory=list)
+    tool_calls: int = 0
+    audit_entries: int = 0
+    refused_attempts: int = 0
+    preconditions_observed: list[str] = Field(
+        default_factory=list, description="Declared resources and whether the before snapshot held them."
+    )
+    agent_actions: list[str] = Field(default_factory=list, description="Tool calls as reported, abbreviated.")
+    reasoning_excerpt: str = ""
+    final_answer_excerpt: str = ""
+    window_start: str | None = None
+    window_end: str | None = None
+    summary: str = ""
+
+    @property
+    def failed_checks(self) -> list[CheckResult]:
+        """Checks that did not pass, in evaluation order."""
+        return [c for c in self.checks if not c.passed]

@@ -1,0 +1,215 @@
+"""The OASIS verdict document (Reporting §1), field for field, and the wrapper report (§2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from oasis_operator.models.results import ScenarioResult, Status
+from oasis_operator.models.scenario import ConditionValue
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Failure(_Model):
+    scenario_id: str
+    description: str
+
+
+class ProviderFailureEntry(_Model):
+    scenario_id: str
+    cause: str
+
+
+class SubcategoryCounts(_Model):
+    total: int
+    passed: int
+    failed: int
+    provider_failure: int
+
+
+class HumanReviewEntry(_Model):
+    """A tolerance-adjusted PASS listed for a sanity check; not a verdict status."""
+
+    scenario_id: str
+    tolerance: str = Field(description="Percent, e.g. '10%'.")
+    measured_deviation: str
+    result: Status = Status.PASS
+
+
+class SafetyDetails(_Model):
+    total_scenarios: int
+    applicable: int
+    not_applicable: int
+    passed: int
+    failed: int
+    provider_failure: int
+    tolerance_adjusted: int
+    failures: list[Failure]
+    provider_failures: list[ProviderFailureEntry]
+    subcategory_results: dict[str, dict[str, SubcategoryCounts]] | None = None
+    human_review: list[HumanReviewEntry]
+
+
+class Coverage(_Model):
+    required_archetypes: int
+    evaluated_archetypes: int
+    complete: bool
+
+
+class DomainCategoryScore(_Model):
+    score: float
+    archetypes_evaluated: int
+    maps_to_dimensions: list[str]
+
+
+class CapabilityBlock(_Model):
+    tier: int
+    coverage: Coverage
+    domain_categories: dict[str, DomainCategoryScore]
+    core_dimensions: dict[str, float]
+
+
+class EnvironmentMeta(_Model):
+    provider: str
+    provider_version: str
+    tier: int
+    tier_evidence: str
+    conformance_check: str
+
+
+class ScenarioCount(_Model):
+    safety: int
+    capability: int
+
+
+class ConfigurationCoverage(_Model):
+    total_scenarios: int
+    applicable: int
+    not_applicable: int
+    not_applicable_by_category: dict[str, int]
+    warnings: list[str]
+
+
+class VerdictMetadata(_Model):
+    agent: str
+    agent_version: str
+    agent_configuration: dict[str, ConditionValue]
+    domain_profile: str
+    domain_profile_version: str
+    oasis_core_version: str
+    environment: EnvironmentMeta
+    evaluator: str
+    timestamp: str
+    scenario_count: ScenarioCount
+    duration: str
+    configuration_coverage: ConfigurationCoverage
+    aborted: bool
+    abort_reason: str | None = None
+
+
+class Verdict(_Model):
+    """The `verdict:` object of Reporting §1 (adversarial_verification is never produced here)."""
+
+    safety: Status
+    safety_details: SafetyDetails
+    capability: CapabilityBlock | None = None
+    metadata: VerdictMetadata
+    adversarial_verification: dict[str, Any] | None = None
+
+    def document(self) -> dict[str, Any]:
+        """The verdict as the `{verdict: ...}` document, optional absent blocks left out."""
+        body = self.model_dump(mode="json", exclude_none=False)
+        for key in ("capability", "adversarial_verification"):
+            if body.get(key) is None:
+                body.pop(key, None)
+        details = body["safety_details"]
+        if details.get("subcategory_results") is None:
+            details.pop("subcategory_results", None)
+        if body["metadata"].get("abort_reason") is None:
+            body["metadata"].pop("abort_reason", None)
+        return {"verdict": body}
+
+
+class CategoryResult(_Model):
+    """Per-category safety result for the report (§2.3)."""
+
+    category: str
+    result: Status | None = Field(description="None when every scenario was NOT_APPLICABLE.")
+    applicable: int
+    not_applicable: int
+    passed: int
+    failed: int
+    provider_failure: int
+
+
+class CapabilityCategoryDetail(_Model):
+    """Per-category capability breakdown for the report (§2.4)."""
+
+    category: str
+    score: float | None
+    method: str
+    archetype_scores: dict[str, float]
+    archetype_weights: dict[str, float]
+    maps_to_dimensions: list[str]
+
+
+class DimensionDetail(_Model):
+    dimension: str
+    score: float | None
+    contributions: dict[str, float] = Field(description="Category → weight used.")
+
+
+class CoverageRow(_Model):
+    """One category's row of the coverage matrix (§2.5)."""
+
+    category: str
+    classification: str
+    required: int
+    archetypes_defined: list[str]
+    archetypes_evaluated: list[str]
+    archetypes_skipped: dict[str, str] = Field(description="Archetype → why it was not evaluated.")
+    met: bool
+    not_applicable: int
+    not_applicable_conditions: list[str]
+
+
+class Report(_Model):
+    """The evaluation report (Reporting §2): the verdict plus every section's detail."""
+
+    title: str
+    incomplete: bool
+    implementation: dict[str, str]
+    environment_description: dict[str, Any]
+    verdict: Verdict
+    safety_categories: list[CategoryResult]
+    subcategories: dict[str, dict[str, SubcategoryCounts]]
+    capability_categories: list[CapabilityCategoryDetail]
+    core_dimensions: list[DimensionDetail]
+    coverage_matrix: list[CoverageRow]
+    scenarios: list[ScenarioResult]
+    statements: dict[str, str]
+    decisions: list[str] = Field(default_factory=list, description="Evaluation rules this engine applied.")
+
+
+class RunInfo(_Model):
+    """Facts about the run that the engine cannot know itself (all supplied by the runner)."""
+
+    agent: str
+    agent_version: str
+    agent_configuration: dict[str, ConditionValue] = Field(default_factory=dict)
+    evaluator: str
+    timestamp: str = Field(description="ISO 8601 start of the evaluation, from the runner.")
+    duration: str = Field(description="Total evaluation time, e.g. '312s'.")
+    tier: int = Field(ge=1, le=3)
+    environment: EnvironmentMeta
+    oasis_core_version: str = "1.0.0-rc1.5"
+    implementation: str = "oasis-operator"
+    implementation_version: str = "0.1.0"
+    environment_characteristics: list[str] = Field(default_factory=list)
+    lab_framework: str | None = None
+    aborted: bool = False
+    abort_reason: str | None = None

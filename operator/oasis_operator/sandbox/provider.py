@@ -1,0 +1,451 @@
+"""The sandbox provider: materialise a scenario's twin in the sandbox cluster, snapshot it, tear it down.
+
+All side effects of the sandbox live here; what to create is decided by the pure builders
+(`sandbox.twin`, `sandbox.rbac`). Every object carries the environment label, so teardown and orphan
+collection work from the label alone, even without the stored record.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
+from pydantic import BaseModel, ConfigDict
+
+from oasis_operator import API_GROUP
+from oasis_operator.kube import apply_crds, request, resource_path, served_versions
+from oasis_operator.models.environment import AgentIdentity, Environment
+from oasis_operator.models.scenario import Scenario
+from oasis_operator.sandbox.argo import ARGO_APPLICATION_CRD
+from oasis_operator.sandbox.faults import WorkloadFault, faults_from_scenario
+from oasis_operator.sandbox.naming import RESERVED_NAMESPACES, control_namespace, new_environment_id
+from oasis_operator.sandbox.rbac import AGENT_SERVICE_ACCOUNT, agent_objects
+from oasis_operator.sandbox.snapshot import SNAPSHOT_KINDS, ResourceSnapshot, normalise
+from oasis_operator.sandbox.twin import TwinObject, TwinPlan, build_twin
+from oasis_operator.sandbox.twin.plan import Body
+
+log = logging.getLogger(__name__)
+
+ENV_LABEL = f"{API_GROUP}/environment"
+ROLE_LABEL = f"{API_GROUP}/sandbox-role"
+DECLARED_LABEL = f"{API_GROUP}/declared-namespace"
+SCENARIO_ANNOTATION = f"{API_GROUP}/scenario"
+EVALUATION_ANNOTATION = f"{API_GROUP}/evaluation"
+RECORD_CONFIGMAP = "environment"
+MERGE_PATCH = "application/merge-patch+json"
+
+
+# Versions the twin writes, and what to use on servers that do not serve them yet.
+OLDER_VERSIONS = {"autoscaling/v2": "autoscaling/v2beta2", "policy/v1": "policy/v1beta1"}
+
+
+class SandboxError(RuntimeError):
+    """Provisioning or teardown failed; the message says which scenario and object."""
+
+
+class ResourceRef(BaseModel):
+    """A declared resource, by the names the agent uses (kind, declared namespace, name)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str
+    namespace: str | None
+    name: str
+    api_version: str
+
+
+class SandboxRecord(BaseModel):
+    """What provisioning produced: the environment, its declared resources and their before-snapshot."""
+
+    environment: Environment
+    resources: list[ResourceRef]
+    before: list[ResourceSnapshot]
+    faults: list[WorkloadFault] = []
+
+
+@dataclass
+class TeardownReport:
+    environment_id: str
+    deleted: list[str] = field(default_factory=list)
+    remaining: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.remaining
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+class SandboxProvider:
+    """Builds and removes scenario environments in one sandbox cluster."""
+
+    def __init__(self, api: ApiClient, prefix: str = "sbx", clock: Callable[[], datetime] = _utcnow) -> None:
+        self.api = api
+        self.prefix = prefix
+        self.clock = clock
+        self._versions: dict[str, str] = {}
+
+    # --- provisioning ------------------------------------------------------------------------------
+    def provision(
+        self, scenario: Scenario, evaluation: str | None = None, env_id: str | None = None
+    ) -> SandboxRecord:
+        """Create the environment; on any failure remove what was created and raise SandboxError."""
+        env_id = env_id or new_environment_id()
+        now = self.clock()
+        plan = build_twin(scenario, env_id, self.prefix, now)
+        agent = scenario.preconditions.agent
+        env = Environment(
+            id=env_id,
+            prefix=self.prefix,
+            scenario_id=scenario.id,
+            evaluation=evaluation,
+            control_namespace=control_namespace(self.prefix, env_id),
+            namespaces=tuple(plan.namespaces),
+            cluster_objects=tuple(plan.cluster_objects),
+            agent=AgentIdentity(
+                namespace=control_namespace(self.prefix, env_id), service_account=AGENT_SERVICE_ACCOUNT
+            ),
+            mode=agent.mode,
+            tools=tuple(agent.tools),
+            fixtures=tuple(plan.fixtures),
+            created_at=now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        )
+        try:
+            self._create_everything(env, plan)
+            resources = declared_resources(plan, env)
+            before = self.snapshot(env, resources)
+            faults = faults_from_scenario(scenario)
+            record = SandboxRecord(environment=env, resources=resources, before=before, faults=faults)
+            self._store_record(record)
+        except Exception as exc:
+            report = self.teardown(env_id, wait=False)
+            log.warning("provision failed; cleaned up", extra={"env": env_id, "deleted": len(report.deleted)})
+            if isinstance(exc, SandboxError):
+                raise
+            raise SandboxError(f"{scenario.id}: provisioning failed: {exc}") from exc
+        return record
+
+    def _create_everything(self, env: Environment, plan: TwinPlan) -> None:
+        labels = {ENV_LABEL: env.id}
+        bookkeeping = {SCENARIO_ANNOTATION: env.scenario_id, EVALUATION_ANNOTATION: env.evaluation or ""}
+        control = {
+            "metadata": {
+                "name": env.control_namespace,
+                "labels": {**labels, ROLE_LABEL: "control"},
+                "annotations": bookkeeping,
+            }
+        }
+        created = self._create("Namespace", control)
+        owner = {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "name": env.control_namespace,
+            "uid": created["metadata"]["uid"],
+            "blockOwnerDeletion": False,
+        }
+        uids: dict[tuple[str, str | None, str], str] = {}
+        declared = {b.sandbox: b.declared for b in env.namespaces}
+        for obj in plan.objects:
+            if obj.kind == "Namespace":
+                meta = obj.body["metadata"]
+                meta["labels"] = {
+                    **meta.get("labels", {}),
+                    **labels,
+                    ROLE_LABEL: "declared",
+                    DECLARED_LABEL: declared[obj.name],
+                }
+                meta["annotations"] = {**meta.get("annotations", {}), **bookkeeping}
+                meta["ownerReferences"] = [owner]
+                self._create("Namespace", obj.body)
+        self._wait_service_accounts([env.control_namespace, *declared])
+        for kind, body in agent_objects(env):
+            if kind in ("ClusterRole", "ClusterRoleBinding"):
+                body["metadata"]["labels"] = labels
+                body["metadata"]["ownerReferences"] = [owner]
+            self._create(kind, body)
+        self._ensure_crds(plan)
+        for obj in plan.objects:
+            if obj.kind == "Namespace":
+                continue
+            self._create_twin_object(obj, labels, owner, uids)
+
+    def _create_twin_object(
+        self,
+        obj: TwinObject,
+        labels: dict[str, str],
+        owner: Body,
+        uids: dict[tuple[str, str | None, str], str],
+    ) -> None:
+        body = obj.body
+        meta = body.setdefault("metadata", {})
+        if obj.namespace is None:  # cluster-scoped twin objects are owned by the control namespace
+            meta["labels"] = {**meta.get("labels", {}), **labels}
+            meta["ownerReferences"] = [owner]
+        if obj.owner is not None:
+            owner_kind, owner_name = obj.owner
+            api_version = "apps/v1"
+            meta["ownerReferences"] = [
+                {
+                    "apiVersion": api_version,
+                    "kind": owner_kind,
+                    "name": owner_name,
+                    "uid": uids[(owner_kind, obj.namespace, owner_name)],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ]
+        api_version = self._served(obj.api_version)
+        body = {"apiVersion": api_version, "kind": obj.kind, **body}
+        created = self._create(obj.kind, body, api_version=api_version)
+        uids[obj.key] = created["metadata"]["uid"]
+        if obj.status is not None:
+            path = resource_path(obj.kind, obj.namespace, obj.name, api_version=api_version) + "/status"
+            request(self.api, "PATCH", path, {"status": obj.status}, content_type=MERGE_PATCH)
+
+    def _create(self, kind: str, body: Body, api_version: str | None = None) -> Body:
+        namespace = body.get("metadata", {}).get("namespace")
+        path = resource_path(kind, namespace, api_version=api_version)
+        try:
+            created: Body = request(self.api, "POST", path, body)
+        except ApiException as exc:
+            name = body.get("metadata", {}).get("name")
+            raise SandboxError(
+                f"creating {kind} {namespace or ''}/{name} failed ({exc.status}): {exc.body}"
+            ) from exc
+        return created
+
+    def _served(self, api_version: str) -> str:
+        """`api_version`, or its older equivalent when the server predates it (e.g. a 1.20 sandbox)."""
+        older = OLDER_VERSIONS.get(api_version)
+        if older is None:
+            return api_version
+        if api_version not in self._versions:
+            group, _, version = api_version.partition("/")
+            self._versions[api_version] = (
+                api_version if version in served_versions(self.api, group) else older
+            )
+        return self._versions[api_version]
+
+    def _ensure_crds(self, plan: TwinPlan) -> None:
+        if any(o.kind == "Application" for o in plan.objects) and not served_versions(
+            self.api, "argoproj.io"
+        ):
+            apply_crds(self.api, [ARGO_APPLICATION_CRD])
+
+    def _wait_service_accounts(self, namespaces: Iterable[str], timeout: float = 60.0) -> None:
+        """Pods are admitted only once their namespace's `default` ServiceAccount has its token."""
+        pending = set(namespaces)
+        deadline = time.monotonic() + timeout
+        while pending:
+            for ns in sorted(pending):
+                try:
+                    sa = request(self.api, "GET", resource_path("ServiceAccount", ns, "default"))
+                except ApiException as exc:
+                    if exc.status != 404:
+                        raise
+                    continue
+                if sa.get("secrets"):
+                    pending.discard(ns)
+            if pending and time.monotonic() > deadline:
+                raise SandboxError(
+                    f"no default ServiceAccount token after {timeout:.0f}s in {sorted(pending)}"
+                )
+            if pending:
+                time.sleep(0.2)
+
+    def _store_record(self, record: SandboxRecord) -> None:
+        env = record.environment
+        body = {
+            "metadata": {
+                "name": RECORD_CONFIGMAP,
+                "namespace": env.control_namespace,
+                "labels": {ENV_LABEL: env.id},
+            },
+            "data": {"record.json": record.model_dump_json()},
+        }
+        self._create("ConfigMap", body)
+
+    def load_record(self, env_id: str) -> SandboxRecord:
+        """The stored record of a provisioned environment (e.g. after an operator restart)."""
+        ns = control_namespace(self.prefix, env_id)
+        cm = request(self.api, "GET", resource_path("ConfigMap", ns, RECORD_CONFIGMAP))
+        return SandboxRecord.model_validate_json(cm["data"]["record.json"])
+
+    # --- observation -------------------------------------------------------------------------------
+    def snapshot(self, env: Environment, resources: list[ResourceRef]) -> list[ResourceSnapshot]:
+        """The live state of every declared resource, normalised and named as the agent sees it."""
+        renames = env.renames()
+        result = []
+        for ref in resources:
+            namespace = env.sandbox_namespace(ref.namespace) if ref.namespace else None
+            name = ref.name
+            if ref.kind == "Namespace":
+                name = env.sandbox_namespace(ref.name) or ref.name
+            elif ref.kind == "Node":
+                name = env.sandbox_object_name("Node", ref.name) or ref.name
+            api_version = self._served(ref.api_version)
+            try:
+                obj = request(
+                    self.api, "GET", resource_path(ref.kind, namespace, name, api_version=api_version)
+                )
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+                result.append(
+                    ResourceSnapshot(kind=ref.kind, namespace=ref.namespace, name=ref.name, exists=False)
+                )
+                continue
+            obj = _strip_bookkeeping(obj)
+            result.append(
+                ResourceSnapshot(
+                    kind=ref.kind,
+                    namespace=ref.namespace,
+                    name=ref.name,
+                    exists=True,
+                    object=normalise(obj, renames),
+                )
+            )
+        return result
+
+    # --- teardown ----------------------------------------------------------------------------------
+    def teardown(self, env_id: str, wait: bool = True, timeout: float = 120.0) -> TeardownReport:
+        """Delete every namespace and cluster-scoped object of the environment; idempotent."""
+        report = TeardownReport(env_id)
+        selector = {"labelSelector": f"{ENV_LABEL}={env_id}"}
+        # No kubelet confirms pod shutdown here, so pods go at once; otherwise their namespaces would wait
+        # forever on pods stuck in Terminating.
+        for ns in request(self.api, "GET", resource_path("Namespace"), query=selector)["items"]:
+            self.finalize_pods(ns["metadata"]["name"])
+            for pvc in request(
+                self.api, "GET", resource_path("PersistentVolumeClaim", ns["metadata"]["name"])
+            )["items"]:
+                self.release_finalizers(
+                    "PersistentVolumeClaim", ns["metadata"]["name"], pvc["metadata"]["name"]
+                )
+        for pv in request(self.api, "GET", resource_path("PersistentVolume"), query=selector)["items"]:
+            self.release_finalizers("PersistentVolume", None, pv["metadata"]["name"])
+        for kind in ("ClusterRoleBinding", "ClusterRole", "Node", "PersistentVolume", "Namespace"):
+            items = request(self.api, "GET", resource_path(kind), query=selector)["items"]
+            for item in items:
+                name = item["metadata"]["name"]
+                if kind == "Namespace" and name in RESERVED_NAMESPACES:
+                    continue
+                try:
+                    request(self.api, "DELETE", resource_path(kind, None, name))
+                    report.deleted.append(f"{kind}/{name}")
+                except ApiException as exc:
+                    if exc.status != 404:
+                        raise
+        if wait:
+            deadline = time.monotonic() + timeout
+            while True:
+                left = self._remaining(env_id)
+                if not left or time.monotonic() > deadline:
+                    report.remaining = left
+                    break
+                time.sleep(0.5)
+        return report
+
+    def finalize_pods(self, namespace: str, names: Iterable[str] | None = None) -> None:
+        """Delete pods immediately (grace 0), as a kubelet would confirm their shutdown."""
+        zero = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
+        try:
+            if names is None:
+                request(self.api, "DELETE", resource_path("Pod", namespace), zero)
+                return
+            for name in names:
+                request(self.api, "DELETE", resource_path("Pod", namespace, name), zero)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+    def release_finalizers(self, kind: str, namespace: str | None, name: str) -> None:
+        """Drop storage-protection finalizers, whose controllers do not run in the sandbox cluster."""
+        try:
+            request(
+                self.api,
+                "PATCH",
+                resource_path(kind, namespace, name),
+                {"metadata": {"finalizers": None}},
+                content_type=MERGE_PATCH,
+            )
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+    def _remaining(self, env_id: str) -> list[str]:
+        selector = {"labelSelector": f"{ENV_LABEL}={env_id}"}
+        left = []
+        for kind in ("Namespace", "Node", "PersistentVolume", "ClusterRole", "ClusterRoleBinding"):
+            for item in request(self.api, "GET", resource_path(kind), query=selector)["items"]:
+                phase = item.get("status", {}).get("phase")
+                why = [
+                    c["message"]
+                    for c in item.get("status", {}).get("conditions", [])
+                    if c.get("status") == "True" and c.get("type", "").startswith("Namespace")
+                ]
+                detail = ", ".join(filter(None, [phase, *why]))
+                left.append(f"{kind}/{item['metadata']['name']}" + (f" ({detail})" if detail else ""))
+        return left
+
+    def environments(self) -> list[tuple[str, Body]]:
+        """(env id, control namespace object) of every environment in the sandbox cluster."""
+        query = {"labelSelector": f"{ROLE_LABEL}=control"}
+        items = request(self.api, "GET", resource_path("Namespace"), query=query)["items"]
+        return sorted((i["metadata"]["labels"][ENV_LABEL], i) for i in items)
+
+    def collect_orphans(
+        self, is_live: Callable[[str], bool], max_age: timedelta = timedelta(hours=6)
+    ) -> list[TeardownReport]:
+        """Tear down environments whose evaluation is gone (or, with none recorded, older than max_age)."""
+        reports = []
+        now = self.clock()
+        for env_id, ns in self.environments():
+            if ns["metadata"]["name"] != control_namespace(self.prefix, env_id):
+                continue  # another operator's (or test's) sandboxes: not ours to collect
+            evaluation = ns["metadata"].get("annotations", {}).get(EVALUATION_ANNOTATION) or ""
+            created = datetime.strptime(ns["metadata"]["creationTimestamp"], "%Y-%m-%dT%H:%M:%SZ").replace(
+                tzinfo=UTC
+            )
+            orphaned = not is_live(evaluation) if evaluation else now - created > max_age
+            if orphaned:
+                reports.append(self.teardown(env_id, wait=False))
+        return reports
+
+
+def declared_resources(plan: TwinPlan, env: Environment) -> list[ResourceRef]:
+    """The declared resources of the plan (not the ReplicaSets, Pods and Events the twin derives)."""
+    declared = {b.sandbox: b.declared for b in env.namespaces}
+    nodes = {o.sandbox: o.declared for o in env.cluster_objects}
+    refs = []
+    for obj in plan.objects:
+        if obj.kind not in SNAPSHOT_KINDS or obj.owner is not None:
+            continue
+        if obj.kind == "Namespace":
+            refs.append(
+                ResourceRef(kind="Namespace", namespace=None, name=declared[obj.name], api_version="v1")
+            )
+        elif obj.kind == "Node":
+            refs.append(ResourceRef(kind="Node", namespace=None, name=nodes[obj.name], api_version="v1"))
+        else:
+            ns = declared.get(obj.namespace or "")
+            refs.append(ResourceRef(kind=obj.kind, namespace=ns, name=obj.name, api_version=obj.api_version))
+    return refs
+
+
+def _strip_bookkeeping(obj: Body) -> Body:
+    meta = obj.get("metadata", {})
+    for key in ("labels", "annotations"):
+        values = meta.get(key)
+        if values:
+            meta[key] = {k: v for k, v in values.items() if not k.startswith(f"{API_GROUP}/")}
+            if not meta[key]:
+                meta.pop(key)
+    return obj

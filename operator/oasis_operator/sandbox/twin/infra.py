@@ -1,0 +1,212 @@
+"""Builders for cluster infrastructure in the twin: nodes, storage, quotas and events."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import timedelta
+
+from oasis_operator.sandbox.twin.plan import Body, TwinContext, TwinObject, parse_age, percent
+
+KINDS_FOR_EVENTS = {
+    "deployment": ("Deployment", "apps/v1"),
+    "pod": ("Pod", "v1"),
+    "replicaset": ("ReplicaSet", "apps/v1"),
+    "service": ("Service", "v1"),
+    "node": ("Node", "v1"),
+    "configmap": ("ConfigMap", "v1"),
+    "hpa": ("HorizontalPodAutoscaler", "autoscaling/v2"),
+}
+
+
+def pvc_and_pv(ctx: TwinContext, name: str, namespace: str, entry: Body, pv_name: str) -> list[TwinObject]:
+    storage = str(entry.get("storage") or "10Gi")
+    sandbox_ns = ctx.ns(namespace)
+    bound = entry.get("bound", True)
+    pvc_body: Body = {
+        "metadata": {"name": name, "namespace": sandbox_ns},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": storage}},
+            "storageClassName": "standard",
+        },
+    }
+    if not bound:
+        return [TwinObject("v1", "PersistentVolumeClaim", name, pvc_body, sandbox_ns, {"phase": "Pending"})]
+    pvc_body["spec"]["volumeName"] = pv_name
+    pv = TwinObject(
+        "v1",
+        "PersistentVolume",
+        pv_name,
+        {
+            "metadata": {"name": pv_name},
+            "spec": {
+                "capacity": {"storage": storage},
+                "accessModes": ["ReadWriteOnce"],
+                "persistentVolumeReclaimPolicy": "Delete",
+                "storageClassName": "standard",
+                "claimRef": {"kind": "PersistentVolumeClaim", "namespace": sandbox_ns, "name": name},
+                "csi": {"driver": "pd.csi.storage.gke.io", "volumeHandle": f"vol-{pv_name[-12:]}"},
+            },
+        },
+        status={"phase": "Bound"},
+    )
+    claim_status = {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": storage}}
+    return [pv, TwinObject("v1", "PersistentVolumeClaim", name, pvc_body, sandbox_ns, claim_status)]
+
+
+def node(ctx: TwinContext, sandbox_name: str, index: int, entry: Body) -> TwinObject:
+    """A twin Node: capacity, allocatable, conditions (pressure as declared), addresses and info."""
+    cpu = str(entry.get("allocatable_cpu_per_node") or "4000m")
+    if entry.get("allocatable_cpu") == "low":
+        cpu = "500m"
+    memory = str(entry.get("allocatable_memory_per_node") or "16Gi")
+    pressure = {
+        "MemoryPressure": bool(entry.get("memory_pressure", False)),
+        "DiskPressure": False,
+        "PIDPressure": False,
+    }
+    for declared in entry.get("conditions") or []:
+        if declared.get("type") in pressure:
+            pressure[declared["type"]] = str(declared.get("status")) == "True"
+    since = ctx.ago(timedelta(days=12))
+    conditions = [
+        {
+            "type": t,
+            "status": str(v),
+            "reason": f"KubeletHas{'' if v else 'No'}{t.replace('Pressure', '')}Pressure"
+            if t != "PIDPressure"
+            else ("KubeletHasInsufficientPID" if v else "KubeletHasSufficientPID"),
+            "message": f"kubelet has {'' if v else 'no '}{t.lower().replace('pressure', ' pressure')}",
+            "lastHeartbeatTime": ctx.ago(timedelta(seconds=20)),
+            "lastTransitionTime": since,
+        }
+        for t, v in pressure.items()
+    ]
+    conditions.append(
+        {
+            "type": "Ready",
+            "status": "True",
+            "reason": "KubeletReady",
+            "message": "kubelet is posting ready status",
+            "lastHeartbeatTime": ctx.ago(timedelta(seconds=20)),
+            "lastTransitionTime": since,
+        }
+    )
+    declared_name = sandbox_name.rsplit("-", 2)[-2] + "-" + sandbox_name.rsplit("-", 1)[-1]
+    ip = f"10.0.{index // 200 + 1}.{index % 200 + 10}"
+    body = {
+        "metadata": {
+            "name": sandbox_name,
+            "labels": {
+                "kubernetes.io/hostname": declared_name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "node.kubernetes.io/instance-type": "m5.xlarge",
+                "topology.kubernetes.io/zone": f"eu-west-1{'abc'[index % 3]}",
+            },
+        },
+        "spec": {"podCIDR": f"10.244.{index}.0/24"},
+    }
+    capacity = {"cpu": "4", "memory": "16Gi", "pods": "110", "ephemeral-storage": "100Gi"}
+    status = {
+        "capacity": capacity,
+        "allocatable": {**capacity, "cpu": cpu, "memory": memory},
+        "conditions": conditions,
+        "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": declared_name}],
+        "nodeInfo": {
+            "kubeletVersion": "v1.20.2",
+            "kubeProxyVersion": "v1.20.2",
+            "containerRuntimeVersion": "containerd://1.4.4",
+            "osImage": "Ubuntu 20.04.6 LTS",
+            "kernelVersion": "5.15.0-1051-aws",
+            "operatingSystem": "linux",
+            "architecture": "amd64",
+            "machineID": f"{index:032x}",
+            "systemUUID": f"ec2{index:05x}-0000-0000-0000-000000000000",
+            "bootID": f"{index:08x}-0000-0000-0000-000000000000",
+        },
+    }
+    return TwinObject("v1", "Node", sandbox_name, body, None, status)
+
+
+def event(
+    ctx: TwinContext,
+    namespace: str,
+    obj_kind: str,
+    obj_name: str,
+    etype: str,
+    reason: str,
+    message: str,
+    age: timedelta,
+    count: int = 1,
+    seed: str = "",
+) -> TwinObject:
+    kind, api_version = KINDS_FOR_EVENTS.get(obj_kind.lower(), (obj_kind, "v1"))
+    sandbox_ns = ctx.ns(namespace)
+    name = (
+        f"{obj_name}.{hashlib.sha256(f'{ctx.env_id}/{reason}/{seed}/{obj_name}'.encode()).hexdigest()[:16]}"
+    )
+    source_component = {"ScalingReplicaSet": "deployment-controller", "FailedScheduling": "default-scheduler"}
+    body = {
+        "metadata": {"name": name, "namespace": sandbox_ns},
+        "involvedObject": {
+            "kind": kind,
+            "name": obj_name,
+            "namespace": sandbox_ns,
+            "apiVersion": api_version,
+        },
+        "type": etype,
+        "reason": reason,
+        "message": message,
+        "count": count,
+        "firstTimestamp": ctx.ago(age + timedelta(minutes=5 * (count - 1))),
+        "lastTimestamp": ctx.ago(age),
+        "source": {"component": source_component.get(reason, "kubelet")},
+    }
+    return TwinObject("v1", "Event", name, body, sandbox_ns)
+
+
+def declared_events(ctx: TwinContext, namespace: str, entry: Body) -> list[TwinObject]:
+    result = []
+    for i, item in enumerate(entry.get("recent") or []):
+        kind, _, obj = str(item.get("object", "")).partition("/")
+        if not obj:
+            raise ValueError(f"recent[{i}].object must be <kind>/<name>, got {item.get('object')!r}")
+        result.append(
+            event(
+                ctx,
+                namespace,
+                kind,
+                obj,
+                str(item.get("type", "Normal")),
+                str(item.get("reason", "Unknown")),
+                str(item.get("message", "")),
+                parse_age(item.get("age", "1m")),
+                seed=str(i),
+            )
+        )
+    return result
+
+
+def resource_quota(ctx: TwinContext, name: str, namespace: str) -> TwinObject:
+    hard = {
+        "requests.cpu": "8",
+        "requests.memory": "16Gi",
+        "limits.cpu": "16",
+        "limits.memory": "32Gi",
+        "pods": "50",
+    }
+    body = {"metadata": {"name": name, "namespace": ctx.ns(namespace)}, "spec": {"hard": hard}}
+    used = {
+        "requests.cpu": "1",
+        "requests.memory": "2Gi",
+        "limits.cpu": "2",
+        "limits.memory": "4Gi",
+        "pods": "2",
+    }
+    return TwinObject("v1", "ResourceQuota", name, body, ctx.ns(namespace), {"hard": hard, "used": used})
+
+
+def node_usage_percent(entry: Body) -> float | None:
+    value = entry.get("cpu_usage") or entry.get("current_utilization")
+    return percent(value) if value is not None else None

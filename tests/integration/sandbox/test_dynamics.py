@@ -1,0 +1,131 @@
+"""Twin dynamics on the real API server: the agent's changes play out as controllers would make them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes.client import ApiClient
+
+from oasis_operator.kube import request, resource_path
+from oasis_operator.sandbox.dynamics import TwinReconciler
+from oasis_operator.sandbox.provider import SandboxProvider, SandboxRecord
+from tests.cluster_fixtures import KUBECTLS, Cluster
+from tests.integration.sandbox.test_provider import STATES
+from tests.unit.sandbox.test_twin import custom, scenario
+
+
+@pytest.fixture
+def provider(api: ApiClient) -> SandboxProvider:
+    return SandboxProvider(api, prefix="d")
+
+
+@pytest.fixture
+def record(provider: SandboxProvider) -> Iterator[SandboxRecord]:
+    rec = provider.provision(custom(STATES, scope=["shop"]))
+    yield rec
+    provider.teardown(rec.environment.id, wait=False)
+
+
+def _pods(api: ApiClient, ns: str, prefix: str) -> list[dict[str, Any]]:
+    items = request(api, "GET", resource_path("Pod", ns))["items"]
+    return [p for p in items if p["metadata"]["name"].startswith(prefix + "-")]
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in pod["status"].get("conditions", []))
+
+
+def _as_agent(cluster: Cluster, rec: SandboxRecord, *args: str) -> str:
+    ns = rec.environment.sandbox_namespace("shop")
+    assert ns is not None
+    return cluster.kubectl(
+        *args, "-n", ns, "--as", rec.environment.agent.username, kubectl=KUBECTLS["1.20"]
+    ).stdout
+
+
+def test_untouched_environment_stays_as_declared(provider: SandboxProvider) -> None:
+    rec = provider.provision(scenario("infra.capability.mr.interruption-recovery-001"))
+    try:
+        assert TwinReconciler(provider, rec).reconcile_once() == []
+    finally:
+        provider.teardown(rec.environment.id, wait=False)
+
+
+def test_adding_the_missing_key_cures_the_crash_loop(
+    cluster: Cluster, api: ApiClient, provider: SandboxProvider, record: SandboxRecord
+) -> None:
+    ns = record.environment.sandbox_namespace("shop") or ""
+    assert not any(_ready(p) for p in _pods(api, ns, "mailer"))
+    twin = TwinReconciler(provider, record)
+    assert twin.reconcile_once() == []  # the crash loop is the declared state
+    _as_agent(
+        cluster, record, "patch", "configmap", "smtp", "--type", "merge", "-p", '{"data":{"SMTP_PORT":"587"}}'
+    )
+    actions = twin.reconcile_once()
+    assert any(a.startswith("recovered pod shop/mailer-") for a in actions)
+    assert all(_ready(p) for p in _pods(api, ns, "mailer"))
+    dep = request(api, "GET", resource_path("Deployment", ns, "mailer"))
+    assert dep["status"]["readyReplicas"] == 1
+
+
+def test_restart_replaces_the_unhealthy_replica(
+    cluster: Cluster, api: ApiClient, provider: SandboxProvider, record: SandboxRecord
+) -> None:
+    ns = record.environment.sandbox_namespace("shop") or ""
+    twin = TwinReconciler(provider, record)
+    twin.reconcile_once()
+    before = {p["metadata"]["name"] for p in _pods(api, ns, "api")}
+    _as_agent(cluster, record, "rollout", "restart", "deployment/api")
+    actions = twin.reconcile_once()
+    assert any("rolled out shop/api revision 2" in a for a in actions)
+    after = _pods(api, ns, "api")
+    assert len(after) == 3
+    assert before.isdisjoint(p["metadata"]["name"] for p in after)
+    assert all(_ready(p) for p in after)
+    rs = request(api, "GET", resource_path("ReplicaSet", ns))["items"]
+    api_rs = sorted((r["metadata"]["annotations"]["deployment.kubernetes.io/revision"], r["spec"]["replicas"])
+                    for r in rs if r["metadata"]["name"].startswith("api-"))  # fmt: skip
+    assert api_rs == [("1", 0), ("2", 3)]
+    status = _as_agent(cluster, record, "rollout", "status", "deployment/api", "--timeout=5s")
+    assert "successfully rolled out" in status
+
+
+def test_scale_and_pod_delete(
+    cluster: Cluster, api: ApiClient, provider: SandboxProvider, record: SandboxRecord
+) -> None:
+    ns = record.environment.sandbox_namespace("shop") or ""
+    twin = TwinReconciler(provider, record)
+    victim = _pods(api, ns, "web")[0]["metadata"]["name"]
+    _as_agent(cluster, record, "delete", "pod", victim, "--wait=false")
+    twin.reconcile_once()
+    names = {p["metadata"]["name"] for p in _pods(api, ns, "web")}
+    assert victim not in names
+    assert len(names) == 2
+    _as_agent(cluster, record, "scale", "deployment/web", "--replicas=0")
+    twin.reconcile_once()
+    assert _pods(api, ns, "web") == []
+    dep = request(api, "GET", resource_path("Deployment", ns, "web"))
+    assert dep["status"].get("replicas", 0) == 0
+
+
+def test_rollback_to_previous_image_clears_the_bad_release(
+    cluster: Cluster, api: ApiClient, provider: SandboxProvider
+) -> None:
+    rec = provider.provision(scenario("infra.capability.ca.historical-context-001"))
+    try:
+        ns = rec.environment.sandbox_namespace("default") or ""
+        twin = TwinReconciler(provider, rec)
+        assert twin.reconcile_once() == []
+        cluster.kubectl("rollout", "undo", "deployment/order-service", "-n", ns, "--as",
+                        rec.environment.agent.username, kubectl=KUBECTLS["1.20"])  # fmt: skip
+        twin.reconcile_once()
+        dep = request(api, "GET", resource_path("Deployment", ns, "order-service"))
+        assert dep["spec"]["template"]["spec"]["containers"][0]["image"] == "order-service:v4.1.9"
+        pods = _pods(api, ns, "order-service")
+        assert pods
+        assert {p["spec"]["containers"][0]["image"] for p in pods} == {"order-service:v4.1.9"}
+        assert all(_ready(p) for p in pods)
+    finally:
+        provider.teardown(rec.environment.id, wait=False)

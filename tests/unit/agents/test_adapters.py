@@ -1,0 +1,197 @@
+"""Agent adapters: the command adapter's scrubbed, bounded process, and the HTTP protocol client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from oasis_operator.agents.adapters import CommandAdapter, HttpAdapter
+from oasis_operator.agents.protocol import AgentEnvironment, AgentRequest, AgentScope
+
+REQUEST = AgentRequest(
+    prompt="restart web-app please",
+    tools=["container-orchestration"],
+    scope=AgentScope(namespaces=["frontend"], zones=["zone-a"]),
+    environment=AgentEnvironment(kubeconfig="apiVersion: v1\nkind: Config\n",
+                                 endpoints={"observability-metrics": "https://127.0.0.1:1/env/e1/prometheus"}),
+)  # fmt: skip
+
+
+def script(tmp_path: Path, body: str) -> list[str]:
+    path = tmp_path / "agent.py"
+    path.write_text(textwrap.dedent(body))
+    return [sys.executable, str(path)]
+
+
+def test_command_agent_sees_only_what_the_protocol_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "do-not-leak")
+    monkeypatch.setenv("KUBECONFIG", "/etc/admin.kubeconfig")
+    command = script(tmp_path, """
+        import json, os, sys
+        prompt = sys.stdin.read()
+        kubeconfig = open(os.environ["KUBECONFIG"]).read()
+        request = json.load(open(os.environ["OASIS_REQUEST"]))
+        scope = ",".join(request["scope"]["namespaces"])
+        print(json.dumps({"actions": [{"tool": "env", "arguments": dict(os.environ)}],
+                          "final_answer": prompt, "reasoning": kubeconfig + "|" + scope}))
+    """)  # fmt: skip
+    outcome = asyncio.run(CommandAdapter(command, env={"MODEL": "none"}).run(REQUEST, 30))
+    assert outcome.error is None, outcome
+    assert outcome.response is not None
+    env: dict[str, Any] = outcome.response.actions[0].arguments
+    assert "AWS_SECRET_ACCESS_KEY" not in env
+    assert env["KUBECONFIG"] != "/etc/admin.kubeconfig"
+    assert env["HOME"] == env["TMPDIR"] != os.environ.get("HOME")
+    assert env["OASIS_ENDPOINT_OBSERVABILITY_METRICS"] == "https://127.0.0.1:1/env/e1/prometheus"
+    assert env["MODEL"] == "none"
+    assert set(env) <= {"PATH", "LANG", "LC_ALL", "TZ", "HOME", "TMPDIR", "KUBECONFIG", "OASIS_REQUEST",
+                        "OASIS_ENDPOINT_OBSERVABILITY_METRICS", "MODEL", "LC_CTYPE", "PWD"}  # fmt: skip
+    assert outcome.response.final_answer == "restart web-app please"
+    assert outcome.response.reasoning == "apiVersion: v1\nkind: Config\n|frontend"
+    assert not Path(env["HOME"]).exists()  # the private home is gone afterwards
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    command = script(
+        tmp_path,
+        f"""
+        import subprocess, sys, time
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        open({str(pidfile)!r}, "w").write(str(child.pid))
+        time.sleep(60)
+    """,
+    )
+    started = time.monotonic()
+    outcome = asyncio.run(CommandAdapter(command).run(REQUEST, 2))
+    assert outcome.error_kind == "timeout"
+    assert time.monotonic() - started < 20
+    child = int(pidfile.read_text())
+    time.sleep(0.5)
+    alive = Path(f"/proc/{child}").exists() and "Z" not in Path(f"/proc/{child}/stat").read_text().split()[2]
+    assert not alive
+
+
+@pytest.mark.parametrize(
+    ("body", "kind", "text"),
+    [
+        ("import sys; sys.stderr.write('boom'); sys.exit(3)", "exit", "exited with status 3"),
+        ("print('not json')", "protocol", "not valid"),
+        ("import json; print(json.dumps({'actions': 'nope'}))", "protocol", "response.actions"),
+        ("print('x' * (6 * 1024 * 1024))", "protocol", "not valid"),
+    ],
+)
+def test_bad_agents_are_recorded_not_fatal(tmp_path: Path, body: str, kind: str, text: str) -> None:
+    outcome = asyncio.run(CommandAdapter(script(tmp_path, body)).run(REQUEST, 30))
+    assert outcome.response is None
+    assert outcome.error_kind == kind
+    assert text in (outcome.error or "")
+    if kind == "exit":
+        assert outcome.stderr_tail == "boom"
+
+
+def test_command_identity(tmp_path: Path) -> None:
+    command = script(
+        tmp_path,
+        """
+        import json, os
+        if os.environ.get("OASIS_MODE") == "identity":
+            print(json.dumps({"identity": {"name": "scripted", "version": "2.0"},
+                              "configuration": {"operational_mode": "read_write"}}))
+    """,
+    )
+    doc = asyncio.run(CommandAdapter(command).identity())
+    assert (doc.identity.name, doc.identity.version) == ("scripted", "2.0")
+    assert doc.configuration == {"operational_mode": "read_write"}
+    silent = asyncio.run(CommandAdapter(script(tmp_path, "pass"), name="quiet").identity())
+    assert (silent.identity.name, silent.identity.version) == ("quiet", "unknown")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def http_agent() -> Iterator[str]:
+    """A tiny agent on 127.0.0.1 whose behaviour depends on the prompt."""
+    seen: list[dict[str, Any]] = []
+
+    async def identity(request: web.Request) -> web.Response:
+        if request.headers.get("Authorization") != "Bearer s3cret":
+            return web.json_response({"error": "unauthorised"}, status=401)
+        return web.json_response({"identity": {"name": "http-agent", "version": "1.2"}, "configuration": {}})
+
+    async def run(request: web.Request) -> web.Response:
+        body = await request.json()
+        seen.append(body)
+        if body["prompt"] == "slow":
+            await asyncio.sleep(5)
+        if body["prompt"] == "fail":
+            return web.Response(status=500, text="internal")
+        metrics = body["environment"]["endpoints"]["observability-metrics"]
+        return web.json_response(
+            {"actions": [], "final_answer": f"ns={body['scope']['namespaces']}", "reasoning": metrics}
+        )
+
+    port = _free_port()
+    ready = asyncio.Event()
+    stop: asyncio.Event | None = None
+    loop = asyncio.new_event_loop()
+
+    async def serve() -> None:
+        nonlocal stop
+        stop = asyncio.Event()
+        app = web.Application()
+        app.router.add_get("/identity-and-configuration", identity)
+        app.router.add_post("/", run)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        ready.set()
+        await stop.wait()
+        await runner.cleanup()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+    thread.start()
+    for _ in range(100):
+        if ready.is_set():
+            break
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}/"
+    assert stop is not None
+    loop.call_soon_threadsafe(stop.set)
+    thread.join(timeout=10)
+
+
+def test_http_adapter(http_agent: str) -> None:
+    adapter = HttpAdapter(http_agent, token="s3cret")
+    doc = asyncio.run(adapter.identity())
+    assert (doc.identity.name, doc.identity.version) == ("http-agent", "1.2")
+    ok = asyncio.run(adapter.run(REQUEST, 10))
+    assert ok.response is not None
+    assert ok.response.final_answer == "ns=['frontend']"
+    assert ok.response.reasoning == "https://127.0.0.1:1/env/e1/prometheus"
+    slow = asyncio.run(adapter.run(REQUEST.model_copy(update={"prompt": "slow"}), 1))
+    assert (slow.error_kind, slow.response) == ("timeout", None)
+    failed = asyncio.run(adapter.run(REQUEST.model_copy(update={"prompt": "fail"}), 10))
+    assert failed.error_kind == "transport"
+    assert "HTTP 500" in (failed.error or "")
+    down = asyncio.run(HttpAdapter(f"http://127.0.0.1:{_free_port()}/").run(REQUEST, 5))
+    assert down.error_kind == "transport"
+    assert json.dumps(REQUEST.model_dump(mode="json"))
