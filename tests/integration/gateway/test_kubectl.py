@@ -291,3 +291,23 @@ def test_watch_streams_translated_events(door: Door, kubectl: str, api: ApiClien
     watch = find(door.since(mark), verb="watch", resource="pods", namespace="default")
     assert watch.sandbox_namespace == ns
     assert watch.request_body is None
+
+
+@GENERATIONS
+def test_top_reads_declared_usage(door: Door, kubectl: str) -> None:
+    mark = door.mark()
+    nodes = door.kubectl(kubectl, "top", "nodes", "--no-headers")
+    assert nodes.returncode == 0, nodes.stderr
+    usage = {line.split()[0]: line.split()[1:3] for line in nodes.stdout.splitlines()}
+    assert usage == {"worker-1": ["3880m", "97%"], "worker-2": ["800m", "20%"]}
+    pods = door.kubectl(kubectl, "top", "pods", "--no-headers")
+    assert {tuple(line.split()[1:]) for line in pods.stdout.splitlines()} == {("950m", "250Mi")}
+    refused = door.kubectl(kubectl, "top", "pods", "-n", "monitoring")
+    assert refused.returncode == 1
+    assert 'cannot list resource "pods" in API group "" in the namespace "monitoring"' in refused.stderr
+    entries = door.since(mark)
+    assert find(entries, api_group="metrics.k8s.io", resource="nodes", verb="list").response_code == 200
+    assert (
+        find(entries, api_group="metrics.k8s.io", resource="pods", namespace="monitoring").response_code
+        == 403
+    )
