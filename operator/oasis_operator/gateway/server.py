@@ -16,6 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from oasis_operator.gateway.credentials import AgentCredentials, build_kubeconfig, endpoints_for, new_token
+from oasis_operator.gateway.fixtures import install_fixture_apis
 from oasis_operator.gateway.kubeproxy import CURRENT_SEQ, KubeProxy, Outcome
 from oasis_operator.gateway.recorder import (
     GatewayAuditEntry,
@@ -64,7 +65,12 @@ class Gateway:
     """The agent gateway. `await start()`, `register(env)` per environment, `revoke(env_id)` at teardown."""
 
     def __init__(
-        self, sandbox_kubeconfig: Path, data_dir: Path, host: str = "127.0.0.1", port: int = 0
+        self,
+        sandbox_kubeconfig: Path,
+        data_dir: Path,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        fixture_apis: bool = True,
     ) -> None:
         self.data_dir = data_dir
         self.host = host
@@ -76,6 +82,8 @@ class Gateway:
         self._runner: web.AppRunner | None = None
         self.fixture_apis: dict[str, FixtureHandler] = {}
         self._pki = ensure_pki(data_dir / "pki")
+        if fixture_apis:
+            install_fixture_apis(self)
 
     @property
     def upstream(self) -> Upstream:
