@@ -87,14 +87,17 @@ class Gateway:
 
     @property
     def upstream(self) -> Upstream:
+        """The connection to the sandbox API server (as the gateway)."""
         return self._upstream
 
     @property
     def ca_cert(self) -> Path:
+        """The CA that signed the gateway's serving certificate (embedded in every kubeconfig)."""
         return self._pki.ca_cert
 
     @property
     def url(self) -> str:
+        """The gateway's base URL (the port is known after `start()` when 0 was asked for)."""
         return f"https://{self.host}:{self.port}"
 
     async def start(self) -> None:
@@ -152,6 +155,7 @@ class Gateway:
         runner.arm()
 
     def state(self, env_id: str) -> EnvState:
+        """A registered environment's live state (token, names, record, fixtures as changed by the run)."""
         return self._envs[env_id]
 
     def revoke(self, env_id: str) -> None:
