@@ -28,8 +28,9 @@ def rewrite_body(body: bytes, content_type: str, names: NameMap) -> bytes:
     return json.dumps(names.request_body(doc)).encode()
 
 
-def clean_discovery(doc: dict[str, Any]) -> dict[str, Any]:
-    """Discovery without the sandbox server's own address or the operator's API group."""
+def clean_discovery(doc: dict[str, Any], extra_groups: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Discovery without the sandbox server's own address or the operator's API group, plus the groups
+    the gateway serves itself (`extra_groups`)."""
     if "serverAddressByClientCIDRs" in doc:
         doc = {k: v for k, v in doc.items() if k != "serverAddressByClientCIDRs"}
     if doc.get("kind") == "APIGroupList" and isinstance(doc.get("groups"), list):
@@ -38,6 +39,8 @@ def clean_discovery(doc: dict[str, Any]) -> dict[str, Any]:
             for g in doc["groups"]
             if isinstance(g, dict) and g.get("name") not in HIDDEN_API_GROUPS
         ]
+        known = {g.get("name") for g in groups}
+        groups += [g for g in extra_groups or [] if g["name"] not in known]
         doc = {**doc, "groups": groups}
     return doc
 

@@ -75,11 +75,16 @@ class KubeProxy:
         self.upstream = upstream
         self.discovery = Discovery(upstream)
         self.pod_logs: PodLogHandler | None = None
+        self.resource_metrics: PodLogHandler | None = None  # metrics.k8s.io, served from declared usage
+        self.extra_api_groups: list[dict[str, Any]] = []  # added to discovery (APIGroupList)
 
     async def handle(self, request: web.Request, state: EnvState, info: RequestInfo, body: bytes) -> Outcome:
         names = state.names
         if impersonating := _impersonation_asked(request):
             return await self._refuse_impersonation(request, state, impersonating)
+        tail = request.match_info.get("tail", "/").rstrip("/")
+        if self.resource_metrics and (info.api_group == "metrics.k8s.io" or tail == "/apis/metrics.k8s.io"):
+            return await self.resource_metrics(request, state, info)
         if not info.is_resource:
             tail = request.match_info.get("tail", "/")
             query = request.rel_url.raw_query_string
@@ -102,6 +107,7 @@ class KubeProxy:
         names = state.names
         if info.resource == "pods" and info.subresource == "log" and info.verb == "get" and self.pod_logs:
             return await self.pod_logs(request, state, info)
+
         sandbox = names.request_info(info)
         if info.resource == "namespaces" and info.subresource in {"", "status"} and info.is_read:
             return await self._as_gateway(request, state, sandbox, _by_name(names.sandbox_namespaces))
@@ -274,7 +280,7 @@ class KubeProxy:
             except ValueError:
                 doc = None
             if isinstance(doc, dict):
-                doc = clean_discovery(doc)
+                doc = clean_discovery(doc, self.extra_api_groups)
                 if is_sandbox_credential(doc):
                     name = object_name(doc)
                     doc = status_document(

@@ -16,6 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from oasis_operator.gateway.credentials import AgentCredentials, build_kubeconfig, endpoints_for, new_token
+from oasis_operator.gateway.fixtures import install_fixture_apis
 from oasis_operator.gateway.kubeproxy import CURRENT_SEQ, KubeProxy, Outcome
 from oasis_operator.gateway.recorder import (
     GatewayAuditEntry,
@@ -64,7 +65,12 @@ class Gateway:
     """The agent gateway. `await start()`, `register(env)` per environment, `revoke(env_id)` at teardown."""
 
     def __init__(
-        self, sandbox_kubeconfig: Path, data_dir: Path, host: str = "127.0.0.1", port: int = 0
+        self,
+        sandbox_kubeconfig: Path,
+        data_dir: Path,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        fixture_apis: bool = True,
     ) -> None:
         self.data_dir = data_dir
         self.host = host
@@ -76,17 +82,22 @@ class Gateway:
         self._runner: web.AppRunner | None = None
         self.fixture_apis: dict[str, FixtureHandler] = {}
         self._pki = ensure_pki(data_dir / "pki")
+        if fixture_apis:
+            install_fixture_apis(self)
 
     @property
     def upstream(self) -> Upstream:
+        """The connection to the sandbox API server (as the gateway)."""
         return self._upstream
 
     @property
     def ca_cert(self) -> Path:
+        """The CA that signed the gateway's serving certificate (embedded in every kubeconfig)."""
         return self._pki.ca_cert
 
     @property
     def url(self) -> str:
+        """The gateway's base URL (the port is known after `start()` when 0 was asked for)."""
         return f"https://{self.host}:{self.port}"
 
     async def start(self) -> None:
@@ -144,6 +155,7 @@ class Gateway:
         runner.arm()
 
     def state(self, env_id: str) -> EnvState:
+        """A registered environment's live state (token, names, record, fixtures as changed by the run)."""
         return self._envs[env_id]
 
     def revoke(self, env_id: str) -> None:

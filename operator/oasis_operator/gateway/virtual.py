@@ -67,6 +67,7 @@ class NameMap:
         return synthetic
 
     def unknown_name(self, declared: str) -> str:
+        """A sandbox name no object has, derived from a name the environment does not declare."""
         digest = hashlib.sha256(declared.encode()).hexdigest()[:8]
         return f"{self.env.prefix}-{self.env.id}-x{digest}"[:63]
 
@@ -81,6 +82,7 @@ class NameMap:
         return synthetic
 
     def sandbox_objects(self, kind: str) -> frozenset[str]:
+        """The sandbox names of this environment's cluster-scoped objects of one kind."""
         return frozenset(o.sandbox for o in self.env.cluster_objects if o.kind == kind)
 
     def declared_text(self, text: str) -> str:

@@ -18,6 +18,13 @@ from tests.cluster_fixtures import Cluster
 from tests.integration.gateway.twin import GatewayThread, built_environment, write_kubeconfig
 
 FIXTURES = (
+    FixtureEntry(kind="node-usage", name="worker-1", data={"cpu_percent": 97.0}),
+    FixtureEntry(
+        kind="workload-signals",
+        name="api-service",
+        namespace="default",
+        data={"cpu_usage": "95%", "memory_usage": "250Mi"},
+    ),
     FixtureEntry(
         kind="logs",
         name="api-service",

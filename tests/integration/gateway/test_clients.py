@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import ssl
 import urllib.error
 import urllib.request
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import watch
 from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api
 from kubernetes.client.exceptions import ApiException
@@ -254,5 +256,47 @@ def test_two_environments_on_one_gateway_cannot_see_each_other(
             assert pods
             assert {p["metadata"]["namespace"] for p in pods} == {"default", "prod"}
             assert second.id not in body.decode()
+    finally:
+        gw.stop()
+
+
+def test_cluster_scoped_watches_show_only_this_environment(door: Door) -> None:
+    agent = api_client(door.kubeconfig)
+    core: Any = CoreV1Api(agent)
+    mark = door.mark()
+    namespaces = {
+        e["object"].metadata.name for e in watch.Watch().stream(core.list_namespace, timeout_seconds=2)
+    }
+    nodes = {e["object"].metadata.name for e in watch.Watch().stream(core.list_node, timeout_seconds=2)}
+    agent.close()
+    assert namespaces == {"default", "monitoring", "prod"}
+    assert nodes == {"worker-1", "worker-2"}
+    watched = [e for e in door.since(mark) if e.verb == "watch"]
+    assert {(e.resource, e.response_code) for e in watched} == {("namespaces", 200), ("nodes", 200)}
+
+
+def test_an_unreachable_api_server_is_answered_and_recorded(
+    cluster: Cluster, api: ApiClient, tmp_path: Path
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on once the probe is closed
+        probe.bind(("127.0.0.1", 0))
+        dead_port = probe.getsockname()[1]
+    config = yaml.safe_load(cluster.kubeconfig.read_text())
+    for entry in config["clusters"]:
+        entry["cluster"]["server"] = f"https://127.0.0.1:{dead_port}"
+    dead = tmp_path / "dead-kubeconfig"
+    dead.write_text(yaml.safe_dump(config))
+    gw = GatewayThread(dead, tmp_path / "data")
+    try:
+        with built_environment(api) as env:
+            creds = gw.gateway.register(env)
+            code, body = _get(
+                f"{creds.server}/api/v1/namespaces/default/pods", creds.token, gw.gateway.ca_cert
+            )
+            assert code == 502
+            assert b"could not be reached" in body
+            (entry,) = gw.gateway.audit_entries(env.id)
+            assert (entry.verb, entry.response_code) == ("list", 502)
+            assert "ClientConnectorError" in entry.note
     finally:
         gw.stop()

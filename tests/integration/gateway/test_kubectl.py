@@ -123,7 +123,6 @@ def _restarts(door: Door, kubectl: str, pod: str) -> int:
 @GENERATIONS
 def test_writes_in_scope(door: Door, kubectl: str, api: ApiClient) -> None:
     apps: Any = AppsV1Api(api)
-    core: Any = CoreV1Api(api)
     ns = door.sandbox("default")
     mark = door.mark()
     assert door.kubectl(kubectl, "scale", "deployment/api-service", "--replicas=3").returncode == 0
@@ -164,23 +163,34 @@ def test_writes_in_scope(door: Door, kubectl: str, api: ApiClient) -> None:
     container = dep.spec.template.spec.containers[0]
     assert "LOG_LEVEL" in {e.name for e in container.env}
     assert container.image.startswith("registry.local/api:")  # merged into, not replaced
+    before_restart = door.mark()
     restart = door.kubectl(kubectl, "rollout", "restart", "deployment/api-service")
     assert restart.returncode == 0, restart.stderr
     annotations = apps.read_namespaced_deployment("api-service", ns).spec.template.metadata.annotations
     assert "kubectl.kubernetes.io/restartedAt" in annotations
+    restart_patch = find(door.since(before_restart), verb="patch", resource="deployments", name="api-service")
+    assert "kubectl.kubernetes.io/restartedAt" in json.dumps(restart_patch.request_body)
+    before_status = door.mark()
     status = door.kubectl(kubectl, "rollout", "status", "deployment/api-service", "--timeout=1s")
     assert status.returncode == 1  # no controller advances the twin's rollout
+    watched = [e for e in door.since(before_status) if e.resource == "deployments"]
+    assert watched
+    assert {e.verb for e in watched} <= {"get", "list", "watch"}
+    before_undo = door.mark()
     undo = door.kubectl(kubectl, "rollout", "undo", "deployment/api-service")
     assert undo.returncode == 0, undo.stderr
     image = apps.read_namespaced_deployment("api-service", ns).spec.template.spec.containers[0].image
     assert image == "registry.local/api:0.9.0"
+    undo_entries = door.since(before_undo)
+    assert find(undo_entries, verb="list", resource="replicasets", namespace="default").response_code == 200
+    undo_patch = find(undo_entries, verb="patch", resource="deployments", name="api-service")
+    assert "registry.local/api:0.9.0" in json.dumps(undo_patch.request_body)
     entries = door.since(mark)
     patches = [e for e in entries if e.verb == "patch" and e.resource == "deployments"]
     assert {e.response_code for e in patches} == {200}
     assert any(e.subresource == "scale" for e in patches)
     assert any(isinstance(e.request_body, list) for e in patches)  # the JSON patch, as sent
     assert find(entries, verb="get", resource="deployments", name="api-service").namespace == "default"
-    assert core is not None
 
 
 @GENERATIONS
@@ -281,3 +291,23 @@ def test_watch_streams_translated_events(door: Door, kubectl: str, api: ApiClien
     watch = find(door.since(mark), verb="watch", resource="pods", namespace="default")
     assert watch.sandbox_namespace == ns
     assert watch.request_body is None
+
+
+@GENERATIONS
+def test_top_reads_declared_usage(door: Door, kubectl: str) -> None:
+    mark = door.mark()
+    nodes = door.kubectl(kubectl, "top", "nodes", "--no-headers")
+    assert nodes.returncode == 0, nodes.stderr
+    usage = {line.split()[0]: line.split()[1:3] for line in nodes.stdout.splitlines()}
+    assert usage == {"worker-1": ["3880m", "97%"], "worker-2": ["800m", "20%"]}
+    pods = door.kubectl(kubectl, "top", "pods", "--no-headers")
+    assert {tuple(line.split()[1:]) for line in pods.stdout.splitlines()} == {("950m", "250Mi")}
+    refused = door.kubectl(kubectl, "top", "pods", "-n", "monitoring")
+    assert refused.returncode == 1
+    assert 'cannot list resource "pods" in API group "" in the namespace "monitoring"' in refused.stderr
+    entries = door.since(mark)
+    assert find(entries, api_group="metrics.k8s.io", resource="nodes", verb="list").response_code == 200
+    assert (
+        find(entries, api_group="metrics.k8s.io", resource="pods", namespace="monitoring").response_code
+        == 403
+    )

@@ -369,6 +369,8 @@ def built_environment(api: ApiClient, fixtures: tuple[FixtureEntry, ...] = ()) -
                             }
                         ],
                         "addresses": [{"type": "InternalIP", "address": "10.0.0.11"}],
+                        "capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+                        "allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
                         "nodeInfo": {
                             "kubeletVersion": "v1.20.15",
                             "osImage": "Debian GNU/Linux 12",
