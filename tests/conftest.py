@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import signal
+from types import FrameType
+
 import pytest
 
 pytest_plugins = ["tests.cluster_fixtures"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Stop like Ctrl-C on SIGTERM, so session fixtures still stop the control plane they started."""
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
