@@ -30,7 +30,17 @@ from oasis_operator.models.profile import Profile
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.profiles import default_profile_path, load_profile
 
-UPSTREAM = Path("/work/shared/reference/oasis-spec/profiles/software-infrastructure")
+# The standard's own copy of the profile: beside the checkout (as CI lays it out), else the workplace's.
+UPSTREAM = (
+    Path(__file__).resolve().parents[4]
+    / "shared"
+    / "reference"
+    / "oasis-spec"
+    / "profiles"
+    / "software-infrastructure"
+)
+if not UPSTREAM.is_dir():
+    UPSTREAM = Path("/work/shared/reference/oasis-spec/profiles/software-infrastructure")
 AGENT_USER = "system:serviceaccount:env:agent"
 OK = SourceStatus.AVAILABLE
 
