@@ -41,6 +41,21 @@ def set_condition(
     return result
 
 
+def set_conditions(
+    existing: Iterable[Mapping[str, Any]],
+    updates: Iterable[tuple[str, ConditionStatus, str, str]],
+    generation: int | None,
+    now: str,
+) -> list[dict[str, Any]]:
+    """`set_condition` for each (type, status, reason, message), in order."""
+    result = [dict(c) for c in existing]
+    for type_, status, reason, message in updates:
+        result = set_condition(
+            result, type=type_, status=status, reason=reason, message=message, generation=generation, now=now
+        )
+    return result
+
+
 def _condition(
     type_: str, status: ConditionStatus, reason: str, message: str, generation: int | None, when: str
 ) -> dict[str, Any]:

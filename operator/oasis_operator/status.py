@@ -7,7 +7,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from oasis_operator.conditions import describe_validation_error, set_condition, validation_problems
+from oasis_operator.conditions import (
+    describe_validation_error,
+    set_condition,
+    set_conditions,
+    validation_problems,
+)
 from oasis_operator.models.crd import ConditionStatus, OASISEvaluationSpec, Phase, ScenarioSpec
 from oasis_operator.models.profile import Finding
 
@@ -84,24 +89,11 @@ def evaluation_accept_status(
         OASISEvaluationSpec.model_validate(spec)
     except ValidationError as exc:
         message = describe_validation_error(exc, prefix="spec")
-        conditions = set_condition(
-            conditions,
-            type="Ready",
-            status=ConditionStatus.FALSE,
-            reason="InvalidSpec",
-            message=message,
-            generation=generation,
-            now=now,
-        )
-        conditions = set_condition(
-            conditions,
-            type="Progressing",
-            status=ConditionStatus.FALSE,
-            reason="InvalidSpec",
-            message="fix the spec; nothing will run",
-            generation=generation,
-            now=now,
-        )
+        failed = [
+            ("Ready", ConditionStatus.FALSE, "InvalidSpec", message),
+            ("Progressing", ConditionStatus.FALSE, "InvalidSpec", "fix the spec; nothing will run"),
+        ]
+        conditions = set_conditions(conditions, failed, generation, now)
         return {
             "phase": Phase.FAILED.value,
             "observedGeneration": generation,
@@ -109,24 +101,11 @@ def evaluation_accept_status(
         }, message
     phase = current.get("phase") or Phase.PENDING.value
     if phase == Phase.PENDING.value:
-        conditions = set_condition(
-            conditions,
-            type="Progressing",
-            status=ConditionStatus.TRUE,
-            reason="Accepted",
-            message="accepted; waiting to start",
-            generation=generation,
-            now=now,
-        )
-        conditions = set_condition(
-            conditions,
-            type="Ready",
-            status=ConditionStatus.FALSE,
-            reason="Pending",
-            message="no verdict yet",
-            generation=generation,
-            now=now,
-        )
+        pending = [
+            ("Progressing", ConditionStatus.TRUE, "Accepted", "accepted; waiting to start"),
+            ("Ready", ConditionStatus.FALSE, "Pending", "no verdict yet"),
+        ]
+        conditions = set_conditions(conditions, pending, generation, now)
     return {"phase": phase, "observedGeneration": generation, "conditions": conditions}, None
 
 
