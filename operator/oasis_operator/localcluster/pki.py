@@ -97,6 +97,7 @@ class Pki:
             self.sa_key,
             self.sa_pub,
             self.etcd_ca_cert,
+            self.etcd_ca_key,
             self.etcd_cert,
             self.etcd_client_cert,
         )
