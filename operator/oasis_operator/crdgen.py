@@ -186,10 +186,10 @@ def build_crds() -> dict[str, dict[str, Any]]:
         OASISEvaluationSpec,
         OASISEvaluationStatus,
         [
-            _column("Agent", ".spec.agent.name"),
+            _column("Agent", ".status.agent.name"),
             _column("Phase", ".status.phase"),
             _column("Safety", ".status.summary.safety"),
-            _column("Tier", ".spec.tier", "integer"),
+            _column("Tier", ".status.summary.tier", "integer"),
             _column("Done", ".status.progress.done", "integer"),
             _column("Total", ".status.progress.total", "integer"),
             _column("Profile", ".spec.profile.name", priority=1),

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from oasis_operator.models.results import ScenarioResult
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
@@ -29,3 +31,62 @@ EVALUATION_PHASE_TRANSITIONS = Counter(
 def serve(port: int, addr: str = "127.0.0.1") -> None:
     """Serve /metrics from a background thread."""
     start_http_server(port, addr=addr, registry=REGISTRY)
+
+
+EVALUATIONS_FINISHED = Counter(
+    "oasis_evaluations_finished_total",
+    "Evaluations that reached a terminal phase, by phase and safety verdict (none when there is no verdict).",
+    ["phase", "safety"],
+    registry=REGISTRY,
+)
+EVALUATIONS_RUNNING = Gauge(
+    "oasis_evaluations_running", "Evaluations this operator is running now.", registry=REGISTRY
+)
+SCENARIO_RESULTS = Counter(
+    "oasis_scenario_results_total",
+    "Scenarios evaluated, by classification and result.",
+    ["classification", "result"],
+    registry=REGISTRY,
+)
+SCENARIO_DURATION = Histogram(
+    "oasis_scenario_duration_seconds",
+    "Wall time of one scenario: sandbox, agent, evidence, engine and teardown.",
+    ["classification"],
+    buckets=(1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800),
+    registry=REGISTRY,
+)
+PROVISION_DURATION = Histogram(
+    "oasis_sandbox_provision_seconds",
+    "Time to build one scenario's sandbox (namespaces, RBAC and the digital twin).",
+    buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60),
+    registry=REGISTRY,
+)
+GATEWAY_REQUESTS = Counter(
+    "oasis_gateway_requests_total",
+    "Agent requests the gateway answered, by response code class and code.",
+    ["code"],
+    registry=REGISTRY,
+)
+PROVIDER_FAULTS = Counter(
+    "oasis_provider_faults_total", "Runtime provider faults (each aborts its evaluation).", registry=REGISTRY
+)
+AGENT_ERRORS = Counter(
+    "oasis_agent_errors_total",
+    "Agent calls that ended in an error, by kind (timeout, transport, protocol, exit).",
+    ["kind"],
+    registry=REGISTRY,
+)
+
+
+def observe_scenario(
+    result: ScenarioResult, seconds: float, agent_error: str | None, codes: list[int]
+) -> None:
+    """Record one finished scenario in the metrics."""
+    SCENARIO_RESULTS.labels(classification=result.classification, result=result.outcome.value).inc()
+    SCENARIO_DURATION.labels(classification=result.classification).observe(seconds)
+    if result.outcome.value == "PROVIDER_FAILURE":
+        PROVIDER_FAULTS.inc()
+    if agent_error:
+        AGENT_ERRORS.labels(kind=agent_error.partition(":")[0]).inc()
+    for code in codes:
+        GATEWAY_REQUESTS.labels(code=str(code)).inc()

@@ -225,6 +225,13 @@ async def _run(
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         await proc.wait()
+    except asyncio.CancelledError:
+        # The evaluation was deleted or the operator is stopping: the agent must stop acting now.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        out_task.cancel()
+        err_task.cancel()
+        raise
     out, err = await out_task, await err_task
     return out, err, proc.returncode or 0, timed_out
 

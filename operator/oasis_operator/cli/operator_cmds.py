@@ -21,6 +21,24 @@ def register(subparsers: Any) -> None:
     op.add_argument(
         "--profile-dir", type=Path, default=None, help="the profile to validate against (default: shipped SI)"
     )
+    op.add_argument(
+        "--sandbox-kubeconfig",
+        type=Path,
+        default=None,
+        help="admin kubeconfig of the sandbox cluster (env OASIS_SANDBOX_KUBECONFIG; default: $KUBECONFIG)",
+    )
+    op.add_argument(
+        "--sandbox-audit-log",
+        type=Path,
+        action="append",
+        default=[],
+        help="the sandbox API server's audit log, read as evidence (env OASIS_SANDBOX_AUDIT_LOG)",
+    )
+    op.add_argument("--gateway-host", default=None, help="address the agent gateway listens on (127.0.0.1)")
+    op.add_argument("--gateway-port", type=int, default=None, help="gateway port (0: any free port)")
+    op.add_argument(
+        "--data-dir", type=Path, default=None, help="gateway records and keys (env OASIS_DATA_DIR)"
+    )
     op.add_argument("--log-format", choices=["plain", "full", "json"], default="full")
     op.add_argument("-v", "--verbose", action="store_true")
     op.add_argument("--debug", action="store_true")
@@ -38,6 +56,17 @@ def _run(args: argparse.Namespace) -> int:
     )
     if args.profile_dir:
         os.environ[PROFILE_DIR_ENV] = str(args.profile_dir)
+    # The evaluation service reads its settings from the environment (as the chart sets them).
+    settings = {
+        "OASIS_SANDBOX_KUBECONFIG": args.sandbox_kubeconfig,
+        "OASIS_SANDBOX_AUDIT_LOG": os.pathsep.join(str(p) for p in args.sandbox_audit_log) or None,
+        "OASIS_GATEWAY_HOST": args.gateway_host,
+        "OASIS_GATEWAY_PORT": args.gateway_port,
+        "OASIS_DATA_DIR": args.data_dir,
+    }
+    for key, value in settings.items():
+        if value is not None:
+            os.environ[key] = str(value)
     if args.metrics_port:
         metrics.serve(args.metrics_port, addr=args.bind)
     liveness = f"http://{args.bind}:{args.liveness_port}/healthz" if args.liveness_port else None

@@ -1,36 +1,98 @@
-"""OASISEvaluation handlers. For now: accept the object and report it as Pending (runs come later)."""
+"""OASISEvaluation handlers: a daemon per evaluation runs it; deletion tears its sandboxes down.
+
+The daemon is kopf's: started for every evaluation when it is created or when the operator starts, and
+cancelled when the evaluation is deleted or the operator stops. All the work is in
+:class:`~oasis_operator.evaluation.service.EvaluationService`, which resumes from status.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import copy
+import logging
 from typing import Any
 
 import kopf
 
 from oasis_operator import API_GROUP, API_VERSION
-from oasis_operator.conditions import now_rfc3339
+from oasis_operator.conditions import now_rfc3339, set_conditions
 from oasis_operator.controllers.settings import HANDLER_LIMITS
-from oasis_operator.metrics import EVALUATION_PHASE_TRANSITIONS, HANDLER_RUNS
-from oasis_operator.status import evaluation_accept_status, status_changed
+from oasis_operator.evaluation.runtime import OperatorConfig, Sandboxes
+from oasis_operator.evaluation.service import TERMINAL, EvaluationService, teardown_evaluation
+from oasis_operator.evaluation.writer import frozen_condition
+from oasis_operator.kube import api_client
+from oasis_operator.metrics import EVALUATION_PHASE_TRANSITIONS, EVALUATIONS_RUNNING, HANDLER_RUNS
+from oasis_operator.profiles import default_profile_path, load_profile
 
 RESOURCE = (API_GROUP, API_VERSION, "oasisevaluations")
+# How long a deleted (or, at shutdown, interrupted) run may take to remove its in-flight sandboxes.
+CANCELLATION_TIMEOUT = 120.0
 
 
-@kopf.on.resume(*RESOURCE, **HANDLER_LIMITS)
-@kopf.on.create(*RESOURCE, **HANDLER_LIMITS)
-def accept(
-    body: kopf.Body, spec: kopf.Spec, status: kopf.Status, meta: kopf.Meta, patch: kopf.Patch, **_: Any
+@kopf.on.startup(retries=3, backoff=5)
+async def start_services(memo: kopf.Memo, **_: Any) -> None:
+    """The sandbox target, the agent gateway and the evaluation service, once per operator process."""
+    if getattr(memo, "profile", None) is None:
+        memo.profile = load_profile(default_profile_path())
+    sandboxes = Sandboxes(OperatorConfig.from_env())
+    await sandboxes.start()
+    memo.sandboxes = sandboxes
+    memo.host_api = api_client()
+
+
+@kopf.on.cleanup()
+async def stop_services(memo: kopf.Memo, **_: Any) -> None:
+    sandboxes: Sandboxes | None = getattr(memo, "sandboxes", None)
+    if sandboxes is not None:
+        await sandboxes.stop()
+
+
+@kopf.daemon(*RESOURCE, cancellation_timeout=CANCELLATION_TIMEOUT)
+async def run_evaluation(body: kopf.Body, meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
+    """Run (or resume) the evaluation to a terminal phase; returns at once for a finished one."""
+
+    def notify(kind: str, reason: str, message: str) -> None:
+        kopf.event(body, type=kind, reason=reason, message=message)
+        if reason in {"Started", "PhaseChanged", "Completed", "Aborted", "Resumed"} or kind == "Warning":
+            EVALUATION_PHASE_TRANSITIONS.labels(phase=reason).inc()
+
+    service = EvaluationService(memo.host_api, memo.profile, memo.sandboxes, notify)
+    snapshot = copy.deepcopy(dict(body))
+    if (snapshot.get("status") or {}).get("phase") in TERMINAL:
+        return
+    EVALUATIONS_RUNNING.inc()
+    try:
+        await service.run(snapshot, lambda: meta.get("generation"))
+        HANDLER_RUNS.labels(resource="oasisevaluations", handler="run", outcome="ok").inc()
+    except asyncio.CancelledError:
+        HANDLER_RUNS.labels(resource="oasisevaluations", handler="run", outcome="cancelled").inc()
+        raise
+    finally:
+        EVALUATIONS_RUNNING.dec()
+
+
+@kopf.on.update(*RESOURCE, field="spec", **HANDLER_LIMITS)
+def refuse_spec_edit(
+    body: kopf.Body, meta: kopf.Meta, status: kopf.Status, patch: kopf.Patch, **_: Any
 ) -> None:
-    """Validate the spec; a valid one becomes Pending with a Progressing condition."""
-    desired, error = evaluation_accept_status(dict(spec), meta.get("generation"), dict(status), now_rfc3339())
-    if status_changed(status, desired):
-        patch.status.update(desired)
-    if status.get("phase") != desired["phase"]:
-        EVALUATION_PHASE_TRANSITIONS.labels(phase=desired["phase"]).inc()
-        if error:
-            kopf.warn(body, reason="InvalidSpec", message=f"Refused the evaluation: {error}")
-        else:
-            kopf.info(body, reason="Accepted", message=f"Accepted the evaluation; phase {desired['phase']}")
-    if error:
-        HANDLER_RUNS.labels(resource="oasisevaluations", handler="accept", outcome="invalid").inc()
-        raise kopf.PermanentError(f"invalid spec: {error}")
-    HANDLER_RUNS.labels(resource="oasisevaluations", handler="accept", outcome="ok").inc()
+    """A started run keeps its spec; say so on the object instead of silently ignoring the edit."""
+    condition = frozen_condition(status.get("runGeneration"), meta.get("generation"))
+    if condition is None:
+        return
+    conditions = set_conditions(
+        status.get("conditions", []), [condition], status.get("runGeneration"), now_rfc3339()
+    )
+    if conditions != status.get("conditions"):
+        patch.status["conditions"] = conditions
+        patch.status["observedGeneration"] = meta.get("generation")
+    kopf.warn(body, reason="SpecFrozen", message=condition[3])
+
+
+@kopf.on.delete(*RESOURCE, **HANDLER_LIMITS)
+async def tear_down(
+    meta: kopf.Meta, memo: kopf.Memo, logger: logging.Logger | logging.LoggerAdapter[Any], **_: Any
+) -> None:
+    """Remove every sandbox the evaluation still has (in-flight runs clean up after themselves too)."""
+    reference = f"{meta['namespace']}/{meta['name']}"
+    removed = await teardown_evaluation(memo.sandboxes, memo.host_api, meta, reference)
+    logger.info("tore down the evaluation's sandboxes count=%d", removed)

@@ -14,7 +14,12 @@ function of its arguments (Core §3.5.4). Public entry points:
 from __future__ import annotations
 
 from oasis_operator.engine.aggregate import aggregate, combine, safety_verdict
-from oasis_operator.engine.evaluate import check_scenario, evaluate_scenario, excluded_result
+from oasis_operator.engine.evaluate import (
+    check_scenario,
+    evaluate_scenario,
+    excluded_result,
+    provider_failure_result,
+)
 from oasis_operator.engine.plan import EngineError, applicability_reasons, effective_configuration
 from oasis_operator.engine.render import render_html, render_json, render_yaml
 from oasis_operator.engine.replay import replay_report, replay_results
@@ -31,6 +36,7 @@ __all__ = [
     "effective_configuration",
     "evaluate_scenario",
     "excluded_result",
+    "provider_failure_result",
     "render_html",
     "render_json",
     "render_yaml",

@@ -76,6 +76,14 @@ def excluded_result(scenario: Scenario, reasons: list[str]) -> ScenarioResult:
     return result
 
 
+def provider_failure_result(scenario: Scenario, fault: str) -> ScenarioResult:
+    """The record of a scenario whose independent verification a runtime provider fault prevented."""
+    result = _base_result(scenario, ScenarioOutcome.PROVIDER_FAILURE)
+    result.provider_fault = fault
+    result.summary = f"provider fault: {fault}"
+    return result
+
+
 def rubric_score(scenario: Scenario, passed: int, total: int) -> tuple[float, str | None]:
     """Place the fraction of satisfied checks on the scenario's rubric (see module docstring)."""
     fraction = 1.0 if total == 0 else passed / total

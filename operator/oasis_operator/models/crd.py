@@ -173,14 +173,23 @@ class Phase(StrEnum):
 
 
 class ScenarioRow(_Spec):
+    """One scenario of the run as a person scans it; the full result is in the evidence ConfigMap."""
+
     id: str
     classification: Classification
-    result: str | None = None
+    category: str | None = None
+    result: str | None = Field(
+        default=None, description="PASS, FAIL, PROVIDER_FAILURE, NOT_APPLICABLE or SCORED."
+    )
     score: float | None = None
-    reason: str | None = None
+    reason: str | None = Field(default=None, description="Why the scenario was NOT_APPLICABLE.")
     startedAt: str | None = None
     finishedAt: str | None = None
     message: str | None = None
+    agentError: str | None = Field(default=None, description="Timeout or transport error of the agent call.")
+    evidence: str | None = Field(
+        default=None, description="ConfigMap holding the result and evidence bundle."
+    )
 
 
 class VerdictSummary(_Spec):
@@ -189,17 +198,37 @@ class VerdictSummary(_Spec):
     coreDimensions: dict[str, float] = Field(default_factory=dict)
     incomplete: bool | None = None
     aborted: bool | None = None
+    abortReason: str | None = None
+    failedScenarios: list[str] = Field(default_factory=list)
 
 
 class Progress(_Spec):
     done: int = 0
     total: int = 0
+    passed: int = 0
+    failed: int = 0
+    providerFailure: int = 0
+    notApplicable: int = 0
+    scored: int = 0
+
+
+class AgentStatus(_Spec):
+    """The agent as it identified itself, and the effective configuration the run used."""
+
+    name: str | None = None
+    version: str | None = None
+    configuration: dict[str, str] = Field(default_factory=dict)
 
 
 class OASISEvaluationStatus(_Spec):
     phase: Phase | None = None
     observedGeneration: int | None = None
+    runGeneration: int | None = Field(default=None, description="The spec generation the run uses (frozen).")
     conditions: list[Condition] = Field(default_factory=list)
+    agent: AgentStatus | None = None
+    startedAt: str | None = None
+    completedAt: str | None = None
+    preflightGaps: list[str] = Field(default_factory=list)
     progress: Progress | None = None
     scenarios: list[ScenarioRow] = Field(default_factory=list)
     summary: VerdictSummary | None = None

@@ -10,8 +10,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from oasis_operator.agents.adapters import AgentAdapter
@@ -24,15 +27,18 @@ from oasis_operator.agents.protocol import (
     IdentityDocument,
 )
 from oasis_operator.engine import evaluate_scenario
+from oasis_operator.evidence.apiserver import read_audit_log
 from oasis_operator.evidence.bundle import build_bundle
 from oasis_operator.gateway import Gateway
+from oasis_operator.metrics import PROVISION_DURATION
 from oasis_operator.models.evidence import EvidenceBundle
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.results import ScenarioResult
 from oasis_operator.models.scenario import Scenario, StimulusType
 from oasis_operator.runner.gateway_evidence import gateway_audit_log
 from oasis_operator.sandbox.dynamics import TwinReconciler
-from oasis_operator.sandbox.provider import SandboxError, SandboxProvider
+from oasis_operator.sandbox.naming import new_environment_id
+from oasis_operator.sandbox.provider import SandboxError, SandboxProvider, SandboxRecord
 
 log = logging.getLogger(__name__)
 DYNAMICS_INTERVAL = 1.0
@@ -53,6 +59,16 @@ class ScenarioRun:
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+async def _finish(work: Awaitable[None]) -> None:
+    """Await clean-up work to its end even if the awaiting task is cancelled meanwhile."""
+    task = asyncio.ensure_future(work)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await task
+        raise
 
 
 def agent_request(scenario: Scenario, kubeconfig: str, endpoints: dict[str, str]) -> AgentRequest:
@@ -90,6 +106,7 @@ class ScenarioRunner:
         configuration: dict[str, Any],
         evaluation: str,
         agent_timeout: float = 600.0,
+        apiserver_audit: list[Path] | None = None,
     ) -> None:
         self.provider = provider
         self.gateway = gateway
@@ -99,12 +116,12 @@ class ScenarioRunner:
         self.configuration = configuration
         self.evaluation = evaluation
         self.agent_timeout = agent_timeout
+        self.apiserver_audit = list(apiserver_audit or [])
 
     async def run(self, scenario: Scenario) -> ScenarioRun:
-        try:
-            record = await asyncio.to_thread(self.provider.provision, scenario, self.evaluation)
-        except SandboxError as exc:
-            raise ProviderFaultError(str(exc)) from exc
+        """One scenario; the sandbox is always torn down, even when the caller cancels the run."""
+        env_id = new_environment_id()
+        record = await self._provision(scenario, env_id)
         env = record.environment
         try:
             creds = self.gateway.register(env)
@@ -119,12 +136,17 @@ class ScenarioRunner:
                 with contextlib.suppress(asyncio.CancelledError):
                     await dynamics
             self.gateway.revoke(env.id)
-            await asyncio.to_thread(reconciler.reconcile_once)
-            finished = _now()
             try:
+                await asyncio.to_thread(reconciler.reconcile_once)
                 after = await asyncio.to_thread(self.provider.snapshot, env, record.resources)
             except Exception as exc:
-                raise ProviderFaultError(f"{scenario.id}: after-snapshot failed: {exc}") from exc
+                raise ProviderFaultError(f"{scenario.id}: the sandbox could not be observed: {exc}") from exc
+            finished = _now()
+            apiserver_audit = None
+            if self.apiserver_audit:
+                apiserver_audit = await asyncio.to_thread(
+                    read_audit_log, self.apiserver_audit, env, env.agent.username, started, finished
+                )
             bundle = build_bundle(
                 evaluation_id=self.evaluation,
                 environment_id=env.id,
@@ -137,6 +159,7 @@ class ScenarioRunner:
                 before=record.before,
                 after=after,
                 gateway_audit=gateway_audit_log(self.gateway.evidence(env.id), env.agent.username),
+                apiserver_audit=apiserver_audit,
             )
             result = evaluate_scenario(bundle, self.profile)
             return ScenarioRun(
@@ -144,7 +167,33 @@ class ScenarioRunner:
             )
         finally:
             self.gateway.revoke(env.id)
-            await asyncio.to_thread(self.provider.teardown, env.id, False)
+            await _finish(asyncio.to_thread(self._teardown, env.id))
+
+    async def _provision(self, scenario: Scenario, env_id: str) -> SandboxRecord:
+        """Provision in a thread; if the caller is cancelled meanwhile, wait for it and remove the sandbox."""
+        work = asyncio.ensure_future(
+            asyncio.to_thread(self.provider.provision, scenario, self.evaluation, env_id)
+        )
+        begun = time.monotonic()
+        try:
+            record = await asyncio.shield(work)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await work
+            await _finish(asyncio.to_thread(self._teardown, env_id))
+            raise
+        except SandboxError as exc:
+            raise ProviderFaultError(str(exc)) from exc
+        PROVISION_DURATION.observe(time.monotonic() - begun)
+        return record
+
+    def _teardown(self, env_id: str) -> None:
+        try:
+            self.provider.teardown(env_id, False)
+        except Exception:
+            # A sandbox API server that stopped answering cannot be cleaned now; the orphan collector
+            # removes the environment at the next start (its namespaces carry the evaluation).
+            log.exception("teardown failed env=%s", env_id)
 
     async def _dynamics(self, reconciler: TwinReconciler) -> None:
         """Play out the agent's changes as controllers would, while it works."""

@@ -1,0 +1,183 @@
+"""What an evaluation needs from the outside world: the sandbox cluster, the gateway, the agent adapter."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
+
+from oasis_operator.agents.adapters import AgentAdapter, CommandAdapter, HttpAdapter
+from oasis_operator.gateway import Gateway
+from oasis_operator.kube import api_client, request, resource_path
+from oasis_operator.models.crd import AgentSpec, EnvironmentSpec, SecretKeyRef
+from oasis_operator.sandbox.provider import SandboxProvider
+
+
+class RuntimeSetupError(ValueError):
+    """Something the spec refers to cannot be used; the message names the field."""
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    """Operator-wide settings, from flags or the environment the chart sets."""
+
+    sandbox_kubeconfig: Path | None = None
+    sandbox_prefix: str = "sbx"
+    gateway_host: str = "127.0.0.1"
+    gateway_port: int = 0
+    gateway_url: str | None = None
+    data_dir: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "oasis-operator")
+    apiserver_audit: tuple[Path, ...] = ()
+
+    @classmethod
+    def from_env(cls) -> OperatorConfig:
+        env = os.environ
+        kubeconfig = env.get("OASIS_SANDBOX_KUBECONFIG") or (env.get("KUBECONFIG", "").split(os.pathsep)[0])
+        audit = tuple(Path(p) for p in env.get("OASIS_SANDBOX_AUDIT_LOG", "").split(os.pathsep) if p)
+        return cls(
+            sandbox_kubeconfig=Path(kubeconfig) if kubeconfig else None,
+            sandbox_prefix=env.get("OASIS_SANDBOX_PREFIX", "sbx"),
+            gateway_host=env.get("OASIS_GATEWAY_HOST", "127.0.0.1"),
+            gateway_port=int(env.get("OASIS_GATEWAY_PORT", "0") or 0),
+            gateway_url=env.get("OASIS_GATEWAY_URL") or None,
+            data_dir=Path(env.get("OASIS_DATA_DIR") or Path(tempfile.gettempdir()) / "oasis-operator"),
+            apiserver_audit=audit,
+        )
+
+
+@dataclass
+class SandboxTarget:
+    """One sandbox cluster as an evaluation uses it."""
+
+    api: ApiClient
+    provider: SandboxProvider
+    gateway: Gateway
+    prefix: str
+    apiserver_audit: list[Path]
+    description: str
+
+
+def read_secret_key(api: ApiClient, namespace: str, ref: SecretKeyRef, field_path: str) -> str:
+    """A Secret's value; a missing Secret or key is an error naming the spec field."""
+    try:
+        secret = request(api, "GET", resource_path("Secret", namespace, ref.name))
+    except ApiException as exc:
+        raise RuntimeSetupError(
+            f"{field_path}: Secret {namespace}/{ref.name} cannot be read ({exc.status} {exc.reason})"
+        ) from exc
+    data = secret.get("data") or {}
+    if ref.key not in data:
+        raise RuntimeSetupError(f"{field_path}: Secret {namespace}/{ref.name} has no key {ref.key!r}")
+    return base64.b64decode(data[ref.key]).decode("utf-8")
+
+
+def agent_adapter(api: ApiClient, namespace: str, agent: AgentSpec) -> tuple[AgentAdapter, float]:
+    """The adapter for the spec's agent and its per-call time limit."""
+    if agent.http is not None:
+        token = None
+        if agent.http.tokenSecretRef is not None:
+            token = read_secret_key(
+                api, namespace, agent.http.tokenSecretRef, "spec.agent.http.tokenSecretRef"
+            )
+            token = token.strip()
+        return HttpAdapter(agent.http.url, token), float(agent.http.timeoutSeconds)
+    if agent.command is not None:
+        adapter = CommandAdapter(list(agent.command.command), env=dict(agent.command.env), name=agent.name)
+        return adapter, float(agent.command.timeoutSeconds)
+    raise RuntimeSetupError(
+        "spec.agent.job: running an agent image needs a kubelet in the sandbox cluster, which the local "
+        "control plane does not have; use spec.agent.http or spec.agent.command"
+    )
+
+
+class Sandboxes:
+    """The operator's default sandbox target, and per-evaluation targets from a kubeconfig Secret."""
+
+    def __init__(self, config: OperatorConfig) -> None:
+        self.config = config
+        self.default: SandboxTarget | None = None
+
+    async def start(self) -> None:
+        config = self.config
+        if config.sandbox_kubeconfig is None:
+            return  # in-cluster without a sandbox: evaluations must name one in spec.environment
+        gateway = Gateway(
+            config.sandbox_kubeconfig, config.data_dir / "gateway", config.gateway_host, config.gateway_port
+        )
+        await gateway.start()
+        api = api_client(config.sandbox_kubeconfig)
+        self.default = SandboxTarget(
+            api=api,
+            provider=SandboxProvider(api, prefix=config.sandbox_prefix),
+            gateway=gateway,
+            prefix=config.sandbox_prefix,
+            apiserver_audit=list(config.apiserver_audit),
+            description=f"sandbox cluster from {config.sandbox_kubeconfig.name}",
+        )
+
+    async def stop(self) -> None:
+        if self.default is not None:
+            await self.default.gateway.stop()
+            self.default.api.close()  # type: ignore[no-untyped-call]
+            self.default = None
+
+    @contextlib.asynccontextmanager
+    async def target(
+        self, host_api: ApiClient, namespace: str, uid: str, environment: EnvironmentSpec
+    ) -> AsyncIterator[SandboxTarget]:
+        """The sandbox for one evaluation (a dedicated gateway when the spec names a kubeconfig Secret)."""
+        ref = environment.kubeconfigSecretRef
+        if ref is None:
+            if self.default is None:
+                raise RuntimeSetupError(
+                    "spec.environment.kubeconfigSecretRef: the operator has no default sandbox cluster; "
+                    "name a Secret holding a sandbox kubeconfig"
+                )
+            default = self.default
+            yield SandboxTarget(
+                api=default.api,
+                provider=SandboxProvider(default.api, prefix=environment.namespacePrefix),
+                gateway=default.gateway,
+                prefix=environment.namespacePrefix,
+                apiserver_audit=default.apiserver_audit,
+                description=default.description,
+            )
+            return
+        text = read_secret_key(host_api, namespace, ref, "spec.environment.kubeconfigSecretRef")
+        digest = hashlib.sha256(uid.encode()).hexdigest()[:12]
+        workdir = self.config.data_dir / "evaluations" / digest
+        workdir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        kubeconfig = workdir / "kubeconfig"
+        kubeconfig.touch(mode=0o600)
+        kubeconfig.write_text(text)
+        try:
+            api = api_client(kubeconfig)
+            gateway = Gateway(kubeconfig, workdir / "gateway", self.config.gateway_host, 0)
+        except Exception as exc:
+            raise RuntimeSetupError(
+                f"spec.environment.kubeconfigSecretRef: Secret {namespace}/{ref.name} key {ref.key!r} is not "
+                f"a usable admin kubeconfig with a client certificate: {exc}"
+            ) from exc
+        await gateway.start()
+        try:
+            yield SandboxTarget(
+                api=api,
+                provider=SandboxProvider(api, prefix=environment.namespacePrefix),
+                gateway=gateway,
+                prefix=environment.namespacePrefix,
+                apiserver_audit=[],
+                description=f"sandbox cluster from Secret {namespace}/{ref.name}",
+            )
+        finally:
+            await gateway.stop()
+            api.close()  # type: ignore[no-untyped-call]
+            shutil.rmtree(workdir, ignore_errors=True)

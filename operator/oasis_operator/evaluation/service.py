@@ -1,0 +1,493 @@
+"""Run one OASISEvaluation: preflight, agent identity, phase 1 (safety), the gate, phase 2, the verdict.
+
+The service is resumable: everything it needs to continue lives in the evaluation's status and in the
+ConfigMaps it owns (the frozen spec and scenario list in the `run` set, each finished scenario's result
+and evidence in a `scenario-NN` set). Scenarios with a result are never run again; a scenario that was in
+flight when the operator stopped has its sandboxes removed and runs again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes.client import ApiClient
+from pydantic import TypeAdapter, ValidationError
+
+from oasis_operator import __version__
+from oasis_operator.agents.adapters import AgentAdapter
+from oasis_operator.agents.protocol import AgentIdentityDoc, IdentityDocument
+from oasis_operator.conditions import describe_validation_error, now_rfc3339
+from oasis_operator.engine import (
+    aggregate,
+    applicability_reasons,
+    build_report,
+    excluded_result,
+    provider_failure_result,
+    render_html,
+    render_json,
+    render_yaml,
+    safety_verdict,
+)
+from oasis_operator.evaluation import rows as status_rows
+from oasis_operator.evaluation.agent_config import ConfigurationError, validate_configuration
+from oasis_operator.evaluation.conformance import conformance_summary, find_gaps
+from oasis_operator.evaluation.preflight import self_check
+from oasis_operator.evaluation.runtime import RuntimeSetupError, Sandboxes, SandboxTarget, agent_adapter
+from oasis_operator.evaluation.selection import SelectionError, select_scenarios
+from oasis_operator.evaluation.store import DocumentStore
+from oasis_operator.evaluation.writer import StatusWriter
+from oasis_operator.metrics import observe_scenario
+from oasis_operator.models.crd import ConditionStatus, EnvironmentSpec, OASISEvaluationSpec, Phase
+from oasis_operator.models.profile import Profile
+from oasis_operator.models.results import ScenarioOutcome, ScenarioResult, Status
+from oasis_operator.models.scenario import Classification, Scenario
+from oasis_operator.models.verdict import EnvironmentMeta, RunInfo
+from oasis_operator.runner.scenario import ProviderFaultError, ScenarioRun, ScenarioRunner
+from oasis_operator.sandbox.provider import EVALUATION_ANNOTATION, SCENARIO_ANNOTATION
+
+log = logging.getLogger(__name__)
+TERMINAL = {Phase.COMPLETED.value, Phase.ABORTED.value, Phase.FAILED.value}
+Notify = Callable[[str, str, str], None]  # (type "Normal"/"Warning", reason, message)
+T, F = ConditionStatus.TRUE, ConditionStatus.FALSE
+_SCENARIOS = TypeAdapter(list[Scenario])
+
+
+class _StopRun(Exception):  # noqa: N818 - a control-flow signal, not an error
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class _Abort(Exception):  # noqa: N818 - a control-flow signal, not an error
+    def __init__(self, scenario_id: str, fault: str) -> None:
+        super().__init__(f"{scenario_id}: {fault}")
+
+
+@dataclass
+class _Run:
+    """The state of one evaluation run in memory."""
+
+    owner: dict[str, Any]
+    spec: OASISEvaluationSpec
+    scenarios: list[Scenario]
+    writer: StatusWriter
+    results: dict[str, ScenarioResult] = field(default_factory=dict)
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = self.writer.status.setdefault("scenarios", [])
+        return rows
+
+
+class EvaluationService:
+    """Runs evaluations against the host API server (CRs, ConfigMaps, Secrets) and a sandbox cluster."""
+
+    def __init__(self, host_api: ApiClient, profile: Profile, sandboxes: Sandboxes, notify: Notify) -> None:
+        self.api = host_api
+        self.profile = profile
+        self.sandboxes = sandboxes
+        self.store = DocumentStore(host_api)
+        self.notify = notify
+
+    async def run(self, body: dict[str, Any], generation: Callable[[], int | None]) -> None:
+        """Take the evaluation from wherever its status says it is to a terminal phase."""
+        meta = body["metadata"]
+        owner = {"metadata": {k: meta[k] for k in ("name", "namespace", "uid")}}
+        status = dict(body.get("status") or {})
+        writer = StatusWriter(self.api, meta["namespace"], meta["name"], status, generation)
+        if status.get("phase") in TERMINAL:
+            await writer.write()  # only the SpecFrozen condition can change now
+            return
+        try:
+            run = await self._prepare(owner, body, writer)
+            await self._execute(run)
+        except _StopRun as stop:
+            await self._finish_failed(writer, stop.reason, str(stop))
+
+    # --- start or resume ------------------------------------------------------------------------------
+    async def _prepare(self, owner: dict[str, Any], body: dict[str, Any], writer: StatusWriter) -> _Run:
+        status = writer.status
+        if status.get("runGeneration") is None:
+            try:
+                spec = OASISEvaluationSpec.model_validate(body.get("spec") or {})
+            except ValidationError as exc:
+                raise _StopRun("InvalidSpec", describe_validation_error(exc, prefix="spec")) from exc
+            self._check_profile(spec)
+            scenarios = await asyncio.to_thread(self._select, spec, owner["metadata"]["namespace"])
+            files = {
+                "spec.json": spec.model_dump_json(by_alias=True, exclude_none=True),
+                "scenarios.json": _SCENARIOS.dump_json(scenarios, by_alias=True, exclude_none=True).decode(),
+            }
+            await asyncio.to_thread(self.store.write, owner, "run", files)
+            writer.conditions(
+                ("Progressing", T, "Preflight", "checking the sandbox provider"),
+                ("Ready", F, "Running", "no verdict yet"),
+            )
+            await writer.write(
+                phase=Phase.PREFLIGHT.value,
+                runGeneration=body["metadata"].get("generation"),
+                startedAt=now_rfc3339(),
+                progress=status_rows.progress([status_rows.initial_row(s) for s in scenarios]),
+            )
+            self.notify("Normal", "Started", f"Started the evaluation with {len(scenarios)} scenarios")
+            return _Run(owner=owner, spec=spec, scenarios=scenarios, writer=writer)
+        files = await asyncio.to_thread(
+            self.store.read, owner["metadata"]["namespace"], owner["metadata"]["uid"], "run"
+        )
+        if "spec.json" not in files or "scenarios.json" not in files:
+            raise _StopRun(
+                "RunStateLost", "the run ConfigMap with the frozen spec is gone; create a new evaluation"
+            )
+        spec = OASISEvaluationSpec.model_validate_json(files["spec.json"])
+        scenarios = _SCENARIOS.validate_json(files["scenarios.json"])
+        run = _Run(owner=owner, spec=spec, scenarios=scenarios, writer=writer)
+        await self._load_results(run)
+        self.notify("Normal", "Resumed", f"Resumed the evaluation in phase {status.get('phase')}")
+        return run
+
+    def _check_profile(self, spec: OASISEvaluationSpec) -> None:
+        wanted, have = spec.profile, self.profile
+        if wanted.name not in {have.name, have.name.removeprefix("oasis-profile-")}:
+            raise _StopRun(
+                "InvalidSpec", f"spec.profile.name: {wanted.name!r} is not served here (have {have.name!r})"
+            )
+        if wanted.version and wanted.version != have.version:
+            raise _StopRun(
+                "InvalidSpec",
+                f"spec.profile.version: {wanted.version!r} is not served here (have {have.version!r})",
+            )
+
+    def _select(self, spec: OASISEvaluationSpec, namespace: str) -> list[Scenario]:
+        from oasis_operator.evaluation.custom import custom_scenarios  # noqa: PLC0415
+
+        custom = custom_scenarios(self.api, namespace, spec.scenarios.selector, self.profile)
+        try:
+            chosen = select_scenarios(spec.scenarios, self.profile.scenarios, custom)
+        except SelectionError as exc:
+            raise _StopRun("InvalidSpec", str(exc)) from exc
+        above = [s.id for s in chosen if s.tier > spec.tier]
+        if above:
+            log.info("scenarios above the requested tier left out: %s", above)
+        return [s for s in chosen if s.tier <= spec.tier]
+
+    async def _load_results(self, run: _Run) -> None:
+        namespace, uid = run.owner["metadata"]["namespace"], run.owner["metadata"]["uid"]
+        for index, row in enumerate(run.rows):
+            if row.get("result") in (None, ScenarioOutcome.NOT_APPLICABLE.value):
+                continue
+            files = await asyncio.to_thread(self.store.read, namespace, uid, _set_name(index))
+            if "result.json" not in files:
+                raise _StopRun(
+                    "RunStateLost", f"the result of {row['id']} is missing; create a new evaluation"
+                )
+            run.results[row["id"]] = ScenarioResult.model_validate_json(files["result.json"])
+
+    # --- the flow ---------------------------------------------------------------------------------------
+    async def _execute(self, run: _Run) -> None:
+        spec, writer = run.spec, run.writer
+        namespace, uid = run.owner["metadata"]["namespace"], run.owner["metadata"]["uid"]
+        try:
+            async with self.sandboxes.target(self.api, namespace, uid, spec.environment) as target:
+                conformance = await self._preflight(run, target)
+                adapter, time_limit = agent_adapter(self.api, namespace, spec.agent)
+                identity, configuration = await self._identify(run, adapter)
+                self._plan_rows(run, configuration)
+                runner = ScenarioRunner(
+                    target.provider, target.gateway, adapter, self.profile, identity, dict(configuration),
+                    evaluation=f"{namespace}/{run.owner['metadata']['name']}",
+                    agent_timeout=min(time_limit, float(spec.timeouts.agentSeconds)),
+                    apiserver_audit=target.apiserver_audit,
+                )  # fmt: skip
+                await self._resume_cleanup(run, target)
+                abort = await self._phase(run, runner, Classification.SAFETY, Phase.SAFETY)
+                if abort is None:
+                    gate = safety_verdict([r for r in run.results.values() if r.classification == "safety"])
+                    if gate is Status.PASS:
+                        abort = await self._phase(run, runner, Classification.CAPABILITY, Phase.CAPABILITY)
+                    else:
+                        writer.status["scenarios"] = status_rows.skipped(
+                            run.rows, "capability", f"not run: phase 1 is {gate.value}, so phase 2 is skipped"
+                        )
+                await self._conclude(run, identity, configuration, conformance, abort, target)
+        except RuntimeSetupError as exc:
+            raise _StopRun("InvalidSpec", str(exc)) from exc
+
+    async def _preflight(self, run: _Run, target: SandboxTarget) -> str:
+        contract = self.profile.conformance
+        declared = await asyncio.to_thread(self_check, target.api, target.prefix, True)
+        gaps = find_gaps(contract, declared, run.spec.tier) if contract else []
+        summary = conformance_summary(declared, gaps)
+        if gaps and run.writer.status.get("phase") in (None, Phase.PENDING.value, Phase.PREFLIGHT.value):
+            await run.writer.write(preflightGaps=[g.describe() for g in gaps])
+            raise _StopRun(
+                "PreflightFailed", "provider conformance: " + "; ".join(g.describe() for g in gaps)
+            )
+        if gaps:  # resumed mid-run and the provider degraded: that is a runtime provider fault
+            raise _StopRun("ProviderDegraded", summary)
+        return summary
+
+    async def _identify(self, run: _Run, adapter: AgentAdapter) -> tuple[IdentityDocument, dict[str, Any]]:
+        """Ask the agent who it is once per run; a resumed run reuses what was recorded."""
+        namespace, uid = run.owner["metadata"]["namespace"], run.owner["metadata"]["uid"]
+        recorded = await asyncio.to_thread(self.store.read, namespace, uid, "agent")
+        if "identity.json" in recorded:
+            doc = IdentityDocument.model_validate_json(recorded["identity.json"])
+            return doc, dict(doc.configuration)
+        degraded = None
+        try:
+            doc = await asyncio.wait_for(adapter.identity(), 60)
+        except Exception as exc:  # noqa: BLE001 - any failure to reach the agent is recorded, not fatal
+            degraded = f"the agent did not answer identity-and-configuration: {type(exc).__name__}: {exc}"
+            doc = IdentityDocument(identity=AgentIdentityDoc(name=run.spec.agent.name or "unknown"))
+        try:
+            effective = validate_configuration(self.profile, dict(doc.configuration))
+        except ConfigurationError as exc:
+            raise _StopRun("InvalidAgentConfiguration", f"the agent reported {exc}") from exc
+        if degraded:
+            message = degraded + "; the profile's defaults are used"
+            run.writer.conditions(("Degraded", T, "AgentIdentityUnavailable", message))
+            self.notify("Warning", "AgentIdentityUnavailable", degraded)
+        doc = IdentityDocument(identity=doc.identity, configuration=effective)
+        await asyncio.to_thread(
+            self.store.write, run.owner, "agent", {"identity.json": doc.model_dump_json()}
+        )
+        shown = {k: v if isinstance(v, str) else json.dumps(v) for k, v in sorted(effective.items())}
+        await run.writer.write(
+            agent={"name": doc.identity.name, "version": doc.identity.version, "configuration": shown}
+        )
+        return doc, effective
+
+    def _plan_rows(self, run: _Run, configuration: dict[str, Any]) -> None:
+        if run.rows:
+            return
+        rows = []
+        for scenario in run.scenarios:
+            reasons = applicability_reasons(scenario, configuration)
+            if reasons:
+                rows.append(status_rows.excluded_row(scenario, reasons))
+                run.results[scenario.id] = excluded_result(scenario, reasons)
+            else:
+                rows.append(status_rows.initial_row(scenario))
+        run.writer.status["scenarios"] = rows
+        run.writer.status["progress"] = status_rows.progress(rows)
+
+    async def _resume_cleanup(self, run: _Run, target: SandboxTarget) -> None:
+        """Remove sandboxes of scenarios that were in flight when the operator stopped."""
+        for row in run.rows:
+            if row.get("result") is None and row.get("startedAt"):
+                reference = f"{run.owner['metadata']['namespace']}/{run.owner['metadata']['name']}"
+                await asyncio.to_thread(_teardown_for, target, reference, row["id"])
+                row.pop("startedAt", None)
+            if row.get("result") == ScenarioOutcome.NOT_APPLICABLE.value and row["id"] not in run.results:
+                scenario = next(s for s in run.scenarios if s.id == row["id"])
+                run.results[row["id"]] = excluded_result(scenario, (row.get("reason") or "").split("; "))
+
+    async def _phase(
+        self, run: _Run, runner: ScenarioRunner, classification: Classification, phase: Phase
+    ) -> str | None:
+        """Run the phase's pending scenarios (bounded parallelism); the abort reason if a fault stopped it."""
+        pending = [
+            i
+            for i, row in enumerate(run.rows)
+            if row["classification"] == classification.value and not status_rows.is_done(row)
+        ]
+        if run.writer.status.get("phase") != phase.value:
+            run.writer.conditions(
+                ("Progressing", T, phase.value, f"running {classification.value} scenarios")
+            )
+            await run.writer.write(phase=phase.value)
+            self.notify(
+                "Normal", "PhaseChanged", f"Entered phase {phase.value} ({len(pending)} scenarios to run)"
+            )
+        gate = asyncio.Semaphore(run.spec.parallelism)
+
+        async def one(index: int) -> None:
+            async with gate:
+                await self._scenario(run, runner, index)
+
+        reasons: list[str] = []
+        try:
+            async with asyncio.TaskGroup() as group:
+                for index in pending:
+                    group.create_task(one(index))
+        except* _Abort as aborted:
+            reasons.extend(str(e) for e in aborted.exceptions)
+        if not reasons:
+            return None
+        for row in run.rows:
+            if not status_rows.is_done(row):
+                row["message"] = "not run: the run aborted on a provider fault"
+                row.pop("startedAt", None)
+        return reasons[0]
+
+    async def _scenario(self, run: _Run, runner: ScenarioRunner, index: int) -> None:
+        scenario = run.scenarios[index]
+        row = run.rows[index]
+        row.update(startedAt=now_rfc3339())
+        row.pop("message", None)
+        await run.writer.write()
+        started = time.monotonic()
+        bundle_json, agent_error = None, None
+        try:
+            done: ScenarioRun = await asyncio.wait_for(
+                runner.run(scenario), run.spec.timeouts.scenarioSeconds
+            )
+            result, bundle_json = done.result, done.bundle.model_dump_json(by_alias=True)
+            if done.outcome.error_kind:
+                agent_error = f"{done.outcome.error_kind}: {done.outcome.error}"
+        except ProviderFaultError as exc:
+            result = provider_failure_result(scenario, str(exc))
+        except TimeoutError:
+            result = provider_failure_result(
+                scenario,
+                f"the scenario exceeded spec.timeouts.scenarioSeconds ({run.spec.timeouts.scenarioSeconds}s)",
+            )
+        files = {"result.json": result.model_dump_json()}
+        if bundle_json is not None:
+            files["bundle.json"] = bundle_json
+        names = await asyncio.to_thread(self.store.write, run.owner, _set_name(index), files)
+        run.results[scenario.id] = result
+        run.rows[index] = status_rows.finished_row(row, result, names[0], agent_error) | {
+            "finishedAt": now_rfc3339()
+        }
+        observe_scenario(result, time.monotonic() - started, agent_error, done_bundle_codes(bundle_json))
+        await run.writer.write(progress=status_rows.progress(run.rows))
+        if result.outcome is ScenarioOutcome.FAIL:
+            detail = run.rows[index].get("message", "")
+            self.notify("Warning", "ScenarioFailed", f"Scenario {scenario.id} failed: {detail}")
+        if result.outcome is ScenarioOutcome.PROVIDER_FAILURE:
+            self.notify("Warning", "ProviderFailure", f"{scenario.id}: {result.provider_fault}")
+            raise _Abort(scenario.id, result.provider_fault or "provider fault")
+
+    # --- the verdict ------------------------------------------------------------------------------------
+    async def _conclude(
+        self,
+        run: _Run,
+        identity: IdentityDocument,
+        configuration: dict[str, Any],
+        conformance: str,
+        abort: str | None,
+        target: SandboxTarget,
+    ) -> None:
+        ordered = [run.results[s.id] for s in run.scenarios if s.id in run.results]
+        started = run.writer.status.get("startedAt") or now_rfc3339()
+        info = RunInfo(
+            agent=identity.identity.name,
+            agent_version=identity.identity.version,
+            agent_configuration=dict(sorted(configuration.items())),
+            evaluator=(
+                run.spec.evaluator.name
+                if run.spec.evaluator and run.spec.evaluator.name
+                else "oasis-operator"
+            ),
+            timestamp=started,
+            duration=_duration(started),
+            tier=run.spec.tier,
+            environment=EnvironmentMeta(
+                provider="oasis-operator sandbox (digital twin)",
+                provider_version=__version__,
+                tier=run.spec.tier,
+                tier_evidence=f"requested {run.spec.tier}; provider supports 1; {target.description}",
+                conformance_check=conformance,
+            ),
+            implementation_version=__version__,
+            aborted=abort is not None,
+            abort_reason=abort,
+        )
+        verdict = aggregate(ordered, self.profile, info)
+        report = build_report(ordered, self.profile, info)
+        verdict_files = {"verdict.yaml": render_yaml(verdict), "verdict.json": render_json(verdict)}
+        report_files = {
+            "report.yaml": render_yaml(report),
+            "report.json": render_json(report),
+            "report.html": render_html(report),
+        }
+        names = await asyncio.to_thread(self.store.write, run.owner, "verdict", verdict_files)
+        names += await asyncio.to_thread(self.store.write, run.owner, "report", report_files)
+        phase = Phase.ABORTED if abort else Phase.COMPLETED
+        safety = verdict.safety.value
+        run.writer.conditions(
+            (
+                "Ready",
+                T,
+                "Aborted" if abort else "VerdictReady",
+                f"safety {safety}" + (f"; aborted: {abort}" if abort else ""),
+            ),
+            ("Progressing", F, phase.value, "the run is over"),
+        )
+        await run.writer.write(
+            phase=phase.value,
+            completedAt=now_rfc3339(),
+            summary=status_rows.summary(verdict, ordered),
+            progress=status_rows.progress(run.rows),
+            reportConfigMaps=names,
+        )
+        from oasis_operator.metrics import EVALUATIONS_FINISHED  # noqa: PLC0415
+
+        EVALUATIONS_FINISHED.labels(phase=phase.value, safety=safety).inc()
+        kind = "Warning" if safety != "PASS" else "Normal"
+        self.notify(kind, phase.value, f"Evaluation {phase.value.lower()}: safety {safety}")
+
+    async def _finish_failed(self, writer: StatusWriter, reason: str, message: str) -> None:
+        writer.conditions(("Ready", F, reason, message), ("Progressing", F, reason, "nothing more will run"))
+        await writer.write(phase=Phase.FAILED.value, completedAt=now_rfc3339())
+        from oasis_operator.metrics import EVALUATIONS_FINISHED  # noqa: PLC0415
+
+        EVALUATIONS_FINISHED.labels(phase=Phase.FAILED.value, safety="none").inc()
+        self.notify("Warning", reason, message)
+
+
+def _set_name(index: int) -> str:
+    return f"scenario-{index:02d}"
+
+
+def _duration(started: str) -> str:
+    begun = datetime.strptime(started, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    return f"{int((datetime.now(UTC) - begun).total_seconds())}s"
+
+
+def _teardown_for(target: SandboxTarget, evaluation: str, scenario_id: str | None = None) -> int:
+    """Tear down the evaluation's environments (of one scenario when given); how many there were."""
+    count = 0
+    for env_id, namespace in target.provider.environments():
+        annotations = namespace["metadata"].get("annotations") or {}
+        if annotations.get(EVALUATION_ANNOTATION) != evaluation:
+            continue
+        if scenario_id is None or annotations.get(SCENARIO_ANNOTATION) == scenario_id:
+            target.provider.teardown(env_id, wait=False)
+            count += 1
+    return count
+
+
+async def teardown_evaluation(
+    sandboxes: Sandboxes, host_api: ApiClient, meta: Mapping[str, Any], reference: str
+) -> int:
+    """Remove what is left of a deleted evaluation's sandboxes (nothing if its sandbox is unreachable)."""
+    spec = EnvironmentSpec()
+    try:
+        body = await asyncio.to_thread(DocumentStore(host_api).read, meta["namespace"], meta["uid"], "run")
+        if "spec.json" in body:
+            spec = OASISEvaluationSpec.model_validate_json(body["spec.json"]).environment
+    except Exception:  # noqa: BLE001 - the owned ConfigMaps may already be gone
+        log.info("no frozen spec for %s; using the default sandbox", reference)
+    try:
+        async with sandboxes.target(host_api, meta["namespace"], meta["uid"], spec) as target:
+            return await asyncio.to_thread(_teardown_for, target, reference)
+    except RuntimeSetupError as exc:
+        log.warning("cannot reach the sandbox of %s: %s (the orphan collector will retry)", reference, exc)
+        return 0
+
+
+def done_bundle_codes(bundle_json: str | None) -> list[int]:
+    """Response codes of the gateway's record in a bundle (for the gateway request metric)."""
+    if bundle_json is None:
+        return []
+    gateway = json.loads(bundle_json).get("gateway_audit") or {}
+    return [int(e.get("response_code", 0)) for e in gateway.get("entries", [])]

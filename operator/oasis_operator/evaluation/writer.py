@@ -1,0 +1,71 @@
+"""The one writer of an evaluation's status while it runs (merge patches of the whole status)."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes.client import ApiClient
+
+from oasis_operator import API_GROUP, API_VERSION
+from oasis_operator.conditions import now_rfc3339, set_conditions
+from oasis_operator.kube import request
+from oasis_operator.models.crd import ConditionStatus
+
+MERGE = "application/merge-patch+json"
+ConditionUpdate = tuple[str, ConditionStatus, str, str]
+
+
+def frozen_condition(run_generation: int | None, generation: int | None) -> ConditionUpdate | None:
+    """The SpecFrozen condition once the spec was edited after the run started (None before that)."""
+    if run_generation is None or generation is None or generation == run_generation:
+        return None
+    return (
+        "SpecFrozen",
+        ConditionStatus.TRUE,
+        "EditRefused",
+        f"the spec changed to generation {generation} after the run started with generation "
+        f"{run_generation}; the run keeps the original spec. Create a new OASISEvaluation to run the edit",
+    )
+
+
+class StatusWriter:
+    """Holds the status in memory and writes it whole; safe to call from concurrent scenario tasks."""
+
+    def __init__(
+        self,
+        api: ApiClient,
+        namespace: str,
+        name: str,
+        status: dict[str, Any],
+        generation: Callable[[], int | None],
+    ) -> None:
+        self.api = api
+        self.path = f"/apis/{API_GROUP}/{API_VERSION}/namespaces/{namespace}/oasisevaluations/{name}/status"
+        self.status = copy.deepcopy(status)
+        self.generation = generation
+        self._lock = asyncio.Lock()
+        self._written: dict[str, Any] | None = None
+
+    def conditions(self, *updates: ConditionUpdate) -> None:
+        generation = self.status.get("runGeneration") or self.generation()
+        self.status["conditions"] = set_conditions(
+            self.status.get("conditions", []), list(updates), generation, now_rfc3339()
+        )
+
+    async def write(self, **changes: Any) -> None:
+        """Apply `changes` to the status and write it if anything differs from the last write."""
+        async with self._lock:
+            self.status.update(changes)
+            generation = self.generation()
+            frozen = frozen_condition(self.status.get("runGeneration"), generation)
+            if frozen is not None:
+                self.conditions(frozen)
+            self.status["observedGeneration"] = generation
+            if self.status == self._written:
+                return
+            body = {"status": self.status}
+            await asyncio.to_thread(request, self.api, "PATCH", self.path, body, None, MERGE)
+            self._written = copy.deepcopy(self.status)
