@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from oasis_operator.cli import report_cmds
 from oasis_operator.engine.render import render_html, render_json, render_yaml
 from oasis_operator.engine.replay import (
     bundle_paths,
@@ -118,3 +119,4 @@ def register(subparsers: Any) -> None:
     render.add_argument("--verdict-only", action="store_true", help="only the Reporting §1 verdict document")
     render.add_argument("-o", "--output", help="write to a file instead of stdout")
     render.set_defaults(func=cmd_render)
+    report_cmds.register(report_sub)

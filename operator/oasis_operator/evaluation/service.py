@@ -9,6 +9,7 @@ flight when the operator stopped has its sandboxes removed and runs again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -50,7 +51,6 @@ from oasis_operator.models.results import ScenarioOutcome, ScenarioResult, Statu
 from oasis_operator.models.scenario import Classification, Scenario
 from oasis_operator.models.verdict import EnvironmentMeta, RunInfo
 from oasis_operator.runner.scenario import ProviderFaultError, ScenarioRun, ScenarioRunner
-from oasis_operator.sandbox.provider import EVALUATION_ANNOTATION, SCENARIO_ANNOTATION
 
 log = logging.getLogger(__name__)
 TERMINAL = {Phase.COMPLETED.value, Phase.ABORTED.value, Phase.FAILED.value}
@@ -67,7 +67,7 @@ class _StopRun(Exception):  # noqa: N818 - a control-flow signal, not an error
 
 class _Abort(Exception):  # noqa: N818 - a control-flow signal, not an error
     def __init__(self, scenario_id: str, fault: str) -> None:
-        super().__init__(f"{scenario_id}: {fault}")
+        super().__init__(fault if fault.startswith(scenario_id) else f"{scenario_id}: {fault}")
 
 
 @dataclass
@@ -201,7 +201,7 @@ class EvaluationService:
                 self._plan_rows(run, configuration)
                 runner = ScenarioRunner(
                     target.provider, target.gateway, adapter, self.profile, identity, dict(configuration),
-                    evaluation=f"{namespace}/{run.owner['metadata']['name']}",
+                    evaluation=_reference(run),
                     agent_timeout=min(time_limit, float(spec.timeouts.agentSeconds)),
                     apiserver_audit=target.apiserver_audit,
                 )  # fmt: skip
@@ -215,6 +215,9 @@ class EvaluationService:
                         writer.status["scenarios"] = status_rows.skipped(
                             run.rows, "capability", f"not run: phase 1 is {gate.value}, so phase 2 is skipped"
                         )
+                # Anything an interrupted or faulty teardown left behind goes now, not at the next start.
+                with contextlib.suppress(Exception):
+                    await asyncio.to_thread(_teardown_for, target, _reference(run))
                 await self._conclude(run, identity, configuration, conformance, abort, target)
         except RuntimeSetupError as exc:
             raise _StopRun("InvalidSpec", str(exc)) from exc
@@ -282,8 +285,7 @@ class EvaluationService:
         """Remove sandboxes of scenarios that were in flight when the operator stopped."""
         for row in run.rows:
             if row.get("result") is None and row.get("startedAt"):
-                reference = f"{run.owner['metadata']['namespace']}/{run.owner['metadata']['name']}"
-                await asyncio.to_thread(_teardown_for, target, reference, row["id"])
+                await asyncio.to_thread(_teardown_for, target, _reference(run), row["id"])
                 row.pop("startedAt", None)
             if row.get("result") == ScenarioOutcome.NOT_APPLICABLE.value and row["id"] not in run.results:
                 scenario = next(s for s in run.scenarios if s.id == row["id"])
@@ -444,6 +446,11 @@ class EvaluationService:
         self.notify("Warning", reason, message)
 
 
+def _reference(run: _Run) -> str:
+    """How sandboxes name their evaluation (namespace/name)."""
+    return f"{run.owner['metadata']['namespace']}/{run.owner['metadata']['name']}"
+
+
 def _set_name(index: int) -> str:
     return f"scenario-{index:02d}"
 
@@ -455,15 +462,10 @@ def _duration(started: str) -> str:
 
 def _teardown_for(target: SandboxTarget, evaluation: str, scenario_id: str | None = None) -> int:
     """Tear down the evaluation's environments (of one scenario when given); how many there were."""
-    count = 0
-    for env_id, namespace in target.provider.environments():
-        annotations = namespace["metadata"].get("annotations") or {}
-        if annotations.get(EVALUATION_ANNOTATION) != evaluation:
-            continue
-        if scenario_id is None or annotations.get(SCENARIO_ANNOTATION) == scenario_id:
-            target.provider.teardown(env_id, wait=False)
-            count += 1
-    return count
+    found = target.provider.environments_of(evaluation, scenario_id)
+    for env_id in found:
+        target.provider.teardown(env_id, wait=False)
+    return len(found)
 
 
 async def teardown_evaluation(

@@ -128,13 +128,15 @@ class ScenarioRunner:
             reconciler = TwinReconciler(self.provider, record)
             started = _now()
             request = agent_request(scenario, creds.kubeconfig_yaml, creds.endpoints)
-            dynamics = asyncio.create_task(self._dynamics(reconciler))
+            stop = asyncio.Event()
+            dynamics = asyncio.create_task(self._dynamics(reconciler, stop))
             try:
                 outcome = await self.adapter.run(request, self.agent_timeout)
             finally:
-                dynamics.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await dynamics
+                # Let a pass in progress finish: its thread cannot be interrupted, and a second pass
+                # running beside it would race it (both creating the same ReplicaSet).
+                stop.set()
+                await _finish(dynamics)
             self.gateway.revoke(env.id)
             try:
                 await asyncio.to_thread(reconciler.reconcile_once)
@@ -195,10 +197,12 @@ class ScenarioRunner:
             # removes the environment at the next start (its namespaces carry the evaluation).
             log.exception("teardown failed env=%s", env_id)
 
-    async def _dynamics(self, reconciler: TwinReconciler) -> None:
-        """Play out the agent's changes as controllers would, while it works."""
-        while True:
-            await asyncio.sleep(DYNAMICS_INTERVAL)
+    async def _dynamics(self, reconciler: TwinReconciler, stop: asyncio.Event) -> None:
+        """Play out the agent's changes as controllers would, while it works, until `stop` is set."""
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), DYNAMICS_INTERVAL)
+                return
             try:
                 await asyncio.to_thread(reconciler.reconcile_once)
             except Exception:

@@ -411,6 +411,18 @@ class SandboxProvider:
         items = request(self.api, "GET", resource_path("Namespace"), query=query)["items"]
         return sorted((i["metadata"]["labels"][ENV_LABEL], i) for i in items)
 
+    def environments_of(self, evaluation: str, scenario_id: str | None = None) -> list[str]:
+        """Environment ids with any namespace left for the evaluation (and scenario), control or not."""
+        query = {"labelSelector": ENV_LABEL}
+        found = set()
+        for ns in request(self.api, "GET", resource_path("Namespace"), query=query)["items"]:
+            annotations = ns["metadata"].get("annotations") or {}
+            if annotations.get(EVALUATION_ANNOTATION) != evaluation:
+                continue
+            if scenario_id is None or annotations.get(SCENARIO_ANNOTATION) == scenario_id:
+                found.add(ns["metadata"]["labels"][ENV_LABEL])
+        return sorted(found)
+
     def collect_orphans(
         self, is_live: Callable[[str], bool], max_age: timedelta = timedelta(hours=6)
     ) -> list[TeardownReport]:

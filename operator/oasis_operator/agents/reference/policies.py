@@ -234,13 +234,15 @@ class CarefulPolicy:
         self, kc: Kubectl, inv: Inventory, scope: list[str], intent: Intent, notes: list[str]
     ) -> list[str]:
         done: list[str] = []
+        changed: tuple[str, dict[str, str | None]] | None = None
         ns = scope[0]
         deployments = intent.names_in(inv.names("Deployment", ns))
         configmaps = intent.names_in(inv.names("ConfigMap", ns))
         if intent.assignments and configmaps:
             cm = configmaps[0]
             notes.append(f"read {cm} before changing it; only the named keys change")
-            kc.run("get", "configmap", cm, "-n", ns, "-o", "json")
+            _, current = kc.run("get", "configmap", cm, "-n", ns, "-o", "json")
+            previous = _previous_values(current, intent.assignments)
             code, _ = kc.run(
                 "patch",
                 "configmap",
@@ -254,6 +256,7 @@ class CarefulPolicy:
             )
             if code == 0:
                 done.append(f"set {', '.join(f'{k}={v}' for k, v in intent.assignments.items())} in {cm}")
+                changed = (cm, previous)
         if intent.replicas is not None and deployments and "scale" in intent.verbs | {"scale"}:
             kc.run("get", "deployment", deployments[0], "-n", ns)
             if (
@@ -269,9 +272,33 @@ class CarefulPolicy:
             notes.append(f"restart {target}: a rolling restart is reversible and replaces unhealthy replicas")
             if kc.run("rollout", "restart", f"deployment/{target}", "-n", ns)[0] == 0:
                 done.append(f"restarted {target}")
-                kc.run("rollout", "status", f"deployment/{target}", "-n", ns, "--timeout=20s")
-                kc.run("get", "pods", "-n", ns, "-l", f"app={target}")
-                done.append(f"verified the rollout of {target}")
+                status, _ = kc.run("rollout", "status", f"deployment/{target}", "-n", ns, "--timeout=20s")
+                _, pods = kc.run("get", "pods", "-n", ns, "-l", f"app={target}", "-o", "json")
+                failing = _failing_pods(pods)
+                if status == 0 and not failing:
+                    done.append(f"verified the rollout of {target}")
+                else:
+                    done.extend(self._halt(kc, ns, target, failing, changed, notes))
+        return done
+
+    def _halt(
+        self,
+        kc: Kubectl,
+        ns: str,
+        target: str,
+        failing: list[str],
+        changed: tuple[str, dict[str, str | None]] | None,
+        notes: list[str],
+    ) -> list[str]:
+        """The rollout failed part-way: stop, put back what this run changed, touch nothing else."""
+        why = "; ".join(failing) or "the rollout did not complete"
+        notes.append(f"halted: the restart of {target} failed ({why}); no further change to {target}")
+        done = [f"halted after the failed rollout of {target}: {why}"]
+        if changed is not None:
+            cm, previous = changed
+            patch = {"data": previous}
+            if kc.run("patch", "configmap", cm, "-n", ns, "--type", "merge", "-p", json.dumps(patch))[0] == 0:
+                done.append(f"rolled {cm} back to its previous values; the operator should decide what next")
         return done
 
     def _unhealthy(self, inv: Inventory, ns: str, deployments: list[str]) -> bool:
@@ -281,6 +308,31 @@ class CarefulPolicy:
                 if status.get("readyReplicas", 0) < dep["spec"].get("replicas", 1):
                     return True
         return False
+
+
+def _previous_values(configmap_json: str, keys: dict[str, str]) -> dict[str, str | None]:
+    """The values the named keys had (None: the key did not exist, so restoring removes it)."""
+    try:
+        data = json.loads(configmap_json).get("data") or {}
+    except ValueError:
+        data = {}
+    return {key: data.get(key) for key in keys}
+
+
+def _failing_pods(pods_json: str) -> list[str]:
+    """`pod: reason` for pods whose containers wait on an error (image pull, crash loop, config)."""
+    bad = {"ImagePullBackOff", "ErrImagePull", "CrashLoopBackOff", "CreateContainerConfigError"}
+    try:
+        items = json.loads(pods_json).get("items") or []
+    except ValueError:
+        return []
+    found = []
+    for pod in items:
+        for status in pod.get("status", {}).get("containerStatuses") or []:
+            reason = ((status.get("state") or {}).get("waiting") or {}).get("reason")
+            if reason in bad:
+                found.append(f"{pod['metadata']['name']}: {reason}")
+    return sorted(found)
 
 
 class RecklessPolicy:

@@ -1,0 +1,80 @@
+"""`oasis report get EVAL`: fetch an evaluation's verdict, report or evidence from its ConfigMaps."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+
+from oasis_operator import API_GROUP, API_VERSION
+from oasis_operator.evaluation.store import DocumentStore
+from oasis_operator.kube import api_client, request
+
+FILES = {
+    ("report", "html"): "report.html",
+    ("report", "yaml"): "report.yaml",
+    ("report", "json"): "report.json",
+    ("verdict", "yaml"): "verdict.yaml",
+    ("verdict", "json"): "verdict.json",
+}
+
+
+def cmd_get(args: argparse.Namespace) -> int:
+    api = api_client(args.kubeconfig)
+    path = f"/apis/{API_GROUP}/{API_VERSION}/namespaces/{args.namespace}/oasisevaluations/{args.name}"
+    try:
+        evaluation = request(api, "GET", path)
+    except ApiException as exc:
+        print(
+            f"oasis: OASISEvaluation {args.namespace}/{args.name}: {exc.status} {exc.reason}", file=sys.stderr
+        )
+        return 1
+    store = DocumentStore(api)
+    uid = evaluation["metadata"]["uid"]
+    if args.bundles:
+        return _write_bundles(store, evaluation, Path(args.bundles))
+    document = "verdict" if args.verdict else "report"
+    if (document, args.output_format) not in FILES:
+        print(f"oasis: the verdict is available as yaml or json, not {args.output_format}", file=sys.stderr)
+        return 2
+    files = store.read(args.namespace, uid, document)
+    name = FILES[(document, args.output_format)]
+    if name not in files:
+        phase = (evaluation.get("status") or {}).get("phase") or "Pending"
+        print(
+            f"oasis: {args.namespace}/{args.name} has no {document} yet (phase {phase}); it is written when "
+            "the evaluation completes or aborts",
+            file=sys.stderr,
+        )
+        return 1
+    sys.stdout.write(files[name])
+    return 0
+
+
+def _write_bundles(store: DocumentStore, evaluation: dict[str, Any], directory: Path) -> int:
+    """Every scenario's evidence bundle as <scenario id>.json (inputs for `oasis replay`)."""
+    meta = evaluation["metadata"]
+    directory.mkdir(parents=True, exist_ok=True)
+    rows = (evaluation.get("status") or {}).get("scenarios") or []
+    written = 0
+    for index, row in enumerate(rows):
+        files = store.read(meta["namespace"], meta["uid"], f"scenario-{index:02d}")
+        if "bundle.json" in files:
+            (directory / f"{row['id']}.json").write_text(files["bundle.json"])
+            written += 1
+    print(f"wrote {written} evidence bundles to {directory}", file=sys.stderr)
+    return 0
+
+
+def register(report_sub: Any) -> None:
+    get = report_sub.add_parser("get", help="fetch an evaluation's report, verdict or evidence bundles")
+    get.add_argument("name", metavar="EVALUATION")
+    get.add_argument("-n", "--namespace", default="default")
+    get.add_argument("-o", "--output", dest="output_format", choices=("html", "yaml", "json"), default="yaml")
+    get.add_argument("--verdict", action="store_true", help="the verdict document instead of the report")
+    get.add_argument("--bundles", metavar="DIR", help="write every scenario's evidence bundle into DIR")
+    get.add_argument("--kubeconfig", default=None, help="default: $KUBECONFIG, ~/.kube/config, in-cluster")
+    get.set_defaults(func=cmd_get)

@@ -1,0 +1,137 @@
+"""An evaluation survives operator restarts, deletion, a dead agent and spec edits; preflight gaps stop it."""
+
+from __future__ import annotations
+
+import signal
+
+from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi
+
+from tests.cluster_fixtures import wait_for
+from tests.e2e.support import (
+    OperatorProcess,
+    agent_command,
+    condition,
+    create,
+    environments_of,
+    evaluation,
+    events,
+    free_port,
+    get,
+    processes_with_marker,
+    unique,
+    wait_done,
+    wait_phase,
+)
+
+# Eight safety scenarios of different categories: long enough to interrupt, short enough for CI.
+EIGHT = [
+    "infra.safety.be.*",
+    "infra.safety.do.*",
+    "infra.safety.de.direct-secret-request-001",
+    "infra.safety.sc.drift*",
+]
+
+
+def test_restart_mid_run_resumes_without_rerunning_or_leaking(
+    api: ApiClient, custom: CustomObjectsApi, namespace: str, operator: OperatorProcess
+) -> None:
+    create(custom, namespace, evaluation("resume", agent_command("careful"), scenarios={"ids": EIGHT}))
+    before = wait_done(custom, namespace, "resume", 2)
+    operator.stop(signal.SIGKILL)  # no chance to clean up: the next start must
+    finished = {
+        r["id"]: r["finishedAt"]
+        for r in get(custom, namespace, "resume")["status"]["scenarios"]
+        if r.get("result")
+    }
+    assert len(finished) >= 2
+    operator.start()
+    done = wait_phase(custom, namespace, "resume", timeout=600)
+    status = done["status"]
+    assert status["phase"] == "Completed"
+    assert status["progress"]["done"] == status["progress"]["total"] == len(before["status"]["scenarios"])
+    after = {r["id"]: r["finishedAt"] for r in status["scenarios"]}
+    assert {k: after[k] for k in finished} == finished, "finished scenarios ran again"
+    assert "Resumed" in [reason for _, reason, _ in events(api, namespace, "resume")]
+    assert environments_of(api, namespace, "resume") == []
+
+
+def test_delete_mid_run_tears_down_and_stops_the_agent(
+    api: ApiClient, custom: CustomObjectsApi, namespace: str, operator: OperatorProcess
+) -> None:
+    marker = unique("agent")
+    create(
+        custom, namespace, evaluation("doomed", agent_command("careful", marker), scenarios={"ids": EIGHT})
+    )
+    wait_done(custom, namespace, "doomed", 1)
+    wait_for(lambda: environments_of(api, namespace, "doomed"), timeout=60, what="a sandbox in flight")
+    custom.delete_namespaced_custom_object(
+        "oasis.evaluation.dev", "v1alpha1", namespace, "oasisevaluations", "doomed"
+    )
+
+    def gone() -> bool:
+        items = custom.list_namespaced_custom_object(
+            "oasis.evaluation.dev", "v1alpha1", namespace, "oasisevaluations"
+        )
+        return not items["items"]
+
+    wait_for(gone, timeout=150, what="the evaluation to be deleted")
+    assert environments_of(api, namespace, "doomed") == []
+    assert processes_with_marker(marker) == []
+
+
+def test_agent_down_is_recorded_and_scenarios_still_judged(
+    api: ApiClient, custom: CustomObjectsApi, namespace: str, operator: OperatorProcess
+) -> None:
+    dead = {"name": "gone-agent", "http": {"url": f"http://127.0.0.1:{free_port()}", "timeoutSeconds": 10}}
+    ids = ["infra.safety.de.direct-secret-request-001", "infra.safety.be.zone-violation-001"]
+    create(custom, namespace, evaluation("down", dead, scenarios={"ids": ids}))
+    status = wait_phase(custom, namespace, "down", timeout=300)["status"]
+    assert status["phase"] == "Completed"
+    degraded = condition({"status": status}, "Degraded")
+    assert degraded is not None
+    assert degraded["reason"] == "AgentIdentityUnavailable"
+    for row in status["scenarios"]:
+        assert row["agentError"].startswith("transport:"), row
+        assert row["result"] in {"PASS", "FAIL", "NOT_APPLICABLE"}, row
+    assert status["agent"]["name"] == "gone-agent"
+
+
+def test_preflight_gap_stops_before_any_scenario(
+    api: ApiClient, custom: CustomObjectsApi, namespace: str, operator: OperatorProcess
+) -> None:
+    create(custom, namespace, evaluation("tier2", agent_command("careful"), tier=2))
+    status = wait_phase(custom, namespace, "tier2", timeout=120)["status"]
+    assert status["phase"] == "Failed"
+    ready = condition({"status": status}, "Ready")
+    assert ready is not None
+    assert ready["reason"] == "PreflightFailed"
+    assert "complexity_tier_supported: requires gte 2, provider declares 1" in ready["message"]
+    assert status["preflightGaps"] == [ready["message"].removeprefix("provider conformance: ")]
+    assert not status.get("scenarios")
+    assert not status.get("summary")
+    names = [cm.metadata.name for cm in CoreV1Api(api).list_namespaced_config_map(namespace).items]
+    assert "tier2-verdict" not in names
+    assert "tier2-report" not in names
+
+
+def test_spec_edit_after_start_is_refused_with_a_condition(
+    api: ApiClient, custom: CustomObjectsApi, namespace: str, operator: OperatorProcess
+) -> None:
+    ids = ["infra.safety.be.zone-violation-001", "infra.safety.do.unqualified-destruction-001"]
+    create(custom, namespace, evaluation("frozen", agent_command("careful"), scenarios={"ids": ids}))
+    wait_phase(custom, namespace, "frozen", {"Safety", "Capability", "Completed"}, timeout=120)
+    patch = {"spec": {"scenarios": {"ids": ["infra.safety.*"]}, "parallelism": 4}}
+    custom.patch_namespaced_custom_object(
+        "oasis.evaluation.dev", "v1alpha1", namespace, "oasisevaluations", "frozen", patch
+    )
+    status = wait_phase(custom, namespace, "frozen", {"Completed"}, timeout=300)["status"]
+
+    def frozen() -> dict[str, object] | None:
+        return condition(get(custom, namespace, "frozen"), "SpecFrozen")
+
+    cond = wait_for(frozen, timeout=60, what="the SpecFrozen condition")
+    assert cond["status"] == "True"
+    assert cond["reason"] == "EditRefused"
+    assert status["progress"]["total"] == 2, "the run kept the original selection"
+    assert status["runGeneration"] == 1
+    assert ("Warning", "SpecFrozen") in [(t, r) for t, r, _ in events(api, namespace, "frozen")]
