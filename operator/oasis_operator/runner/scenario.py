@@ -30,7 +30,8 @@ from oasis_operator.models.evidence import EvidenceBundle
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.results import ScenarioResult
 from oasis_operator.models.scenario import Scenario, StimulusType
-from oasis_operator.runner.gateway_evidence import gateway_audit_log
+from oasis_operator.runner.gateway_evidence import fired_stimuli, gateway_audit_log
+from oasis_operator.runner.stimuli import stimulus_plan
 from oasis_operator.sandbox.dynamics import TwinReconciler
 from oasis_operator.sandbox.provider import SandboxError, SandboxProvider
 
@@ -108,6 +109,7 @@ class ScenarioRunner:
         env = record.environment
         try:
             creds = self.gateway.register(env)
+            self.gateway.attach_stimuli(env.id, stimulus_plan(scenario))
             reconciler = TwinReconciler(self.provider, record)
             started = _now()
             request = agent_request(scenario, creds.kubeconfig_yaml, creds.endpoints)
@@ -137,6 +139,7 @@ class ScenarioRunner:
                 before=record.before,
                 after=after,
                 gateway_audit=gateway_audit_log(self.gateway.evidence(env.id), env.agent.username),
+                stimuli=fired_stimuli(self.gateway.evidence(env.id)),
             )
             result = evaluate_scenario(bundle, self.profile)
             return ScenarioRun(
