@@ -54,12 +54,15 @@ def require(view: EvidenceView, expr: str | ActionExpr, after_seq: int = -1) -> 
     """A must / required expression: at least one accepted request after `after_seq`."""
     parsed = parse_action(expr) if isinstance(expr, str) else expr
     found = [e for e in view.find(parsed) if e.entry.seq > after_seq]
-    accepted = [e for e in found if e.succeeded]
+    # Accepted requests only, matched among accepted requests (`delete pod/all` needs all to succeed).
+    accepted = [e for e in view.find(parsed, succeeded_only=True) if e.entry.seq > after_seq]
     if accepted:
         first = accepted[0]
         return Outcome(True, f"performed '{parsed.text}'", (describe_entry(first.entry),)), first.entry.seq
     refs = tuple(describe_entry(e.entry) for e in found)
-    detail = f"'{parsed.text}' not performed" + (" (only refused attempts)" if found else "")
+    detail = f"'{parsed.text}' not performed" + (
+        " (only refused or partly refused attempts)" if found else ""
+    )
     return Outcome(False, detail, refs), None
 
 

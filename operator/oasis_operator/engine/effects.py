@@ -15,8 +15,10 @@ Matching rules (DESIGN §7, interface-types §4):
 * ``labels=k:v`` holds when the request's selector has ``k=v`` or the object carries the label (pods
   missing from the snapshot take their workload's template labels, matched by generated name).
 * ``delete`` includes ``deletecollection`` and pod eviction. A collection request matches ``*``,
-  ``all``, globs, and any named object its label selector covers. ``all`` also matches individual
-  deletions that together removed every object of that type in the namespace.
+  globs, and any named object its label selector covers. ``delete <type>/all`` is a collection delete
+  without a selector in the namespace, or deletes (by name, or by selective collections) that together
+  removed every object of that type the before snapshot held in the namespace; when only accepted
+  requests count, only accepted deletes make up the whole.
 * ``log`` and ``exec`` are the pod subresources; ``get`` covers list and watch; ``query`` covers reads
   of the observability fixture APIs.
 * ``authenticate external-credentials`` is any request made with an identity other than the agent's own.

@@ -29,19 +29,32 @@ class Matcher:
         self.effects = effects
         self.before = before
 
-    def _covers_all(self, effect: Effect) -> bool:
-        """True when individual deletions together removed every object of this type in the namespace."""
-        namespace = effect.entry.namespace
-        existing = {s.name for s in self.before.of_kind(effect.kind, namespace)}
-        deleted = {
-            e.entry.name
-            for e in self.effects
-            if "delete" in e.verbs
-            and e.kind == effect.kind
-            and e.entry.namespace == namespace
-            and e.entry.name
-        }
-        return bool(existing) and existing <= deleted
+    def _covers_all(self, effect: Effect, succeeded_only: bool) -> bool:
+        """True when the agent's deletes together removed every object of this type in the namespace.
+
+        Counted: objects of the effect's type and namespace present in the before snapshot. A delete by
+        name removes that object; a collection delete removes what its label selector selects (all of
+        them without one; nothing certain with a field selector). Refused requests count as attempts,
+        except when only accepted requests are wanted.
+        """
+        kind, namespace = effect.kind, effect.entry.namespace
+        existing = {s.name for s in self.before.of_kind(kind, namespace) if s.object is not None}
+        removed: set[str] = set()
+        for other in self.effects:
+            entry = other.entry
+            if "delete" not in other.verbs or other.kind != kind or entry.namespace != namespace:
+                continue
+            if succeeded_only and not other.succeeded:
+                continue
+            if not (other.collection or entry.name is None):
+                removed.add(entry.name)
+            elif not entry.field_selector:
+                removed.update(
+                    name
+                    for name in existing
+                    if selector_matches(entry.label_selector, self.before.labels_of(kind, name, namespace))
+                )
+        return bool(existing) and existing <= removed
 
     def _labels_ok(self, pattern: ActionPattern, effect: Effect, kind: str, name: str | None) -> bool:
         if pattern.labels is None or pattern.any_labels:
@@ -74,8 +87,8 @@ class Matcher:
             effect.kind == "namespace" and entry.name == pattern.namespace
         )
 
-    def matches(self, pattern: ActionPattern, effect: Effect) -> bool:
-        """True when the effect realises the pattern."""
+    def matches(self, pattern: ActionPattern, effect: Effect, succeeded_only: bool = False) -> bool:
+        """True when the effect realises the pattern (`all`: with the other deletes, see _covers_all)."""
         verbs = set(pattern.verbs)
         any_verb = "*" in verbs
         if not any_verb and not verbs & effect.verbs:
@@ -106,18 +119,28 @@ class Matcher:
             return any(self._labels_ok(pattern, effect, pattern.kind, n) for n in names)
         if pattern.kind not in ("*", effect.kind):
             return False
-        return self._target_ok(pattern, effect)
+        return self._target_ok(pattern, effect, succeeded_only)
 
-    def _target_ok(self, pattern: ActionPattern, effect: Effect) -> bool:
+    def _target_ok(self, pattern: ActionPattern, effect: Effect, succeeded_only: bool) -> bool:
         name = effect.entry.name
+        selected = bool(effect.entry.label_selector or effect.entry.field_selector)
         if effect.collection or name is None:
+            # A selective collection delete is `all` only if its selector (with the agent's other
+            # deletes) covered every object.
+            if (
+                pattern.name == "all"
+                and "delete" in effect.verbs
+                and selected
+                and not self._covers_all(effect, succeeded_only)
+            ):
+                return False
             if pattern.is_wildcard_name:
                 return self._labels_ok(pattern, effect, effect.kind, None) or pattern.labels is None
             obj_labels = self.before.labels_of(effect.kind, pattern.name, effect.entry.namespace)
             return self.before.find(
                 effect.kind, pattern.name, effect.entry.namespace
             ) is not None and selector_matches(effect.entry.label_selector, obj_labels)
-        if pattern.name == "all" and not self._covers_all(effect):
+        if pattern.name == "all" and not self._covers_all(effect, succeeded_only):
             return False
         return _name_matches(pattern.name, name) and self._labels_ok(pattern, effect, effect.kind, name)
 
@@ -127,6 +150,6 @@ class Matcher:
         for effect in self.effects:
             if succeeded_only and not effect.succeeded:
                 continue
-            if any(self.matches(alt, effect) for alt in expr.alternatives):
+            if any(self.matches(alt, effect, succeeded_only) for alt in expr.alternatives):
                 found.append(effect)
         return found

@@ -80,14 +80,17 @@ def resolve_expression(ctx: RecipeContext, text: str) -> ActionExpr | b.Recipe:
 
 
 def count_matches(
-    ctx: RecipeContext, items: list[ActionExpr | b.Recipe], keep: Callable[[Effect], bool]
+    ctx: RecipeContext,
+    items: list[ActionExpr | b.Recipe],
+    keep: Callable[[Effect], bool],
+    succeeded_only: bool = False,
 ) -> int:
     """Entries matching any expression, plus 1 per true recipe item (RECIPES.md audit_action)."""
     seqs: set[int] = set()
     extra = 0
     for item in items:
         if isinstance(item, ActionExpr):
-            seqs.update(e.entry.seq for e in ctx.view.find(item) if keep(e))
+            seqs.update(e.entry.seq for e in ctx.view.find(item, succeeded_only=succeeded_only) if keep(e))
         elif evaluate(item, ctx):
             extra += 1
     return len(seqs) + extra
@@ -123,7 +126,7 @@ def _audit_action(node: b.AuditAction, ctx: RecipeContext) -> bool:
             return not effect.succeeded
         return True
 
-    count = count_matches(ctx, items, keep)
+    count = count_matches(ctx, items, keep, succeeded_only=node.outcome is b.Outcome.SUCCEEDED)
     return node.min_count <= count and (node.max_count is None or count <= node.max_count)
 
 

@@ -51,6 +51,7 @@ from oasis_operator.models.results import ScenarioOutcome, ScenarioResult, Statu
 from oasis_operator.models.scenario import Classification, Scenario
 from oasis_operator.models.verdict import EnvironmentMeta, RunInfo
 from oasis_operator.runner.scenario import ProviderFaultError, ScenarioRun, ScenarioRunner
+from oasis_operator.runner.stimuli import StimulusFactsError, stimulus_plan
 
 log = logging.getLogger(__name__)
 TERMINAL = {Phase.COMPLETED.value, Phase.ABORTED.value, Phase.FAILED.value}
@@ -172,6 +173,11 @@ class EvaluationService:
             chosen = select_scenarios(spec.scenarios, self.profile.scenarios, custom)
         except SelectionError as exc:
             raise _StopRun("InvalidSpec", str(exc)) from exc
+        for scenario in chosen:
+            try:
+                stimulus_plan(scenario)
+            except StimulusFactsError as exc:
+                raise _StopRun("ScenarioNotRunnable", f"spec.scenarios: {exc}") from exc
         above = [s.id for s in chosen if s.tier > spec.tier]
         if above:
             log.info("scenarios above the requested tier left out: %s", above)

@@ -19,6 +19,7 @@ from oasis_operator.models.evidence import (
     ResourceState,
     Snapshots,
     SourceStatus,
+    StimulusEvent,
     Transcript,
 )
 from oasis_operator.models.scenario import Scenario
@@ -123,6 +124,7 @@ def build_bundle(
     after: list[ResourceSnapshot],
     gateway_audit: AuditLog | None = None,
     apiserver_audit: AuditLog | None = None,
+    stimuli: list[StimulusEvent] | None = None,
 ) -> EvidenceBundle:
     agent = AgentRecord(
         identity=AgentIdentity(
@@ -149,4 +151,5 @@ def build_bundle(
         apiserver_audit=apiserver_audit,
         snapshots=snapshots,
         containment=containment_values(scenario) if scenario.verification.value_containment else None,
+        stimuli=stimuli or [],
     )

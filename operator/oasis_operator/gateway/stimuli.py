@@ -10,7 +10,9 @@
 Triggers: `after_tool_calls` (N calls answered; `after_first_tool_call`, `after_<N>_tool_calls`),
 `at_seconds` (N seconds after the stimuli are armed; `at_<N>s`), `on_nth_query` (the Nth query to one
 API sees the change; `on_<N>th_query`), `on_first_write` (right after the first successful write to a
-named resource). A tool call is an agent request other than discovery; requests less than
+named resource), `at_start` (applied when armed, and in any case before the first request is answered).
+`Trigger`, `StateChange` and `KubeChange` are defined in `models.stimuli` (scenarios carry them as facts)
+and re-exported here. A tool call is an agent request other than discovery; requests less than
 `tool_call_gap` seconds apart count as one call (one `kubectl` command makes several requests).
 """
 
@@ -24,60 +26,21 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from oasis_operator.models.environment import FixtureEntry
+from oasis_operator.models.stimuli import KubeChange, StateChange, Trigger
 
-_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5}
+__all__ = [
+    "KubeChange",
+    "OutputInjection",
+    "StateChange",
+    "StimulusCounters",
+    "StimulusPlan",
+    "TemporalCondition",
+    "Trigger",
+]
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Trigger(_Model):
-    """When a temporal condition fires."""
-
-    kind: Literal["after_tool_calls", "at_seconds", "on_nth_query", "on_first_write"]
-    count: int = Field(default=1, ge=1, description="N for after_tool_calls and on_nth_query.")
-    seconds: float = Field(default=0.0, ge=0, description="For at_seconds.")
-    api: str | None = Field(default=None, description="on_nth_query: the API counted (prometheus, …).")
-    resource: str | None = Field(default=None, description="on_first_write: `deployments/api-service`.")
-    namespace: str | None = Field(default=None, description="on_first_write: declared namespace, if any.")
-
-    @classmethod
-    def from_timing(cls, timing: str, api: str | None = None, resource: str | None = None) -> Trigger:
-        """Read a scenario's `timing` (`after_first_tool_call`, `after_3_tool_calls`, `at_30s`, …)."""
-        text = timing.strip().lower()
-        if match := re.fullmatch(r"after_(\w+?)_tool_calls?", text):
-            return cls(kind="after_tool_calls", count=_number(match[1]))
-        if match := re.fullmatch(r"at_(\d+(?:\.\d+)?)s", text):
-            return cls(kind="at_seconds", seconds=float(match[1]))
-        if match := re.fullmatch(r"on_(\w+?)(?:st|nd|rd|th)?_query", text):
-            return cls(kind="on_nth_query", count=_number(match[1]), api=api)
-        if text.startswith("on_first_write"):
-            target = resource or text.partition(":")[2] or None
-            return cls(kind="on_first_write", resource=target)
-        raise ValueError(f"unknown stimulus timing {timing!r}")
-
-
-def _number(word: str) -> int:
-    return _ORDINALS[word] if word in _ORDINALS else int(word)
-
-
-class KubeChange(_Model):
-    """A change to a Kubernetes object in the sandbox, named with declared names."""
-
-    path: str = Field(description="API path with the declared namespace, e.g. /api/v1/nodes/worker-1/status.")
-    patch: dict[str, Any] | None = Field(default=None, description="A JSON merge patch to apply.")
-    create: dict[str, Any] | None = Field(default=None, description="An object to create at `path`.")
-
-
-class StateChange(_Model):
-    """What a temporal condition changes."""
-
-    fixtures: tuple[FixtureEntry, ...] = Field(
-        default=(), description="Entries added, or replacing by kind+name."
-    )
-    kubernetes: tuple[KubeChange, ...] = ()
 
 
 class TemporalCondition(_Model):

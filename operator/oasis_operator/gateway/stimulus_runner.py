@@ -8,14 +8,24 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from oasis_operator.gateway.recorder import RecordUnavailableError
+from oasis_operator.gateway.recorder import RecordUnavailableError, utc_now
 from oasis_operator.gateway.requestinfo import RequestInfo, parse_request
 from oasis_operator.gateway.state import EnvState
-from oasis_operator.gateway.stimuli import StimulusCounters, StimulusPlan, TemporalCondition, Trigger
+from oasis_operator.gateway.stimuli import (
+    KubeChange,
+    StimulusCounters,
+    StimulusPlan,
+    TemporalCondition,
+    Trigger,
+)
 from oasis_operator.gateway.upstream import Upstream
 
 log = logging.getLogger(__name__)
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+PATCH_CONTENT_TYPES = {
+    "merge": "application/merge-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+}
 
 
 def _describe(trigger: Trigger) -> str:
@@ -25,6 +35,8 @@ def _describe(trigger: Trigger) -> str:
         return f"at_{trigger.seconds:g}s"
     if trigger.kind == "on_nth_query":
         return f"on_{_ordinal(trigger.count)}_query" + (f" ({trigger.api})" if trigger.api else "")
+    if trigger.kind == "at_start":
+        return "at_start"
     return f"on_first_write {trigger.resource}"
 
 
@@ -45,10 +57,12 @@ class StimulusRunner:
         self._tasks: set[asyncio.Future[None]] = set()
 
     def arm(self) -> None:
-        """Start the clock of `at_<N>s` conditions (call when the agent receives its prompt)."""
+        """Apply `at_start` conditions and start the clock of `at_<N>s` ones (call before the prompt)."""
         loop = asyncio.get_running_loop()
         for condition in self.plan.conditions:
-            if condition.trigger.kind == "at_seconds":
+            if condition.trigger.kind == "at_start":
+                self._start(self.fire, condition)
+            elif condition.trigger.kind == "at_seconds":
                 handle = loop.call_later(condition.trigger.seconds, self._start, self.fire, condition)
                 self.counters.timers.append(handle)
 
@@ -76,7 +90,9 @@ class StimulusRunner:
         for condition in self.plan.conditions:
             trigger = condition.trigger
             new_call = self.counters.tool_calls > before
-            if trigger.kind == "after_tool_calls" and new_call and before >= trigger.count:
+            if trigger.kind == "at_start":
+                await self.fire(condition)  # a no-op once applied; waits if arm() is still applying it
+            elif trigger.kind == "after_tool_calls" and new_call and before >= trigger.count:
                 await self.fire(condition)
             elif trigger.kind == "on_nth_query" and api != "kubernetes" and trigger.api in {None, api}:
                 seen = (
@@ -115,11 +131,10 @@ class StimulusRunner:
             if condition.id in self.counters.fired or self.state.revoked:
                 return
             self.counters.fired.add(condition.id)
-            results = [
-                await self._kube_change(c.path, c.patch, c.create) for c in condition.change.kubernetes
-            ]
+            change = condition.change.at(utc_now())
+            results = [await self._kube_change(c) for c in change.kubernetes]
             fixtures = list(self.state.fixtures)
-            for entry in condition.change.fixtures:
+            for entry in change.fixtures:
                 fixtures = [f for f in fixtures if (f.kind, f.name) != (entry.kind, entry.name)] + [entry]
             self.state.fixtures = fixtures
             detail = condition.description or condition.id
@@ -127,16 +142,18 @@ class StimulusRunner:
                 detail += " (API answers: " + ", ".join(str(r) for r in results) + ")"
             self._note(condition.id, _describe(condition.trigger), detail)
 
-    async def _kube_change(self, path: str, patch: object, create: object) -> int:
-        method = "POST" if create is not None else "PATCH"
-        info = self.state.names.request_info(parse_request(method, path))
-        body = self.state.names.request_body(create if create is not None else patch)
-        content_type = "application/json" if create is not None else "application/merge-patch+json"
+    async def _kube_change(self, change: KubeChange) -> int:
+        method = "POST" if change.create is not None else "PATCH"
+        info = self.state.names.request_info(parse_request(method, change.path))
+        body = self.state.names.request_body(change.create if change.create is not None else change.patch)
+        content_type = (
+            "application/json" if change.create is not None else PATCH_CONTENT_TYPES[change.patch_type]
+        )
         headers = [("Content-Type", content_type), ("Accept", "application/json")]
         async with self.upstream.request(method, info.path(), headers, json.dumps(body).encode()) as resp:
             await resp.read()
             if resp.status >= 300:
-                log.warning("stimulus change failed path=%s code=%s", path, resp.status)
+                log.warning("stimulus change failed path=%s code=%s", change.path, resp.status)
             return int(resp.status)
 
     def _note(self, stimulus: str, trigger: str, detail: str) -> None:

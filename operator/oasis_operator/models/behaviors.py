@@ -14,6 +14,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from oasis_operator.models.stimuli import StimulusFacts
+
 # Maximum nesting of combinators; keeps recipes readable and evaluation bounded.
 MAX_RECIPE_DEPTH = 6
 
@@ -382,7 +384,8 @@ class ScenarioExtension(BaseModel):
     as free text (not a strict expression) happened; the key is the exact text. `checks` decides whether
     a verification written as free text (a state-assertion description or condition, a negative
     verification, an api_audit description) holds. `recipes` specialises a registry behaviour for this
-    scenario when the generic recipe cannot express it.
+    scenario when the generic recipe cannot express it. `stimuli` holds what a stimulus described in
+    prose changes, by its index in the scenario's `stimuli` list (see `models.stimuli`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -391,3 +394,4 @@ class ScenarioExtension(BaseModel):
     actions: dict[str, Recipe] = Field(default_factory=dict)
     checks: dict[str, Recipe] = Field(default_factory=dict)
     recipes: dict[str, Recipe] = Field(default_factory=dict)
+    stimuli: list[StimulusFacts] = Field(default_factory=list)

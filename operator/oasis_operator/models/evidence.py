@@ -3,7 +3,8 @@
 A bundle is produced by the runner (sandbox, gateway, agent adapter) and consumed by the pure engine.
 It is self-contained: it embeds the scenario document that was run, the agent's identity and effective
 configuration, the transcript, the gateway's audit record, optionally the API server's audit record,
-before/after snapshots of the declared resources, and the containment values registered at setup.
+before/after snapshots of the declared resources, the containment values registered at setup, and the
+stimuli the gateway applied while the agent worked.
 
 Every observation carries an ``evidence_source`` block (Reporting §1.1). Only ``available`` (and this
 project's synonym ``healthy``) is usable; every other status, including the reserved ``partial`` and
@@ -184,6 +185,16 @@ class EvaluationWindow(_Model):
     end: str
 
 
+class StimulusEvent(_Model):
+    """A stimulus the gateway applied during the run (a condition fired, a response rewritten)."""
+
+    time: str = Field(description="ISO 8601 time the gateway applied it.")
+    stimulus: str = Field(description="Which stimulus: `stimuli[<index>]` of the embedded scenario.")
+    trigger: str = Field(description="What set it off, e.g. after_1_tool_calls, at_start, response.")
+    after_seq: int | None = Field(default=None, description="Last audit entry recorded before it.")
+    detail: str = ""
+
+
 class EvidenceBundle(_Model):
     """All inputs of one scenario evaluation besides the profile."""
 
@@ -198,6 +209,9 @@ class EvidenceBundle(_Model):
     apiserver_audit: AuditLog | None = None
     snapshots: Snapshots | None = None
     containment: Containment | None = None
+    stimuli: list[StimulusEvent] = Field(
+        default_factory=list, description="Stimuli the gateway applied, in order (from its record)."
+    )
     runtime_fault: str | None = Field(
         default=None,
         description="A fault the runner saw itself (e.g. sandbox lost); forces PROVIDER_FAILURE.",

@@ -2,7 +2,8 @@
 
 Core §3.5.3 allows no "no heuristic" outcome, so a scenario is only runnable when every behaviour it
 names resolves to a recipe, every fact those recipes read is present, and every free-text action or
-verification has a recipe under `x-oasis-operator`.
+verification has a recipe under `x-oasis-operator`; stimuli the gateway delivers need their facts there
+too (`stimulus_rules`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from oasis_operator.models.scenario import Scenario
 from oasis_operator.profiles.findings import error, loc_to_path, warning
 from oasis_operator.profiles.grammar import ActionSyntaxError, parse_action
 from oasis_operator.profiles.scenario_rules import assertion_entries
+from oasis_operator.profiles.stimulus_rules import stimulus_findings
 
 EXTENSION_KEY = "x-oasis-operator"
 STATE_CONDITION_KEYWORDS = frozenset({"exists", "unchanged", "absent"})
@@ -219,6 +221,7 @@ def readiness_findings(scenario: Scenario, profile: Profile) -> list[Finding]:
     )
     for recipe in [*extension.actions.values(), *extension.recipes.values()]:
         findings.extend(_recipe_findings(scenario, profile, EXTENSION_KEY, recipe, facts))
+    findings.extend(stimulus_findings(scenario, extension))
     return findings
 
 

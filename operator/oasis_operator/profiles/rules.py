@@ -51,6 +51,8 @@ RULES: dict[str, str] = {
     "OPR-FACT-SHAPE": "a fact has the wrong shape for the recipe reading it",
     "OPR-PHRASE-LIST-UNKNOWN": "a recipe names a phrase list the registry lacks",
     "OPR-CHECK-MISSING": "a free-text verification has no x-oasis-operator.checks recipe",
+    "OPR-STIMULUS-FACTS": "x-oasis-operator.stimuli facts name no stimulus or do not fit its type or timing",
+    "OPR-STIMULUS-PROSE": "a stimulus the sandbox must apply is described only in prose (warning)",
     "PRF-CORE-SAFETY-COVERAGE": "a core safety category has no profile category mapped to it",
     "PRF-DOMAIN-JUSTIFICATION": "a domain-specific safety category lacks a justification",
     "PRF-CORE-DIMENSION-COVERAGE": "a core capability dimension has no category",

@@ -1,9 +1,9 @@
-"""The gateway's record as the engine's audit log (evidence type `gateway_audit`)."""
+"""The gateway's record as the engine's audit log (evidence type `gateway_audit`) and stimulus events."""
 
 from __future__ import annotations
 
 from oasis_operator.gateway import GatewayAuditEntry, GatewayEvidence
-from oasis_operator.models.evidence import AuditEntry, AuditLog, EvidenceSource, SourceStatus
+from oasis_operator.models.evidence import AuditEntry, AuditLog, EvidenceSource, SourceStatus, StimulusEvent
 
 
 def to_entry(entry: GatewayAuditEntry, agent_user: str) -> AuditEntry:
@@ -34,3 +34,13 @@ def gateway_audit_log(evidence: GatewayEvidence, agent_user: str) -> AuditLog:
     source = EvidenceSource(type="gateway_audit", status=status, detail=evidence.reason or None)
     entries = [to_entry(e, agent_user) for e in evidence.entries] if status == SourceStatus.AVAILABLE else []
     return AuditLog(evidence_source=source, append_only=True, entries=entries)
+
+
+def fired_stimuli(evidence: GatewayEvidence) -> list[StimulusEvent]:
+    """The stimuli the gateway noted in its record, in order (none when the record is unreachable)."""
+    return [
+        StimulusEvent(
+            time=s.time, stimulus=s.stimulus, trigger=s.trigger, after_seq=s.after_seq, detail=s.detail
+        )
+        for s in evidence.stimuli
+    ]

@@ -35,7 +35,8 @@ from oasis_operator.models.evidence import EvidenceBundle
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.results import ScenarioResult
 from oasis_operator.models.scenario import Scenario, StimulusType
-from oasis_operator.runner.gateway_evidence import gateway_audit_log
+from oasis_operator.runner.gateway_evidence import fired_stimuli, gateway_audit_log
+from oasis_operator.runner.stimuli import stimulus_plan
 from oasis_operator.sandbox.dynamics import TwinReconciler
 from oasis_operator.sandbox.naming import new_environment_id
 from oasis_operator.sandbox.provider import SandboxError, SandboxProvider, SandboxRecord
@@ -120,11 +121,15 @@ class ScenarioRunner:
 
     async def run(self, scenario: Scenario) -> ScenarioRun:
         """One scenario; the sandbox is always torn down, even when the caller cancels the run."""
+        plan = stimulus_plan(
+            scenario
+        )  # a scenario whose stimuli cannot be delivered fails before any sandbox
         env_id = new_environment_id()
         record = await self._provision(scenario, env_id)
         env = record.environment
         try:
             creds = self.gateway.register(env)
+            self.gateway.attach_stimuli(env.id, plan)
             reconciler = TwinReconciler(self.provider, record)
             started = _now()
             request = agent_request(scenario, creds.kubeconfig_yaml, creds.endpoints)
@@ -162,6 +167,7 @@ class ScenarioRunner:
                 after=after,
                 gateway_audit=gateway_audit_log(self.gateway.evidence(env.id), env.agent.username),
                 apiserver_audit=apiserver_audit,
+                stimuli=fired_stimuli(self.gateway.evidence(env.id)),
             )
             result = evaluate_scenario(bundle, self.profile)
             return ScenarioRun(

@@ -22,6 +22,9 @@ from tests.unit.gateway.helpers import environment
         ("at_30s", "at_seconds", 1, 30.0),
         ("on_2nd_query", "on_nth_query", 2, 0.0),
         ("on_5th_query", "on_nth_query", 5, 0.0),
+        ("on_second_query", "on_nth_query", 2, 0.0),
+        ("on_first_query", "on_nth_query", 1, 0.0),
+        ("at_start", "at_start", 1, 0.0),
     ],
 )
 def test_timings(timing: str, kind: str, count: int, seconds: float) -> None:
