@@ -17,8 +17,9 @@ import kopf
 from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.conditions import now_rfc3339, set_conditions
 from oasis_operator.controllers.settings import HANDLER_LIMITS
+from oasis_operator.evaluation.cleanup import teardown_evaluation
 from oasis_operator.evaluation.runtime import OperatorConfig, Sandboxes
-from oasis_operator.evaluation.service import TERMINAL, EvaluationService, teardown_evaluation
+from oasis_operator.evaluation.service import TERMINAL, EvaluationService
 from oasis_operator.evaluation.writer import frozen_condition
 from oasis_operator.kube import api_client
 from oasis_operator.metrics import EVALUATION_PHASE_TRANSITIONS, EVALUATIONS_RUNNING, HANDLER_RUNS

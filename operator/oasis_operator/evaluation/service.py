@@ -13,7 +13,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -21,35 +21,30 @@ from typing import Any
 from kubernetes.client import ApiClient
 from pydantic import TypeAdapter, ValidationError
 
-from oasis_operator import __version__
 from oasis_operator.agents.adapters import AgentAdapter
 from oasis_operator.agents.protocol import AgentIdentityDoc, IdentityDocument
 from oasis_operator.conditions import describe_validation_error, now_rfc3339
 from oasis_operator.engine import (
-    aggregate,
     applicability_reasons,
-    build_report,
     excluded_result,
     provider_failure_result,
-    render_html,
-    render_json,
-    render_yaml,
     safety_verdict,
 )
 from oasis_operator.evaluation import rows as status_rows
 from oasis_operator.evaluation.agent_config import ConfigurationError, validate_configuration
+from oasis_operator.evaluation.cleanup import bundle_codes, teardown_for
 from oasis_operator.evaluation.conformance import conformance_summary, find_gaps
+from oasis_operator.evaluation.documents import build_documents, duration, run_info
 from oasis_operator.evaluation.preflight import self_check
 from oasis_operator.evaluation.runtime import RuntimeSetupError, Sandboxes, SandboxTarget, agent_adapter
 from oasis_operator.evaluation.selection import SelectionError, select_scenarios
 from oasis_operator.evaluation.store import DocumentStore
 from oasis_operator.evaluation.writer import StatusWriter
 from oasis_operator.metrics import observe_scenario
-from oasis_operator.models.crd import ConditionStatus, EnvironmentSpec, OASISEvaluationSpec, Phase
+from oasis_operator.models.crd import ConditionStatus, OASISEvaluationSpec, Phase
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult, Status
 from oasis_operator.models.scenario import Classification, Scenario
-from oasis_operator.models.verdict import EnvironmentMeta, RunInfo
 from oasis_operator.runner.scenario import ProviderFaultError, ScenarioRun, ScenarioRunner
 from oasis_operator.runner.stimuli import StimulusFactsError, stimulus_plan
 
@@ -223,7 +218,7 @@ class EvaluationService:
                         )
                 # Anything an interrupted or faulty teardown left behind goes now, not at the next start.
                 with contextlib.suppress(Exception):
-                    await asyncio.to_thread(_teardown_for, target, _reference(run))
+                    await asyncio.to_thread(teardown_for, target, _reference(run))
                 await self._conclude(run, identity, configuration, conformance, abort, target)
         except RuntimeSetupError as exc:
             raise _StopRun("InvalidSpec", str(exc)) from exc
@@ -291,7 +286,7 @@ class EvaluationService:
         """Remove sandboxes of scenarios that were in flight when the operator stopped."""
         for row in run.rows:
             if row.get("result") is None and row.get("startedAt"):
-                await asyncio.to_thread(_teardown_for, target, _reference(run), row["id"])
+                await asyncio.to_thread(teardown_for, target, _reference(run), row["id"])
                 row.pop("startedAt", None)
             if row.get("result") == ScenarioOutcome.NOT_APPLICABLE.value and row["id"] not in run.results:
                 scenario = next(s for s in run.scenarios if s.id == row["id"])
@@ -365,7 +360,7 @@ class EvaluationService:
         run.rows[index] = status_rows.finished_row(row, result, names[0], agent_error) | {
             "finishedAt": now_rfc3339()
         }
-        observe_scenario(result, time.monotonic() - started, agent_error, done_bundle_codes(bundle_json))
+        observe_scenario(result, time.monotonic() - started, agent_error, bundle_codes(bundle_json))
         await run.writer.write(progress=status_rows.progress(run.rows))
         if result.outcome is ScenarioOutcome.FAIL:
             detail = run.rows[index].get("message", "")
@@ -386,37 +381,21 @@ class EvaluationService:
     ) -> None:
         ordered = [run.results[s.id] for s in run.scenarios if s.id in run.results]
         started = run.writer.status.get("startedAt") or now_rfc3339()
-        info = RunInfo(
-            agent=identity.identity.name,
-            agent_version=identity.identity.version,
-            agent_configuration=dict(sorted(configuration.items())),
-            evaluator=(
-                run.spec.evaluator.name
-                if run.spec.evaluator and run.spec.evaluator.name
-                else "oasis-operator"
-            ),
-            timestamp=started,
-            duration=_duration(started),
-            tier=run.spec.tier,
-            environment=EnvironmentMeta(
-                provider="oasis-operator sandbox (digital twin)",
-                provider_version=__version__,
-                tier=run.spec.tier,
-                tier_evidence=f"requested {run.spec.tier}; provider supports 1; {target.description}",
-                conformance_check=conformance,
-            ),
-            implementation_version=__version__,
-            aborted=abort is not None,
-            abort_reason=abort,
+        info = run_info(
+            run.spec,
+            (identity.identity.name, identity.identity.version),
+            configuration,
+            (started, duration(started, datetime.now(UTC))),
+            conformance,
+            target.description,
+            abort,
         )
-        verdict = aggregate(ordered, self.profile, info)
-        report = build_report(ordered, self.profile, info)
-        verdict_files = {"verdict.yaml": render_yaml(verdict), "verdict.json": render_json(verdict)}
-        report_files = {
-            "report.yaml": render_yaml(report),
-            "report.json": render_json(report),
-            "report.html": render_html(report),
-        }
+        documents = build_documents(ordered, self.profile, info)
+        verdict, verdict_files, report_files = (
+            documents.verdict,
+            documents.verdict_files,
+            documents.report_files,
+        )
         names = await asyncio.to_thread(self.store.write, run.owner, "verdict", verdict_files)
         names += await asyncio.to_thread(self.store.write, run.owner, "report", report_files)
         phase = Phase.ABORTED if abort else Phase.COMPLETED
@@ -459,43 +438,3 @@ def _reference(run: _Run) -> str:
 
 def _set_name(index: int) -> str:
     return f"scenario-{index:02d}"
-
-
-def _duration(started: str) -> str:
-    begun = datetime.strptime(started, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    return f"{int((datetime.now(UTC) - begun).total_seconds())}s"
-
-
-def _teardown_for(target: SandboxTarget, evaluation: str, scenario_id: str | None = None) -> int:
-    """Tear down the evaluation's environments (of one scenario when given); how many there were."""
-    found = target.provider.environments_of(evaluation, scenario_id)
-    for env_id in found:
-        target.provider.teardown(env_id, wait=False)
-    return len(found)
-
-
-async def teardown_evaluation(
-    sandboxes: Sandboxes, host_api: ApiClient, meta: Mapping[str, Any], reference: str
-) -> int:
-    """Remove what is left of a deleted evaluation's sandboxes (nothing if its sandbox is unreachable)."""
-    spec = EnvironmentSpec()
-    try:
-        body = await asyncio.to_thread(DocumentStore(host_api).read, meta["namespace"], meta["uid"], "run")
-        if "spec.json" in body:
-            spec = OASISEvaluationSpec.model_validate_json(body["spec.json"]).environment
-    except Exception:  # noqa: BLE001 - the owned ConfigMaps may already be gone
-        log.info("no frozen spec for %s; using the default sandbox", reference)
-    try:
-        async with sandboxes.target(host_api, meta["namespace"], meta["uid"], spec) as target:
-            return await asyncio.to_thread(_teardown_for, target, reference)
-    except RuntimeSetupError as exc:
-        log.warning("cannot reach the sandbox of %s: %s (the orphan collector will retry)", reference, exc)
-        return 0
-
-
-def done_bundle_codes(bundle_json: str | None) -> list[int]:
-    """Response codes of the gateway's record in a bundle (for the gateway request metric)."""
-    if bundle_json is None:
-        return []
-    gateway = json.loads(bundle_json).get("gateway_audit") or {}
-    return [int(e.get("response_code", 0)) for e in gateway.get("entries", [])]

@@ -1,0 +1,52 @@
+"""Removing what an evaluation left in the sandbox cluster, and reading its evidence for metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from kubernetes.client import ApiClient
+
+from oasis_operator.evaluation.runtime import RuntimeSetupError, Sandboxes, SandboxTarget
+from oasis_operator.evaluation.store import DocumentStore
+from oasis_operator.models.crd import EnvironmentSpec, OASISEvaluationSpec
+
+log = logging.getLogger(__name__)
+
+
+def teardown_for(target: SandboxTarget, evaluation: str, scenario_id: str | None = None) -> int:
+    """Tear down the evaluation's environments (of one scenario when given); how many there were."""
+    found = target.provider.environments_of(evaluation, scenario_id)
+    for env_id in found:
+        target.provider.teardown(env_id, wait=False)
+    return len(found)
+
+
+async def teardown_evaluation(
+    sandboxes: Sandboxes, host_api: ApiClient, meta: Mapping[str, Any], reference: str
+) -> int:
+    """Remove what is left of a deleted evaluation's sandboxes (nothing if its sandbox is unreachable)."""
+    spec = EnvironmentSpec()
+    try:
+        body = await asyncio.to_thread(DocumentStore(host_api).read, meta["namespace"], meta["uid"], "run")
+        if "spec.json" in body:
+            spec = OASISEvaluationSpec.model_validate_json(body["spec.json"]).environment
+    except Exception:  # noqa: BLE001 - the owned ConfigMaps may already be gone
+        log.info("no frozen spec for %s; using the default sandbox", reference)
+    try:
+        async with sandboxes.target(host_api, meta["namespace"], meta["uid"], spec) as target:
+            return await asyncio.to_thread(teardown_for, target, reference)
+    except RuntimeSetupError as exc:
+        log.warning("cannot reach the sandbox of %s: %s (the orphan collector will retry)", reference, exc)
+        return 0
+
+
+def bundle_codes(bundle_json: str | None) -> list[int]:
+    """Response codes of the gateway's record in a bundle (for the gateway request metric)."""
+    if bundle_json is None:
+        return []
+    gateway = json.loads(bundle_json).get("gateway_audit") or {}
+    return [int(e.get("response_code", 0)) for e in gateway.get("entries", [])]

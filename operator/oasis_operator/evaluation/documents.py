@@ -1,0 +1,77 @@
+"""The run facts, verdict and report of a finished (or aborted) evaluation (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from oasis_operator import __version__
+from oasis_operator.engine import aggregate, build_report, render_html, render_json, render_yaml
+from oasis_operator.evaluation.conformance import SUPPORTED_TIER
+from oasis_operator.models.crd import OASISEvaluationSpec
+from oasis_operator.models.profile import Profile
+from oasis_operator.models.results import ScenarioResult
+from oasis_operator.models.verdict import EnvironmentMeta, RunInfo, Verdict
+
+PROVIDER = "oasis-operator sandbox (digital twin)"
+
+
+@dataclass(frozen=True)
+class RunDocuments:
+    verdict: Verdict
+    verdict_files: dict[str, str]
+    report_files: dict[str, str]
+
+
+def duration(started: str, now: datetime) -> str:
+    """Whole seconds from an RFC 3339 start time to `now`, as the verdict writes durations."""
+    begun = datetime.strptime(started, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    return f"{int((now - begun).total_seconds())}s"
+
+
+def run_info(
+    spec: OASISEvaluationSpec,
+    agent: tuple[str, str],
+    configuration: dict[str, Any],
+    timing: tuple[str, str],
+    conformance: str,
+    sandbox: str,
+    abort: str | None,
+) -> RunInfo:
+    """Facts the engine cannot know: who ran what, where, when, and whether it aborted."""
+    evaluator = spec.evaluator.name if spec.evaluator and spec.evaluator.name else "oasis-operator"
+    return RunInfo(
+        agent=agent[0],
+        agent_version=agent[1],
+        agent_configuration=dict(sorted(configuration.items())),
+        evaluator=evaluator,
+        timestamp=timing[0],
+        duration=timing[1],
+        tier=spec.tier,
+        environment=EnvironmentMeta(
+            provider=PROVIDER,
+            provider_version=__version__,
+            tier=spec.tier,
+            tier_evidence=f"requested tier {spec.tier}; provider builds tier {SUPPORTED_TIER}; {sandbox}",
+            conformance_check=conformance,
+        ),
+        implementation_version=__version__,
+        aborted=abort is not None,
+        abort_reason=abort,
+    )
+
+
+def build_documents(results: list[ScenarioResult], profile: Profile, info: RunInfo) -> RunDocuments:
+    """The verdict (Reporting §1) and the report (§2) in every format the ConfigMaps carry."""
+    verdict = aggregate(results, profile, info)
+    report = build_report(results, profile, info)
+    return RunDocuments(
+        verdict=verdict,
+        verdict_files={"verdict.yaml": render_yaml(verdict), "verdict.json": render_json(verdict)},
+        report_files={
+            "report.yaml": render_yaml(report),
+            "report.json": render_json(report),
+            "report.html": render_html(report),
+        },
+    )
