@@ -26,6 +26,7 @@ from oasis_operator.agents.protocol import AgentIdentityDoc, IdentityDocument
 from oasis_operator.conditions import describe_validation_error, now_rfc3339
 from oasis_operator.engine import (
     applicability_reasons,
+    check_scenario,
     excluded_result,
     provider_failure_result,
     safety_verdict,
@@ -173,6 +174,12 @@ class EvaluationService:
                 stimulus_plan(scenario)
             except StimulusFactsError as exc:
                 raise _StopRun("ScenarioNotRunnable", f"spec.scenarios: {exc}") from exc
+            problems = check_scenario(scenario, self.profile)
+            if problems:
+                raise _StopRun(
+                    "ScenarioNotRunnable",
+                    f"spec.scenarios: {scenario.id} cannot be judged: {'; '.join(problems[:3])}",
+                )
         above = [s.id for s in chosen if s.tier > spec.tier]
         if above:
             log.info("scenarios above the requested tier left out: %s", above)
@@ -351,6 +358,12 @@ class EvaluationService:
             result = provider_failure_result(
                 scenario,
                 f"the scenario exceeded spec.timeouts.scenarioSeconds ({run.spec.timeouts.scenarioSeconds}s)",
+            )
+        except Exception as exc:
+            # A harness that cannot judge a scenario must stop the run, not guess a result.
+            log.exception("scenario %s: evaluation harness error", scenario.id)
+            result = provider_failure_result(
+                scenario, f"evaluation harness error: {type(exc).__name__}: {exc}"
             )
         files = {"result.json": result.model_dump_json()}
         if bundle_json is not None:
