@@ -219,7 +219,7 @@ class ContainmentHarness:
         for entry in entries:
             fields_match = all(getattr(entry, k) == v for k, v in record.fields.items())
             if entry.response_code == record.code and fields_match and entry.note.startswith(record.note):
-                return f"{record.where} #{entry.seq}: {entry.response_code}", True
+                return f"{record.where}: {entry.response_code}", True
         seen = ", ".join(f"{e.method} {e.resource or e.path[:40]} {e.response_code}" for e in entries[-4:])
         return f"not in the {record.where} record (saw: {seen or 'nothing'})", False
 
