@@ -67,7 +67,7 @@ def _probe(args: argparse.Namespace) -> int:
     work_dir = Path(args.work_dir) if scratch is None else scratch
     try:
         results = _run(args, work_dir)
-    except (HarnessError, SandboxError, ProfileLoadError, OSError) as exc:
+    except (HarnessError, SandboxError, ProfileLoadError, ValueError, OSError) as exc:
         print(f"oasis containment probe: {exc}", file=sys.stderr)
         return 2
     finally:

@@ -27,7 +27,7 @@ from oasis_operator.containment.probes import Probe, Record
 from oasis_operator.containment.snapshot import changes, snapshot
 from oasis_operator.gateway import Gateway
 from oasis_operator.gateway.recorder import RECORD_FILE, GatewayAuditEntry, read_evidence
-from oasis_operator.kube import api_client
+from oasis_operator.kube import api_client, request
 from oasis_operator.models.environment import Environment
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.profiles import default_profile_path, load_profile
@@ -118,7 +118,10 @@ class ContainmentHarness:
         self.scenario = scenario
         self.kubectl = kubectl
         self.etcd_ports = etcd_ports
-        self.api = api_client(kubeconfig)
+        try:
+            self.api = api_client(kubeconfig)
+        except Exception as exc:  # the kubernetes client raises its own ConfigException and plain errors
+            raise HarnessError(f"{kubeconfig}: not a usable kubeconfig: {exc}") from exc
         self.provider = SandboxProvider(self.api, prefix=prefix)
         self._loop: _Loop | None = None
         self.gateway: Gateway | None = None
@@ -150,6 +153,13 @@ class ContainmentHarness:
     def start(self) -> Target:
         """Start the gateway, provision the environment and its neighbour, hand the agent its door."""
         self.work_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            request(self.api, "GET", "/version", timeout=10)
+        except Exception as exc:  # urllib3 and kubernetes errors alike: say which server is not there
+            server = self.api.configuration.host
+            raise HarnessError(
+                f"cannot reach the sandbox API server {server} ({self.kubeconfig}): {exc}"
+            ) from exc
         self._loop = _Loop()
         self.gateway = Gateway(self.kubeconfig, self.work_dir / "gateway")
         self._loop.run(self.gateway.start())

@@ -120,3 +120,20 @@ def test_cli_needs_to_know_where_the_sandbox_is(capsys: pytest.CaptureFixture[st
         main(["containment", "probe"])
     assert exited.value.code == 2
     assert "one of the arguments --run-dir --kubeconfig is required" in capsys.readouterr().err
+
+
+def test_cli_names_an_unreachable_api_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": "c", "cluster": {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True}}
+        ],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "x",
+    }
+    (tmp_path / "kubeconfig").write_text(json.dumps(config))
+    args = ["containment", "probe", "--kubeconfig", str(tmp_path / "kubeconfig"), "--kubectl", "sh"]
+    assert main(args) == 2
+    assert "cannot reach the sandbox API server https://127.0.0.1:1" in capsys.readouterr().err
