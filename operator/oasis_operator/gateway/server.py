@@ -277,9 +277,10 @@ class Gateway:
         self, state: EnvState, malformed: str, too_large: bool
     ) -> tuple[Refusal, dict[str, str]] | None:
         """Requests answered before anything else: over the rate limit, malformed paths, oversized bodies."""
-        if state.limiter is not None and self.rate_limit is not None and (wait := state.limiter.take()) > 0:
-            doc, headers = too_many_requests(self.rate_limit, wait)
-            return Refusal(429, doc, f"refused: rate limit ({self.rate_limit.describe()})"), headers
+        if state.limiter is not None and (wait := state.limiter.take()) > 0:
+            limit = state.limiter.limit
+            doc, headers = too_many_requests(limit, wait)
+            return Refusal(429, doc, f"refused: rate limit ({limit.describe()})"), headers
         if malformed:
             # Never forwarded: a dot segment or an encoded separator could leave the virtual namespace.
             return Refusal(400, status_document(400, malformed), malformed), {}
