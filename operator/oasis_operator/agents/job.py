@@ -1,20 +1,25 @@
 """The `job` adapter's objects: an agent image run as a Job beside its sandbox (pure builders).
 
-The Job runs in the environment's control namespace (never shown to the agent) with the sandbox
-kubeconfig and the request mounted read-only; no ServiceAccount token is mounted, so the gateway
-kubeconfig is the only credential inside the pod. Running it needs a kubelet, which the local control
-plane does not have; rendering and applying are tested there.
+The Job runs in the namespace it is given (the chart's agent namespace, `OASIS_AGENT_NAMESPACE`) with
+the gateway kubeconfig and the request mounted read-only, as the chart's agent ServiceAccount (no RBAC)
+and with no ServiceAccount token mounted, so the gateway kubeconfig is the only credential inside the
+pod. Its pods carry `AGENT_POD_LABELS`, which the chart's agents NetworkPolicy selects: they may reach
+the gateway and DNS only. Running it needs a kubelet, which the local control plane does not have;
+rendering and applying are tested there.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from oasis_operator import API_GROUP
 from oasis_operator.agents.protocol import AgentRequest
 from oasis_operator.models.crd import JobAgent
 
 Body = dict[str, Any]
 MOUNT = "/var/run/agent"
+# Labels of every agent pod; charts/oasis-operator/templates/networkpolicies.yaml selects the second.
+AGENT_POD_LABELS = {"app.kubernetes.io/component": "agent", f"{API_GROUP}/agent": "true"}
 
 
 def build_agent_inputs(name: str, namespace: str, request: AgentRequest) -> list[Body]:
@@ -36,8 +41,14 @@ def build_agent_inputs(name: str, namespace: str, request: AgentRequest) -> list
     return [secret, request_cm]
 
 
-def build_agent_job(name: str, namespace: str, spec: JobAgent, request: AgentRequest) -> Body:
-    """A Job that runs the agent image once with its inputs mounted and a hard deadline."""
+def build_agent_job(
+    name: str, namespace: str, spec: JobAgent, request: AgentRequest, service_account: str | None = None
+) -> Body:
+    """A Job that runs the agent image once with its inputs mounted and a hard deadline.
+
+    `service_account` is the identity the pod runs as (the chart's `<fullname>-agent`, which has no
+    RBAC); its token is never mounted.
+    """
     endpoints = request.environment.endpoints if request.environment else {}
     env = [
         {"name": "KUBECONFIG", "value": f"{MOUNT}/kubeconfig/kubeconfig"},
@@ -77,15 +88,16 @@ def build_agent_job(name: str, namespace: str, spec: JobAgent, request: AgentReq
         "metadata": {
             "name": name,
             "namespace": namespace,
-            "labels": {"app.kubernetes.io/component": "agent"},
+            "labels": dict(AGENT_POD_LABELS),
         },
         "spec": {
             "backoffLimit": 0,
             "activeDeadlineSeconds": spec.timeoutSeconds,
             "ttlSecondsAfterFinished": 3600,
             "template": {
-                "metadata": {"labels": {"app.kubernetes.io/component": "agent", "job-name": name}},
+                "metadata": {"labels": {**AGENT_POD_LABELS, "job-name": name}},
                 "spec": {
+                    **({"serviceAccountName": service_account} if service_account else {}),
                     "restartPolicy": "Never",
                     "automountServiceAccountToken": False,
                     "enableServiceLinks": False,

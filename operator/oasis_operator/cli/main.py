@@ -16,6 +16,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "engine_cmds",
     "agent_cmds",
     "gateway_cmds",
+    "containment_cmds",
 )
 
 

@@ -21,6 +21,7 @@ from urllib.parse import parse_qsl, urlencode
 from aiohttp import web
 
 from oasis_operator.gateway.documents import clean_discovery, merge_lists, rewrite_body
+from oasis_operator.gateway.guards import Refusal, impersonation_refusal, refusal
 from oasis_operator.gateway.protowire import rewrite_protobuf
 from oasis_operator.gateway.recorder import RecordUnavailableError
 from oasis_operator.gateway.requestinfo import RequestInfo
@@ -81,7 +82,9 @@ class KubeProxy:
     async def handle(self, request: web.Request, state: EnvState, info: RequestInfo, body: bytes) -> Outcome:
         names = state.names
         if impersonating := _impersonation_asked(request):
-            return await self._refuse_impersonation(request, state, impersonating)
+            return await self._refused(
+                request, state, impersonation_refusal(state.env.agent.username, impersonating)
+            )
         tail = request.match_info.get("tail", "/").rstrip("/")
         if self.resource_metrics and (info.api_group == "metrics.k8s.io" or tail == "/apis/metrics.k8s.io"):
             return await self.resource_metrics(request, state, info)
@@ -89,8 +92,8 @@ class KubeProxy:
             tail = request.match_info.get("tail", "/")
             query = request.rel_url.raw_query_string
             return await self._forward(request, state, tail + (f"?{query}" if query else ""), body)
-        if refusal := self._refuse(state, info):
-            return await self._reply(request, state, refusal["code"], refusal)
+        if refused := refusal(info, state.env.agent.username, body):
+            return await self._refused(request, state, refused)
         answer = await self._answer_specially(request, state, info)
         if answer is not None:
             return answer
@@ -124,25 +127,10 @@ class KubeProxy:
 
     # ---- decisions --------------------------------------------------------------------------------
 
-    def _refuse(self, state: EnvState, info: RequestInfo) -> dict[str, Any] | None:
-        """Requests the gateway refuses whatever RBAC says: they would mint sandbox credentials."""
-        if info.resource == "serviceaccounts" and info.subresource == "token" and info.verb == "create":
-            message = forbidden_message(
-                state.env.agent.username, "create", "serviceaccounts", "", info.namespace, info.name, "token"
-            )
-            return status_document(403, message, {"name": info.name, "kind": "serviceaccounts"})
-        return None
-
-    async def _refuse_impersonation(self, request: web.Request, state: EnvState, user: str) -> Outcome:
-        """The agent asked to act as someone else (`kubectl --as`): refused as RBAC refuses it."""
-        message = (
-            f'users "{user}" is forbidden: User "{state.env.agent.username}" cannot impersonate resource '
-            '"users" in API group "" at the cluster scope'
-        )
-        outcome = await self._reply(
-            request, state, 403, status_document(403, message, {"name": user, "kind": "users"})
-        )
-        outcome.note = f"impersonation of {user!r} requested"
+    async def _refused(self, request: web.Request, state: EnvState, refused: Refusal) -> Outcome:
+        """Answer a request the gateway refuses itself (see guards.py); the note goes into the record."""
+        outcome = await self._reply(request, state, refused.code, refused.document)
+        outcome.note = refused.note
         return outcome
 
     # ---- upstream calls ---------------------------------------------------------------------------

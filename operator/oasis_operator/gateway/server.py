@@ -7,7 +7,6 @@ import base64
 import hmac
 import json
 import logging
-import re
 import ssl
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -17,7 +16,9 @@ from aiohttp import web
 
 from oasis_operator.gateway.credentials import AgentCredentials, build_kubeconfig, endpoints_for, new_token
 from oasis_operator.gateway.fixtures import install_fixture_apis
+from oasis_operator.gateway.guards import Refusal, body_too_large, malformed_path, read_body
 from oasis_operator.gateway.kubeproxy import CURRENT_SEQ, KubeProxy, Outcome
+from oasis_operator.gateway.ratelimit import DEFAULT_RATE_LIMIT, RateLimit, TokenBucket, too_many_requests
 from oasis_operator.gateway.recorder import (
     GatewayAuditEntry,
     GatewayEvidence,
@@ -40,6 +41,7 @@ log = logging.getLogger(__name__)
 # A fixture API: (request, environment, path below its prefix, request body) -> outcome.
 FixtureHandler = Callable[[web.Request, EnvState, str, bytes], Awaitable[Outcome]]
 MAX_RECORDED_BODY = 1 << 20
+# Larger than any object the API server stores (etcd's limit is ~1.5 MiB), small enough to stop a flood.
 MAX_REQUEST_BODY = 16 << 20
 
 
@@ -62,7 +64,11 @@ def _recorded_body(body: bytes, content_type: str = "") -> Any:
 
 
 class Gateway:
-    """The agent gateway. `await start()`, `register(env)` per environment, `revoke(env_id)` at teardown."""
+    """The agent gateway. `await start()`, `register(env)` per environment, `revoke(env_id)` at teardown.
+
+    `rate_limit` applies to each environment separately (None: no limit); `max_body_bytes` to every
+    request body. Requests over either are answered 429 / 413 and recorded like every other request.
+    """
 
     def __init__(
         self,
@@ -71,10 +77,18 @@ class Gateway:
         host: str = "127.0.0.1",
         port: int = 0,
         fixture_apis: bool = True,
+        rate_limit: RateLimit | None = DEFAULT_RATE_LIMIT,
+        max_body_bytes: int = MAX_REQUEST_BODY,
     ) -> None:
+        if not isinstance(max_body_bytes, int) or isinstance(max_body_bytes, bool) or max_body_bytes < 1:
+            raise ValueError(f"max_body_bytes must be a positive number of bytes, not {max_body_bytes!r}")
+        if rate_limit is not None and not isinstance(rate_limit, RateLimit):
+            raise TypeError(f"rate_limit must be a RateLimit or None, not {type(rate_limit).__name__}")
         self.data_dir = data_dir
         self.host = host
         self.port = port
+        self.rate_limit = rate_limit
+        self.max_body_bytes = max_body_bytes
         self._upstream = Upstream(load_upstream(sandbox_kubeconfig))
         self.kube = KubeProxy(self._upstream)
         self._envs: dict[str, EnvState] = {}
@@ -104,7 +118,7 @@ class Gateway:
         """Listen on host:port (port 0 picks a free one, readable from `port` afterwards)."""
         await self._upstream.start()
         self._stray = Recorder(self.data_dir / "unmatched")
-        app = web.Application(client_max_size=MAX_REQUEST_BODY)
+        app = web.Application(client_max_size=self.max_body_bytes)
         app.router.add_route("*", "/env/{env_id}{tail:(/.*)?}", self._handle)
         app.router.add_route("*", "/{tail:.*}", self._handle_unmatched)
         ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -134,7 +148,8 @@ class Gateway:
         names = NameMap(env)
         token = new_token()
         recorder = Recorder(self.data_dir / env.id)
-        self._envs[env.id] = EnvState(env=env, token=token, names=names, recorder=recorder)
+        limiter = TokenBucket(self.rate_limit) if self.rate_limit is not None else None
+        self._envs[env.id] = EnvState(env=env, token=token, names=names, recorder=recorder, limiter=limiter)
         extra = tuple(sorted({"runbooks"} & {f.kind + "s" for f in env.fixtures}))
         return AgentCredentials(
             env_id=env.id,
@@ -184,7 +199,7 @@ class Gateway:
     # ---- requests ---------------------------------------------------------------------------------
 
     async def _handle_unmatched(self, request: web.Request) -> web.StreamResponse:
-        body = await request.read()
+        body = await read_body(request, self.max_body_bytes) or b""
         fields = {"method": request.method, "path": request.path_qs, "authenticated": False, "api": ""}
         return self._unauthorized(self._stray, fields, body)
 
@@ -202,13 +217,14 @@ class Gateway:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         env_id = request.match_info["env_id"]
         tail = request.match_info.get("tail") or "/"
-        body = await request.read()
+        read = await read_body(request, self.max_body_bytes)
+        body = read or b""
         state = self._envs.get(env_id)
         api, sub = _api_of(tail, self.fixture_apis)
         info = parse_request(request.method, tail, request.rel_url.raw_query_string)
         raw_tail = request.rel_url.raw_path.partition(f"/env/{env_id}")[2] or "/"
         fields: dict[str, Any] = {"method": request.method, "path": raw_tail + _query(request), "api": api}
-        malformed = _malformed_path(tail, raw_tail)
+        malformed = malformed_path(tail, raw_tail)
         if api == "kubernetes" and not malformed:
             fields.update(_info_fields(info, state.names if state else None))
         token = _bearer(request)
@@ -227,11 +243,13 @@ class Gateway:
             doc = status_document(503, "the gateway cannot record requests; try again later")
             return web.Response(status=503, body=json.dumps(doc).encode(), content_type="application/json")
         CURRENT_SEQ.set(seq)
-        if malformed:
-            # Never forwarded: a dot segment or an encoded separator could leave the virtual namespace.
-            payload = json.dumps(status_document(400, malformed)).encode()
-            self._complete(state, seq, 400, len(payload), malformed)
-            return web.Response(status=400, body=payload, content_type="application/json")
+        if at_door := self._refused_at_door(state, malformed, read is None):
+            refused, headers = at_door
+            payload = json.dumps(refused.document).encode()
+            self._complete(state, seq, refused.code, len(payload), refused.note)
+            return web.Response(
+                status=refused.code, body=payload, content_type="application/json", headers=headers
+            )
         note = ""
         try:
             if state.stimuli is not None:
@@ -255,24 +273,26 @@ class Gateway:
             await state.stimuli.after(api, info, outcome.code)
         return outcome.response
 
+    def _refused_at_door(
+        self, state: EnvState, malformed: str, too_large: bool
+    ) -> tuple[Refusal, dict[str, str]] | None:
+        """Requests answered before anything else: over the rate limit, malformed paths, oversized bodies."""
+        if state.limiter is not None and (wait := state.limiter.take()) > 0:
+            limit = state.limiter.limit
+            doc, headers = too_many_requests(limit, wait)
+            return Refusal(429, doc, f"refused: rate limit ({limit.describe()})"), headers
+        if malformed:
+            # Never forwarded: a dot segment or an encoded separator could leave the virtual namespace.
+            return Refusal(400, status_document(400, malformed), malformed), {}
+        if too_large:
+            return body_too_large(self.max_body_bytes), {}
+        return None
+
     def _complete(self, state: EnvState, seq: int, code: int, size: int, note: str) -> None:
         try:
             state.recorder.complete(seq, code, size, note)
         except RecordUnavailableError:
             log.exception("gateway record became unavailable env=%s", state.env.id)
-
-
-_UNSAFE_SEGMENT = re.compile(r"[?#%\\\s\x00-\x1f]")
-
-
-def _malformed_path(tail: str, raw_path: str) -> str:
-    """Why a path may not be forwarded (dot segments, encoded separators, control characters), or ""."""
-    if re.search(r"%(2[fF]|5[cC]|2[eE])", raw_path):
-        return "the request path contains an encoded separator or dot"
-    for segment in tail.split("/")[1:]:
-        if segment in {".", ".."} or _UNSAFE_SEGMENT.search(segment):
-            return f"the request path segment {segment!r} is not valid"
-    return ""
 
 
 def _query(request: web.Request) -> str:

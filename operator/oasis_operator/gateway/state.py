@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from oasis_operator.gateway.ratelimit import TokenBucket
 from oasis_operator.gateway.recorder import Recorder
 from oasis_operator.gateway.virtual import NameMap
 from oasis_operator.models.environment import Environment, FixtureEntry
@@ -34,6 +35,8 @@ class EnvState:
     # Declared non-Kubernetes state as it is now: stimuli may add or replace entries during the run.
     fixtures: list[FixtureEntry] = field(default_factory=list)
     stimuli: StimulusRunner | None = None
+    # The environment's request rate limit (None: unlimited).
+    limiter: TokenBucket | None = None
 
     def __post_init__(self) -> None:
         if not self.fixtures:

@@ -13,7 +13,9 @@ REASONS = {
     403: "Forbidden",
     404: "NotFound",
     405: "MethodNotAllowed",
+    413: "RequestEntityTooLarge",
     415: "UnsupportedMediaType",
+    429: "TooManyRequests",
     503: "ServiceUnavailable",
 }
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kubernetes.client import ApiClient
 
-from oasis_operator.agents.job import build_agent_inputs, build_agent_job
+from oasis_operator.agents.job import AGENT_POD_LABELS, build_agent_inputs, build_agent_job
 from oasis_operator.kube import request, resource_path
 from oasis_operator.models.crd import JobAgent
 from tests.unit.agents.test_adapters import REQUEST
@@ -19,6 +19,9 @@ def test_job_renders_and_applies(api: ApiClient, namespace: str) -> None:
     created = request(api, "POST", f"/apis/batch/v1/namespaces/{namespace}/jobs", job)
     pod = created["spec"]["template"]["spec"]
     assert pod["automountServiceAccountToken"] is False
+    # The labels the chart's agents NetworkPolicy selects (tests/integration/chart/test_network_policies.py).
+    assert AGENT_POD_LABELS.items() <= created["spec"]["template"]["metadata"]["labels"].items()
+    assert "serviceAccountName" not in job["spec"]["template"]["spec"]
     assert created["spec"]["activeDeadlineSeconds"] == 300
     env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
     assert env["KUBECONFIG"] == "/var/run/agent/kubeconfig/kubeconfig"

@@ -21,6 +21,7 @@ from kubernetes.client.exceptions import ApiException
 
 from oasis_operator.gateway import AgentCredentials, Gateway
 from oasis_operator.gateway.fixtures import install_fixture_apis
+from oasis_operator.gateway.ratelimit import DEFAULT_RATE_LIMIT, RateLimit
 from oasis_operator.models.environment import (
     AgentIdentity,
     ClusterObjectBinding,
@@ -76,14 +77,16 @@ READ_RULES = [
 class GatewayThread:
     """A gateway with its own event loop in a thread, so tests can drive it with blocking clients."""
 
-    def __init__(self, kubeconfig: Path, data_dir: Path) -> None:
+    def __init__(
+        self, kubeconfig: Path, data_dir: Path, rate_limit: RateLimit | None = DEFAULT_RATE_LIMIT
+    ) -> None:
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self._thread.start()
-        self.gateway = self.run(self._make(kubeconfig, data_dir))
+        self.gateway = self.run(self._make(kubeconfig, data_dir, rate_limit))
 
-    async def _make(self, kubeconfig: Path, data_dir: Path) -> Gateway:
-        gateway = Gateway(kubeconfig, data_dir)
+    async def _make(self, kubeconfig: Path, data_dir: Path, rate_limit: RateLimit | None) -> Gateway:
+        gateway = Gateway(kubeconfig, data_dir, rate_limit=rate_limit)
         install_fixture_apis(gateway)
         await gateway.start()
         return gateway

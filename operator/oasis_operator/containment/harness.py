@@ -1,0 +1,257 @@
+"""A gateway and two real sandboxes to attack: the environment under test and a neighbour beside it.
+
+`ContainmentHarness(kubeconfig, work_dir)` provisions a shipped scenario twice with the sandbox
+provider against the given (admin) kubeconfig, starts a gateway on 127.0.0.1 with its default limits,
+and gives the agent its kubeconfig in a private home with the command adapter's scrubbed environment.
+`run(probe)` makes one attempt and checks the three promises: the expected outcome, the gateway's
+record (where the attempt went through it) and an unchanged sandbox cluster. `stop()` revokes the
+tokens, tears both sandboxes down and stops the gateway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import threading
+import time
+from collections.abc import Coroutine
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from oasis_operator.agents.adapters import CommandAdapter
+from oasis_operator.containment.acts import SKIPPED, Observation, Target
+from oasis_operator.containment.probes import Probe, Record
+from oasis_operator.containment.snapshot import changes, snapshot
+from oasis_operator.gateway import Gateway
+from oasis_operator.gateway.recorder import RECORD_FILE, GatewayAuditEntry, read_evidence
+from oasis_operator.kube import api_client, request
+from oasis_operator.models.environment import Environment
+from oasis_operator.models.scenario import Scenario
+from oasis_operator.profiles import default_profile_path, load_profile
+from oasis_operator.sandbox.provider import SandboxProvider
+
+T = TypeVar("T")
+DEFAULT_SCENARIO = "infra.safety.be.zone-violation-001"
+
+
+class HarnessError(RuntimeError):
+    """The harness cannot be set up as asked (the message says what to fix)."""
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """One probe's outcome against the three promises."""
+
+    probe: Probe
+    observation: Observation
+    recorded: str
+    record_ok: bool
+    changes: tuple[str, ...]
+
+    @property
+    def verdict(self) -> str:
+        if self.observation.outcome == SKIPPED:
+            return "skipped"
+        contained = self.observation.outcome in self.probe.expected and self.record_ok and not self.changes
+        return "contained" if contained else "ESCAPED"
+
+
+def local_plane_ports(kubeconfig: Path) -> tuple[int, int] | None:
+    """etcd's client and peer ports when the kubeconfig belongs to a local control plane's run dir."""
+    try:
+        state = json.loads((kubeconfig.parent / "state.json").read_text())
+        return int(state["etcd_client_port"]), int(state["etcd_peer_port"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def find_scenario(scenario_id: str, profile_dir: Path | None = None) -> Scenario:
+    """A scenario of the (shipped) profile by id; the error lists a few ids that exist."""
+    profile = load_profile(profile_dir or default_profile_path())
+    for scenario in profile.scenarios:
+        if scenario.id == scenario_id:
+            return scenario
+    known = ", ".join(sorted(s.id for s in profile.scenarios)[:5])
+    raise HarnessError(f"scenario {scenario_id!r} is not in the profile (e.g. {known}, …)")
+
+
+class _Loop:
+    """An event loop in a thread, so that blocking probes can run beside the gateway."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="containment-gateway", daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float = 60.0) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=10)
+        self.loop.close()
+
+
+class ContainmentHarness:
+    """Gateway + two provisioned sandboxes + the agent's home; use as a context manager."""
+
+    def __init__(
+        self,
+        kubeconfig: Path,
+        work_dir: Path,
+        scenario: Scenario,
+        kubectl: str,
+        etcd_ports: tuple[int, int] | None = None,
+        prefix: str = "cp",
+    ) -> None:
+        if not kubeconfig.is_file():
+            raise HarnessError(
+                f"{kubeconfig}: no such kubeconfig (give the sandbox cluster's admin kubeconfig)"
+            )
+        if shutil.which(kubectl) is None:
+            raise HarnessError(f"kubectl {kubectl!r} was not found (give --kubectl PATH)")
+        self.kubeconfig = kubeconfig
+        self.work_dir = work_dir
+        self.scenario = scenario
+        self.kubectl = kubectl
+        self.etcd_ports = etcd_ports
+        try:
+            self.api = api_client(kubeconfig)
+        except Exception as exc:  # the kubernetes client raises its own ConfigException and plain errors
+            raise HarnessError(f"{kubeconfig}: not a usable kubeconfig: {exc}") from exc
+        self.provider = SandboxProvider(self.api, prefix=prefix)
+        self._loop: _Loop | None = None
+        self.gateway: Gateway | None = None
+        self.envs: list[Environment] = []
+        self._target: Target | None = None
+        self._closed = False
+
+    def __enter__(self) -> ContainmentHarness:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def target(self) -> Target:
+        if self._target is None:
+            raise HarnessError("the harness is not started")
+        return self._target
+
+    @property
+    def env(self) -> Environment:
+        return self.envs[0]
+
+    def start(self) -> Target:
+        """Start the gateway, provision the environment and its neighbour, hand the agent its door."""
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            request(self.api, "GET", "/version", timeout=10)
+        except Exception as exc:  # urllib3 and kubernetes errors alike: say which server is not there
+            server = self.api.configuration.host
+            raise HarnessError(
+                f"cannot reach the sandbox API server {server} ({self.kubeconfig}): {exc}"
+            ) from exc
+        self._loop = _Loop()
+        self.gateway = Gateway(self.kubeconfig, self.work_dir / "gateway")
+        self._loop.run(self.gateway.start())
+        for role in ("agent", "neighbour"):
+            record = self.provider.provision(self.scenario, evaluation=f"containment/{role}")
+            self.envs.append(record.environment)
+        env, neighbour = self.envs
+        creds = self.gateway.register(env)
+        self.gateway.register(neighbour)
+        home = self.work_dir / "agent-home"
+        home.mkdir(mode=0o700, exist_ok=True)
+        kubeconfig = home / "kubeconfig"
+        kubeconfig.write_text(creds.kubeconfig_yaml)
+        kubeconfig.chmod(0o600)
+        request_file = home / "request.json"
+        request_file.write_text("{}")
+        environ = CommandAdapter(["agent"]).environment(home, kubeconfig, request_file, creds.endpoints)
+        self._target = Target(
+            gateway=self.gateway.url,
+            server=creds.server,
+            token=creds.token,
+            home_namespace=self.gateway.state(env.id).names.home_namespace,
+            declared_namespaces=tuple(b.declared for b in env.namespaces),
+            declared_nodes=tuple(o.declared for o in env.cluster_objects if o.kind == "Node"),
+            neighbour_id=neighbour.id,
+            neighbour_namespace=neighbour.namespaces[0].sandbox,
+            apiserver=self.gateway.upstream.config.server,
+            etcd_ports=self.etcd_ports,
+            max_body_bytes=self.gateway.max_body_bytes,
+            env=environ,
+            kubectl=self.kubectl,
+        )
+        if not self._target.declared_nodes:
+            raise HarnessError(f"scenario {self.scenario.id} declares no node; pick one that does")
+        return self._target
+
+    def _watched_namespaces(self) -> set[str]:
+        return {n for e in self.envs for n in (e.control_namespace, *(b.sandbox for b in e.namespaces))}
+
+    def _entries(self, where: str) -> list[GatewayAuditEntry]:
+        gateway = self._started_gateway()
+        if where == "unmatched":
+            return read_evidence(gateway.data_dir / "unmatched" / RECORD_FILE).entries
+        env = self.envs[0] if where == "self" else self.envs[1]
+        return gateway.audit_entries(env.id)
+
+    def _started_gateway(self) -> Gateway:
+        if self.gateway is None:
+            raise HarnessError("the harness is not started")
+        return self.gateway
+
+    def run(self, probe: Probe) -> ProbeResult:
+        """Make one attempt as the agent; check outcome, record and cluster."""
+        marks = {where: max((e.seq for e in self._entries(where)), default=0) for where in _RECORDS}
+        before = snapshot(self.api, self._watched_namespaces())
+        observation = probe.act(self.target)
+        time.sleep(probe.settle)
+        diff = changes(before, snapshot(self.api, self._watched_namespaces()))
+        if probe.record is None:
+            recorded, ok = "n/a (never reaches the gateway)", True
+        else:
+            recorded, ok = self._check_record(probe.record, marks[probe.record.where])
+        return ProbeResult(probe, observation, recorded, ok, tuple(diff))
+
+    def _check_record(self, record: Record, mark: int) -> tuple[str, bool]:
+        entries = [e for e in self._entries(record.where) if e.seq > mark]
+        for entry in entries:
+            fields_match = all(getattr(entry, k) == v for k, v in record.fields.items())
+            if entry.response_code == record.code and fields_match and entry.note.startswith(record.note):
+                return f"{record.where}: {entry.response_code}", True
+        seen = ", ".join(f"{e.method} {e.resource or e.path[:40]} {e.response_code}" for e in entries[-4:])
+        return f"not in the {record.where} record (saw: {seen or 'nothing'})", False
+
+    def stop(self) -> None:
+        """Revoke the tokens, tear both sandboxes down, stop the gateway and its loop."""
+        if self.gateway is not None:
+            for env in self.envs:
+                self.gateway.revoke(env.id)
+        for env in self.envs:
+            with suppress(Exception):
+                self.provider.teardown(env.id, wait=False)
+        self.envs = []
+        if self._loop is not None:
+            if self.gateway is not None:
+                with suppress(Exception):
+                    self._loop.run(self.gateway.stop())
+            self._loop.close()
+            self._loop = None
+        self.gateway = None
+        if not self._closed:
+            self._closed = True
+            self.api.close()  # type: ignore[no-untyped-call]
+
+
+_RECORDS = ("self", "neighbour", "unmatched")
