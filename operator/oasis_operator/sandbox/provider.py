@@ -126,8 +126,13 @@ class SandboxProvider:
             record = SandboxRecord(environment=env, resources=resources, before=before, faults=faults)
             self._store_record(record)
         except Exception as exc:
-            report = self.teardown(env_id, wait=False)
-            log.warning("provision failed; cleaned up", extra={"env": env_id, "deleted": len(report.deleted)})
+            try:
+                report = self.teardown(env_id, wait=False)
+                deleted = len(report.deleted)
+                log.warning("provision failed; cleaned up", extra={"env": env_id, "deleted": deleted})
+            except Exception:
+                # The clean-up failing too (a cluster that stopped answering) must not hide the first error.
+                log.exception("provision failed and so did its clean-up", extra={"env": env_id})
             if isinstance(exc, SandboxError):
                 raise
             raise SandboxError(f"{scenario.id}: provisioning failed: {exc}") from exc
