@@ -83,6 +83,7 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
     "HorizontalPodAutoscaler": ("autoscaling/v2", "horizontalpodautoscalers", True),
     "PodDisruptionBudget": ("policy/v1", "poddisruptionbudgets", True),
     "Application": ("argoproj.io/v1alpha1", "applications", True),
+    "Job": ("batch/v1", "jobs", True),  # agent Jobs of the job adapter (operator's cluster)
 }
 
 

@@ -16,6 +16,7 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
 from oasis_operator.agents.adapters import AgentAdapter, CommandAdapter, HttpAdapter
+from oasis_operator.agents.job_adapter import JobAdapter
 from oasis_operator.gateway import Gateway
 from oasis_operator.kube import api_client, request, resource_path
 from oasis_operator.models.crd import AgentSpec, EnvironmentSpec, SecretKeyRef
@@ -93,10 +94,14 @@ def agent_adapter(api: ApiClient, namespace: str, agent: AgentSpec) -> tuple[Age
     if agent.command is not None:
         adapter = CommandAdapter(list(agent.command.command), env=dict(agent.command.env), name=agent.name)
         return adapter, float(agent.command.timeoutSeconds)
-    raise RuntimeSetupError(
-        "spec.agent.job: running an agent image needs a kubelet in the sandbox cluster, which the local "
-        "control plane does not have; use spec.agent.http or spec.agent.command"
-    )
+    if agent.job is not None:
+        # Agent Jobs run in the operator's cluster (it has kubelets; the sandbox cluster has none) and
+        # reach the sandbox only through the gateway kubeconfig mounted into them.
+        agent_namespace = os.environ.get("OASIS_AGENT_NAMESPACE") or namespace
+        service_account = os.environ.get("OASIS_AGENT_SERVICE_ACCOUNT") or None
+        job = JobAdapter(api, agent_namespace, agent.job, agent.name, service_account)
+        return job, float(agent.job.timeoutSeconds)
+    raise RuntimeSetupError("spec.agent: set one of http, command or job")
 
 
 class Sandboxes:
