@@ -8,12 +8,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from oasis_operator.conditions import (
-    describe_validation_error,
     set_condition,
-    set_conditions,
     validation_problems,
 )
-from oasis_operator.models.crd import ConditionStatus, OASISEvaluationSpec, Phase, ScenarioSpec
+from oasis_operator.models.crd import ConditionStatus, ScenarioSpec
 from oasis_operator.models.profile import Finding
 
 # A validator takes a parsed scenario and returns findings; the profile validator plugs in here.
@@ -78,35 +76,6 @@ def scenario_status(
         result["scenarioId"] = parsed.id
         result["classification"] = parsed.classification.value
     return result
-
-
-def evaluation_accept_status(
-    spec: Mapping[str, Any], generation: int | None, current: Mapping[str, Any], now: str
-) -> tuple[dict[str, Any], str | None]:
-    """Status for a newly seen evaluation; the second item is the spec error message, if any."""
-    conditions = current.get("conditions", [])
-    try:
-        OASISEvaluationSpec.model_validate(spec)
-    except ValidationError as exc:
-        message = describe_validation_error(exc, prefix="spec")
-        failed = [
-            ("Ready", ConditionStatus.FALSE, "InvalidSpec", message),
-            ("Progressing", ConditionStatus.FALSE, "InvalidSpec", "fix the spec; nothing will run"),
-        ]
-        conditions = set_conditions(conditions, failed, generation, now)
-        return {
-            "phase": Phase.FAILED.value,
-            "observedGeneration": generation,
-            "conditions": conditions,
-        }, message
-    phase = current.get("phase") or Phase.PENDING.value
-    if phase == Phase.PENDING.value:
-        pending = [
-            ("Progressing", ConditionStatus.TRUE, "Accepted", "accepted; waiting to start"),
-            ("Ready", ConditionStatus.FALSE, "Pending", "no verdict yet"),
-        ]
-        conditions = set_conditions(conditions, pending, generation, now)
-    return {"phase": phase, "observedGeneration": generation, "conditions": conditions}, None
 
 
 def status_changed(current: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:

@@ -31,7 +31,8 @@ def free_port() -> int:
 class OperatorProcess:
     """`oasis operator -n NAMESPACE` with its own data directory and metrics port; stop() is idempotent."""
 
-    def __init__(self, cluster: Cluster, namespace: str, workdir: Path) -> None:
+    def __init__(self, cluster: Cluster, namespace: str, workdir: Path, *extra: str) -> None:
+        self.extra = list(extra)
         self.cluster = cluster
         self.namespace = namespace
         self.workdir = workdir
@@ -56,6 +57,7 @@ class OperatorProcess:
         ]
         if self.cluster.audit_log:
             command += ["--sandbox-audit-log", str(self.cluster.audit_log)]
+        command += self.extra
         env = {**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig)}
         self.proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
         log.close()

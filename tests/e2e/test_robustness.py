@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 
 from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi
 
-from tests.cluster_fixtures import wait_for
+from tests.cluster_fixtures import Cluster, wait_for
 from tests.e2e.support import (
     OperatorProcess,
     agent_command,
@@ -135,3 +136,23 @@ def test_spec_edit_after_start_is_refused_with_a_condition(
     assert status["progress"]["total"] == 2, "the run kept the original selection"
     assert status["runGeneration"] == 1
     assert ("Warning", "SpecFrozen") in [(t, r) for t, r, _ in events(api, namespace, "frozen")]
+
+
+def test_evaluations_beyond_the_limit_wait_as_pending(
+    cluster: Cluster, api: ApiClient, custom: CustomObjectsApi, namespace: str, tmp_path: Path
+) -> None:
+    operator = OperatorProcess(cluster, namespace, tmp_path, "--max-evaluations", "1").start()
+    try:
+        ids = {"ids": ["infra.safety.be.zone-violation-001", "infra.safety.do.unqualified-destruction-001"]}
+        create(custom, namespace, evaluation("first", agent_command("careful"), scenarios=ids))
+        wait_phase(custom, namespace, "first", {"Preflight", "Safety"}, timeout=60)
+        create(custom, namespace, evaluation("second", agent_command("careful"), scenarios=ids))
+        queued = wait_phase(custom, namespace, "second", {"Pending"}, timeout=60)
+        progressing = condition(queued, "Progressing")
+        assert progressing is not None
+        assert progressing["reason"] == "Queued"
+        assert get(custom, namespace, "first")["status"]["phase"] in {"Preflight", "Safety", "Capability"}
+        assert wait_phase(custom, namespace, "second", timeout=300)["status"]["phase"] == "Completed"
+        assert get(custom, namespace, "first")["status"]["phase"] == "Completed"
+    finally:
+        operator.stop()

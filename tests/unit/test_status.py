@@ -5,12 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
+from pydantic import ValidationError
 
-from oasis_operator.conditions import get_condition, set_condition
-from oasis_operator.models.crd import ConditionStatus, ScenarioSpec
+from oasis_operator.conditions import describe_validation_error, get_condition, set_condition
+from oasis_operator.models.crd import ConditionStatus, OASISEvaluationSpec, ScenarioSpec
 from oasis_operator.models.profile import Finding
-from oasis_operator.status import evaluation_accept_status, scenario_status, status_changed
+from oasis_operator.status import scenario_status, status_changed
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z"
@@ -83,25 +85,13 @@ def test_rerun_with_same_input_changes_nothing() -> None:
     assert not status_changed(first, again)
 
 
-def test_evaluation_accepted_as_pending() -> None:
+def test_evaluation_spec_errors_name_every_field() -> None:
     spec = yaml.safe_load((DATA / "evaluation-valid.yaml").read_text())["spec"]
-    status, error = evaluation_accept_status(spec, 1, {}, T0)
-    assert error is None
-    assert status["phase"] == "Pending"
-    cond = get_condition(status["conditions"], "Progressing")
-    assert cond is not None
-    assert (cond["status"], cond["reason"]) == ("True", "Accepted")
-
-
-def test_evaluation_with_two_agents_fails_naming_the_field() -> None:
-    spec = yaml.safe_load((DATA / "evaluation-valid.yaml").read_text())["spec"]
+    OASISEvaluationSpec.model_validate(spec)
     spec["agent"]["command"] = {"command": ["my-agent"]}
     spec["parallelism"] = 0
-    status, error = evaluation_accept_status(spec, 1, {}, T0)
-    assert status["phase"] == "Failed"
-    assert error is not None
+    with pytest.raises(ValidationError) as caught:
+        OASISEvaluationSpec.model_validate(spec)
+    error = describe_validation_error(caught.value, prefix="spec")
     assert "spec.agent: Value error, set exactly one of agent.http, agent.command, agent.job" in error
     assert "spec.parallelism: Input should be greater than or equal to 1" in error
-    ready = get_condition(status["conditions"], "Ready")
-    assert ready is not None
-    assert ready["reason"] == "InvalidSpec"

@@ -39,6 +39,12 @@ def register(subparsers: Any) -> None:
     op.add_argument(
         "--data-dir", type=Path, default=None, help="gateway records and keys (env OASIS_DATA_DIR)"
     )
+    op.add_argument(
+        "--max-evaluations",
+        type=int,
+        default=None,
+        help="evaluations run at once; more wait as Pending (env OASIS_MAX_EVALUATIONS, default 4)",
+    )
     op.add_argument("--log-format", choices=["plain", "full", "json"], default="full")
     op.add_argument("-v", "--verbose", action="store_true")
     op.add_argument("--debug", action="store_true")
@@ -63,6 +69,7 @@ def _run(args: argparse.Namespace) -> int:
         "OASIS_GATEWAY_HOST": args.gateway_host,
         "OASIS_GATEWAY_PORT": args.gateway_port,
         "OASIS_DATA_DIR": args.data_dir,
+        "OASIS_MAX_EVALUATIONS": args.max_evaluations,
     }
     for key, value in settings.items():
         if value is not None:

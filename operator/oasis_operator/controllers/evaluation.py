@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import os
 from typing import Any
 
 import kopf
@@ -39,6 +40,12 @@ async def start_services(memo: kopf.Memo, **_: Any) -> None:
     await sandboxes.start()
     memo.sandboxes = sandboxes
     memo.host_api = api_client()
+    limit = os.environ.get("OASIS_MAX_EVALUATIONS", "4")
+    if not limit.isdigit() or int(limit) < 1:
+        raise kopf.PermanentError(
+            f"OASIS_MAX_EVALUATIONS must be a whole number of at least 1, got {limit!r}"
+        )
+    memo.slots = asyncio.Semaphore(int(limit))
 
 
 @kopf.on.cleanup()
@@ -63,7 +70,7 @@ async def run_evaluation(body: kopf.Body, meta: kopf.Meta, memo: kopf.Memo, **_:
         return
     EVALUATIONS_RUNNING.inc()
     try:
-        await service.run(snapshot, lambda: meta.get("generation"))
+        await service.run(snapshot, lambda: meta.get("generation"), memo.slots)
         HANDLER_RUNS.labels(resource="oasisevaluations", handler="run", outcome="ok").inc()
     except asyncio.CancelledError:
         HANDLER_RUNS.labels(resource="oasisevaluations", handler="run", outcome="cancelled").inc()

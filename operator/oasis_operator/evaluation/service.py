@@ -93,8 +93,16 @@ class EvaluationService:
         self.store = DocumentStore(host_api)
         self.notify = notify
 
-    async def run(self, body: dict[str, Any], generation: Callable[[], int | None]) -> None:
-        """Take the evaluation from wherever its status says it is to a terminal phase."""
+    async def run(
+        self,
+        body: dict[str, Any],
+        generation: Callable[[], int | None],
+        slots: asyncio.Semaphore | None = None,
+    ) -> None:
+        """Take the evaluation from wherever its status says it is to a terminal phase.
+
+        `slots` bounds how many evaluations run at once; one that has to wait is `Pending` meanwhile.
+        """
         meta = body["metadata"]
         owner = {"metadata": {k: meta[k] for k in ("name", "namespace", "uid")}}
         status = dict(body.get("status") or {})
@@ -102,11 +110,24 @@ class EvaluationService:
         if status.get("phase") in TERMINAL:
             await writer.write()  # only the SpecFrozen condition can change now
             return
-        try:
-            run = await self._prepare(owner, body, writer)
-            await self._execute(run)
-        except _StopRun as stop:
-            await self._finish_failed(writer, stop.reason, str(stop))
+        if slots is not None and slots.locked() and status.get("runGeneration") is None:
+            writer.conditions(
+                (
+                    "Progressing",
+                    T,
+                    "Queued",
+                    "waiting for a free slot: the operator's evaluation limit is reached",
+                ),
+                ("Ready", F, "Pending", "no verdict yet"),
+            )
+            await writer.write(phase=Phase.PENDING.value)
+            self.notify("Normal", "Queued", "Queued: other evaluations are using every slot")
+        async with slots if slots is not None else contextlib.nullcontext():
+            try:
+                run = await self._prepare(owner, body, writer)
+                await self._execute(run)
+            except _StopRun as stop:
+                await self._finish_failed(writer, stop.reason, str(stop))
 
     # --- start or resume ------------------------------------------------------------------------------
     async def _prepare(self, owner: dict[str, Any], body: dict[str, Any], writer: StatusWriter) -> _Run:
