@@ -43,9 +43,11 @@ def test_job_adapter_times_out_without_a_kubelet_and_removes_its_job(api: ApiCli
     adapter = JobAdapter(api, namespace, JobAgent(image="registry.example/agents/ops:1.0"), name="ops-agent")
 
     async def call() -> object:
-        task = asyncio.create_task(adapter.run(REQUEST, time_limit=3))
-        await asyncio.sleep(1)
-        seen.extend(request(api, "GET", resource_path("Job", namespace))["items"])
+        task = asyncio.create_task(adapter.run(REQUEST, time_limit=8))
+        while not seen and not task.done():
+            await asyncio.sleep(0.2)
+            items = await asyncio.to_thread(request, api, "GET", resource_path("Job", namespace))
+            seen.extend(items["items"])
         return await task
 
     outcome = asyncio.run(call())
