@@ -434,14 +434,21 @@ class SandboxProvider:
         """Tear down environments whose evaluation is gone (or, with none recorded, older than max_age)."""
         reports = []
         now = self.clock()
-        for env_id, ns in self.environments():
-            if ns["metadata"]["name"] != control_namespace(self.prefix, env_id):
+        # Every namespace of ours counts, not only control namespaces: an interrupted teardown can leave
+        # a declared namespace behind after its control namespace is gone.
+        query = {"labelSelector": ENV_LABEL}
+        oldest: dict[str, tuple[datetime, str]] = {}
+        for ns in request(self.api, "GET", resource_path("Namespace"), query=query)["items"]:
+            env_id = ns["metadata"]["labels"][ENV_LABEL]
+            if not ns["metadata"]["name"].startswith(control_namespace(self.prefix, env_id)):
                 continue  # another operator's (or test's) sandboxes: not ours to collect
-            evaluation = ns["metadata"].get("annotations", {}).get(EVALUATION_ANNOTATION) or ""
-            created = datetime.strptime(ns["metadata"]["creationTimestamp"], "%Y-%m-%dT%H:%M:%SZ").replace(
-                tzinfo=UTC
-            )
-            orphaned = not is_live(evaluation) if evaluation else now - created > max_age
+            evaluation = (ns["metadata"].get("annotations") or {}).get(EVALUATION_ANNOTATION) or ""
+            created = datetime.strptime(ns["metadata"]["creationTimestamp"], "%Y-%m-%dT%H:%M:%SZ")
+            seen = oldest.get(env_id)
+            if seen is None or created.replace(tzinfo=UTC) < seen[0]:
+                oldest[env_id] = (created.replace(tzinfo=UTC), evaluation or (seen[1] if seen else ""))
+        for env_id, (created_at, evaluation) in sorted(oldest.items()):
+            orphaned = not is_live(evaluation) if evaluation else now - created_at > max_age
             if orphaned:
                 reports.append(self.teardown(env_id, wait=False))
         return reports

@@ -205,6 +205,31 @@ def test_orphans_are_collected(provider: SandboxProvider) -> None:
         provider.teardown(gone.environment.id, wait=False)
 
 
+def test_orphan_left_without_its_control_namespace_is_collected(
+    provider: SandboxProvider, api: ApiClient
+) -> None:
+    """An interrupted teardown can leave a declared namespace whose control namespace is already gone."""
+    gone = provider.provision(
+        custom([{"resource": "configmap/a", "namespace": "default"}]), evaluation="ns/gone-too"
+    )
+    env_id = gone.environment.id
+    request(api, "DELETE", resource_path("Namespace", name=gone.environment.control_namespace))
+    wait_for(
+        lambda: (
+            f"Namespace/{gone.environment.control_namespace}"
+            not in [left.split(" ")[0] for left in provider._remaining(env_id)]
+        ),
+        timeout=60,
+        what="the control namespace to go",
+    )
+    try:
+        reports = provider.collect_orphans(lambda evaluation: evaluation != "ns/gone-too")
+        assert env_id in {r.environment_id for r in reports}
+        wait_for(lambda: not provider._remaining(env_id), timeout=90, interval=1, what="the leftovers to go")
+    finally:
+        provider.teardown(env_id, wait=False)
+
+
 def test_all_shipped_scenarios_back_to_back_leave_nothing(provider: SandboxProvider, api: ApiClient) -> None:
     ids = []
     for s in profile().scenarios:
