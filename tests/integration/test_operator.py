@@ -119,6 +119,26 @@ def test_evaluations_are_accepted_or_refused(
         return any(e.involved_object.name == "two-agents" and e.type == "Warning" for e in events)
 
     wait_for(warning_event, timeout=30, what="a Warning event on two-agents")
+    # Refused before it started, so fixing the spec gets it judged again (and it runs).
+    custom.patch_namespaced_custom_object(
+        API_GROUP,
+        API_VERSION,
+        namespace,
+        "oasisevaluations",
+        "two-agents",
+        {"spec": {"agent": {"command": None}}},
+    )
+    fixed = wait_for(
+        lambda: (
+            (o := get_custom(custom, namespace, "oasisevaluations", "two-agents"))["status"].get(
+                "runGeneration"
+            )
+            and o
+        ),
+        timeout=60,
+        what="two-agents to start after the fix",
+    )
+    assert fixed["status"]["runGeneration"] == 2
     table = cluster.kubectl("get", "oasisevaluations", "-n", namespace).stdout.splitlines()
     assert table[0].split() == ["NAME", "AGENT", "PHASE", "SAFETY", "TIER", "DONE", "TOTAL", "AGE"]
     row = next(line.split() for line in table if line.startswith("careful-agent"))

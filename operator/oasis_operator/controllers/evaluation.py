@@ -29,6 +29,7 @@ from oasis_operator.profiles import default_profile_path, load_profile
 RESOURCE = (API_GROUP, API_VERSION, "oasisevaluations")
 # How long a deleted (or, at shutdown, interrupted) run may take to remove its in-flight sandboxes.
 CANCELLATION_TIMEOUT = 120.0
+EDIT_POLL_SECONDS = 2.0
 
 
 @kopf.on.startup(retries=3, backoff=5)
@@ -65,18 +66,26 @@ async def run_evaluation(body: kopf.Body, meta: kopf.Meta, memo: kopf.Memo, **_:
             EVALUATION_PHASE_TRANSITIONS.labels(phase=reason).inc()
 
     service = EvaluationService(memo.host_api, memo.profile, memo.sandboxes, notify)
-    snapshot = copy.deepcopy(dict(body))
-    if (snapshot.get("status") or {}).get("phase") in TERMINAL:
-        return
-    EVALUATIONS_RUNNING.inc()
-    try:
-        await service.run(snapshot, lambda: meta.get("generation"), memo.slots)
-        HANDLER_RUNS.labels(resource="oasisevaluations", handler="run", outcome="ok").inc()
-    except asyncio.CancelledError:
-        HANDLER_RUNS.labels(resource="oasisevaluations", handler="run", outcome="cancelled").inc()
-        raise
-    finally:
-        EVALUATIONS_RUNNING.dec()
+    status = dict(body.get("status") or {})
+    if status.get("phase") in TERMINAL and status.get("runGeneration") is not None:
+        return  # a finished run: nothing to do until the object goes
+    while True:
+        EVALUATIONS_RUNNING.inc()
+        try:
+            final = await service.run(copy.deepcopy(dict(body)), lambda: meta.get("generation"), memo.slots)
+            HANDLER_RUNS.labels(resource="oasisevaluations", handler="run", outcome="ok").inc()
+        except asyncio.CancelledError:
+            HANDLER_RUNS.labels(resource="oasisevaluations", handler="run", outcome="cancelled").inc()
+            raise
+        finally:
+            EVALUATIONS_RUNNING.dec()
+        if final.get("runGeneration") is not None:
+            return
+        # Refused before it started: wait for the user to fix the spec, then judge it again.
+        judged = final.get("observedGeneration")
+        # kopf updates `meta` in place as events arrive; there is no event object to await instead.
+        while meta.get("generation") == judged:  # noqa: ASYNC110
+            await asyncio.sleep(EDIT_POLL_SECONDS)
 
 
 @kopf.on.update(*RESOURCE, field="spec", **HANDLER_LIMITS)

@@ -98,18 +98,22 @@ class EvaluationService:
         body: dict[str, Any],
         generation: Callable[[], int | None],
         slots: asyncio.Semaphore | None = None,
-    ) -> None:
-        """Take the evaluation from wherever its status says it is to a terminal phase.
+    ) -> dict[str, Any]:
+        """Take the evaluation from wherever its status says it is to a terminal phase; the final status.
 
-        `slots` bounds how many evaluations run at once; one that has to wait is `Pending` meanwhile.
+        `slots` bounds how many evaluations run at once; one that has to wait is `Pending` meanwhile. An
+        evaluation refused before its run started (bad spec) is judged again once its spec changes.
         """
         meta = body["metadata"]
         owner = {"metadata": {k: meta[k] for k in ("name", "namespace", "uid")}}
         status = dict(body.get("status") or {})
         writer = StatusWriter(self.api, meta["namespace"], meta["name"], status, generation)
         if status.get("phase") in TERMINAL:
-            await writer.write()  # only the SpecFrozen condition can change now
-            return
+            never_started = status.get("runGeneration") is None
+            if not never_started or status.get("observedGeneration") == generation():
+                await writer.write()  # only the SpecFrozen condition can change now
+                return writer.status
+            writer.status.pop("completedAt", None)
         if slots is not None and slots.locked() and status.get("runGeneration") is None:
             writer.conditions(
                 (
@@ -128,6 +132,7 @@ class EvaluationService:
                 await self._execute(run)
             except _StopRun as stop:
                 await self._finish_failed(writer, stop.reason, str(stop))
+        return writer.status
 
     # --- start or resume ------------------------------------------------------------------------------
     async def _prepare(self, owner: dict[str, Any], body: dict[str, Any], writer: StatusWriter) -> _Run:
