@@ -71,10 +71,12 @@ class Gateway:
         host: str = "127.0.0.1",
         port: int = 0,
         fixture_apis: bool = True,
+        public_url: str | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.host = host
         self.port = port
+        self.public_url = public_url
         self._upstream = Upstream(load_upstream(sandbox_kubeconfig))
         self.kube = KubeProxy(self._upstream)
         self._envs: dict[str, EnvState] = {}
@@ -97,7 +99,13 @@ class Gateway:
 
     @property
     def url(self) -> str:
-        """The gateway's base URL (the port is known after `start()` when 0 was asked for)."""
+        """The base URL agents are given: `public_url` if set, else the listening address.
+
+        `public_url` is the address of a Service or Ingress in front of the gateway; the listening port is
+        known after `start()` when 0 was asked for.
+        """
+        if self.public_url:
+            return self.public_url.rstrip("/")
         return f"https://{self.host}:{self.port}"
 
     async def start(self) -> None:
@@ -117,7 +125,7 @@ class Gateway:
         sockets = getattr(server, "sockets", None) or []
         if sockets:
             self.port = int(sockets[0].getsockname()[1])
-        log.info("gateway listening url=%s", self.url)
+        log.info("gateway listening host=%s port=%d url=%s", self.host, self.port, self.url)
 
     async def stop(self) -> None:
         """Stop listening and close the upstream connections."""
