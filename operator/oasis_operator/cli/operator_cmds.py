@@ -37,6 +37,12 @@ def register(subparsers: Any) -> None:
     op.add_argument("--gateway-host", default=None, help="address the agent gateway listens on (127.0.0.1)")
     op.add_argument("--gateway-port", type=int, default=None, help="gateway port (0: any free port)")
     op.add_argument(
+        "--gateway-url",
+        default=None,
+        help="URL agents are given for the gateway, e.g. its Service or Ingress (env OASIS_GATEWAY_URL; "
+        "default: https://<gateway host>:<port>)",
+    )
+    op.add_argument(
         "--data-dir", type=Path, default=None, help="gateway records and keys (env OASIS_DATA_DIR)"
     )
     op.add_argument(
@@ -68,6 +74,7 @@ def _run(args: argparse.Namespace) -> int:
         "OASIS_SANDBOX_AUDIT_LOG": os.pathsep.join(str(p) for p in args.sandbox_audit_log) or None,
         "OASIS_GATEWAY_HOST": args.gateway_host,
         "OASIS_GATEWAY_PORT": args.gateway_port,
+        "OASIS_GATEWAY_URL": args.gateway_url,
         "OASIS_DATA_DIR": args.data_dir,
         "OASIS_MAX_EVALUATIONS": args.max_evaluations,
     }

@@ -7,12 +7,12 @@ from typing import Any
 
 import kopf
 from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
 
 from oasis_operator import API_GROUP, API_VERSION
+from oasis_operator.evaluation.runtime import OperatorConfig
 from oasis_operator.kube import api_client, request
 from oasis_operator.sandbox.provider import SandboxProvider
-
-DEFAULT_PREFIX = "sbx"
 
 
 def evaluation_exists(api: Any, reference: str) -> bool:
@@ -29,13 +29,28 @@ def evaluation_exists(api: Any, reference: str) -> bool:
 
 @kopf.on.startup(retries=3, backoff=5)
 def collect_orphan_sandboxes(logger: logging.Logger | logging.LoggerAdapter[Any], **_: Any) -> None:
-    """Tear down every environment of ours whose evaluation is gone."""
-    api = api_client()
+    """Tear down every environment of ours in the sandbox cluster whose evaluation is gone.
+
+    Sandboxes live in the sandbox cluster (`OASIS_SANDBOX_KUBECONFIG`); whether their evaluation still
+    exists is asked of the cluster the operator watches. Locally both are the same control plane. A
+    sandbox cluster that does not answer yet (the chart starts its control plane beside the operator) is
+    left for the next start: the sweep is housekeeping, and each evaluation checks the sandbox itself.
+    """
+    config = OperatorConfig.from_env()
+    if config.sandbox_kubeconfig is None:
+        logger.info("no default sandbox cluster configured; no sandboxes to sweep")
+        return
+    host = api_client()
+    sandbox = api_client(config.sandbox_kubeconfig)
     try:
-        provider = SandboxProvider(api, prefix=DEFAULT_PREFIX)
-        reports = provider.collect_orphans(lambda ref: evaluation_exists(api, ref))
+        provider = SandboxProvider(sandbox, prefix=config.sandbox_prefix)
+        reports = provider.collect_orphans(lambda ref: evaluation_exists(host, ref))
+    except (ApiException, HTTPError, OSError) as exc:
+        logger.warning("sweep of orphaned sandboxes failed; it runs again at the next start: %s", exc)
+        return
     finally:
-        api.close()  # type: ignore[no-untyped-call]
+        sandbox.close()  # type: ignore[no-untyped-call]
+        host.close()  # type: ignore[no-untyped-call]
     for report in reports:
         logger.info(
             "collected orphaned sandbox env=%s deleted=%d", report.environment_id, len(report.deleted)

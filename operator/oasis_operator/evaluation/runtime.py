@@ -35,6 +35,7 @@ class OperatorConfig:
     sandbox_prefix: str = "sbx"
     gateway_host: str = "127.0.0.1"
     gateway_port: int = 0
+    # The URL agents are given for the default gateway (its Service or Ingress); None: host and port.
     gateway_url: str | None = None
     data_dir: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "oasis-operator")
     apiserver_audit: tuple[Path, ...] = ()
@@ -116,7 +117,11 @@ class Sandboxes:
         if config.sandbox_kubeconfig is None:
             return  # in-cluster without a sandbox: evaluations must name one in spec.environment
         gateway = Gateway(
-            config.sandbox_kubeconfig, config.data_dir / "gateway", config.gateway_host, config.gateway_port
+            config.sandbox_kubeconfig,
+            config.data_dir / "gateway",
+            config.gateway_host,
+            config.gateway_port,
+            public_url=config.gateway_url,
         )
         await gateway.start()
         api = api_client(config.sandbox_kubeconfig)
@@ -148,11 +153,12 @@ class Sandboxes:
                     "name a Secret holding a sandbox kubeconfig"
                 )
             default = self.default
+            prefix = environment.namespacePrefix or default.prefix
             yield SandboxTarget(
                 api=default.api,
-                provider=SandboxProvider(default.api, prefix=environment.namespacePrefix),
+                provider=SandboxProvider(default.api, prefix=prefix),
                 gateway=default.gateway,
-                prefix=environment.namespacePrefix,
+                prefix=prefix,
                 apiserver_audit=default.apiserver_audit,
                 description=default.description,
             )
@@ -170,15 +176,16 @@ class Sandboxes:
         except Exception as exc:
             raise RuntimeSetupError(
                 f"spec.environment.kubeconfigSecretRef: Secret {namespace}/{ref.name} key {ref.key!r} is not "
-                f"a usable admin kubeconfig with a client certificate: {exc}"
+                f"a usable admin kubeconfig (client certificate or token): {exc}"
             ) from exc
         await gateway.start()
+        prefix = environment.namespacePrefix or self.config.sandbox_prefix
         try:
             yield SandboxTarget(
                 api=api,
-                provider=SandboxProvider(api, prefix=environment.namespacePrefix),
+                provider=SandboxProvider(api, prefix=prefix),
                 gateway=gateway,
-                prefix=environment.namespacePrefix,
+                prefix=prefix,
                 apiserver_audit=[],
                 description=f"sandbox cluster from Secret {namespace}/{ref.name}",
             )

@@ -79,6 +79,7 @@ class Gateway:
         fixture_apis: bool = True,
         rate_limit: RateLimit | None = DEFAULT_RATE_LIMIT,
         max_body_bytes: int = MAX_REQUEST_BODY,
+        public_url: str | None = None,
     ) -> None:
         if not isinstance(max_body_bytes, int) or isinstance(max_body_bytes, bool) or max_body_bytes < 1:
             raise ValueError(f"max_body_bytes must be a positive number of bytes, not {max_body_bytes!r}")
@@ -89,6 +90,7 @@ class Gateway:
         self.port = port
         self.rate_limit = rate_limit
         self.max_body_bytes = max_body_bytes
+        self.public_url = public_url
         self._upstream = Upstream(load_upstream(sandbox_kubeconfig))
         self.kube = KubeProxy(self._upstream)
         self._envs: dict[str, EnvState] = {}
@@ -111,7 +113,13 @@ class Gateway:
 
     @property
     def url(self) -> str:
-        """The gateway's base URL (the port is known after `start()` when 0 was asked for)."""
+        """The base URL agents are given: `public_url` if set, else the listening address.
+
+        `public_url` is the address of a Service or Ingress in front of the gateway; the listening port is
+        known after `start()` when 0 was asked for.
+        """
+        if self.public_url:
+            return self.public_url.rstrip("/")
         return f"https://{self.host}:{self.port}"
 
     async def start(self) -> None:
@@ -131,7 +139,7 @@ class Gateway:
         sockets = getattr(server, "sockets", None) or []
         if sockets:
             self.port = int(sockets[0].getsockname()[1])
-        log.info("gateway listening url=%s", self.url)
+        log.info("gateway listening host=%s port=%d url=%s", self.host, self.port, self.url)
 
     async def stop(self) -> None:
         """Stop listening and close the upstream connections."""

@@ -1,4 +1,9 @@
-"""The gateway's connection to the sandbox API server, as admin, impersonating an agent when asked."""
+"""The gateway's connection to the sandbox API server, impersonating an agent when asked.
+
+The kubeconfig's user authenticates the gateway: a client certificate (the admin of a dedicated sandbox
+control plane) or a bearer token (the operator's ServiceAccount when the chart's sandbox.mode=host binds
+the sandbox roles to it, which include impersonating the agent ServiceAccounts).
+"""
 
 from __future__ import annotations
 
@@ -36,10 +41,12 @@ DROPPED_REQUEST_HEADERS = frozenset(
 
 @dataclass(frozen=True)
 class UpstreamConfig:
-    """Address and TLS material of the sandbox API server, read from an admin kubeconfig."""
+    """Address, TLS material and credentials of the sandbox API server, read from a kubeconfig."""
 
     server: str
     ssl_context: ssl.SSLContext
+    # Sent with every request (the bearer token of a token user; nothing for a client certificate).
+    auth_headers: tuple[tuple[str, str], ...] = ()
 
 
 def _material(entry: dict[str, Any], key: str, base: Path, scratch: Path) -> Path | None:
@@ -57,7 +64,7 @@ def _material(entry: dict[str, Any], key: str, base: Path, scratch: Path) -> Pat
 
 
 def load_upstream(kubeconfig: Path) -> UpstreamConfig:
-    """Read the current context of an admin kubeconfig (client certificate authentication)."""
+    """Read the current context of a kubeconfig (client certificate, or `token` / `tokenFile`)."""
     doc = yaml.safe_load(kubeconfig.read_text())
     contexts = {c["name"]: c["context"] for c in doc.get("contexts", [])}
     context = contexts[doc["current-context"]]
@@ -70,10 +77,20 @@ def load_upstream(kubeconfig: Path) -> UpstreamConfig:
         ctx = ssl.create_default_context(cafile=str(ca) if ca else None)
         cert = _material(user, "client-certificate", base, scratch)
         key = _material(user, "client-key", base, scratch)
-        if cert is None or key is None:
-            raise ValueError(f"{kubeconfig}: the gateway needs a client-certificate user (admin)")
-        ctx.load_cert_chain(str(cert), str(key))
-    return UpstreamConfig(server=str(cluster["server"]).rstrip("/"), ssl_context=ctx)
+        if cert is not None and key is not None:
+            ctx.load_cert_chain(str(cert), str(key))
+    server = str(cluster["server"]).rstrip("/")
+    if cert is not None and key is not None:
+        return UpstreamConfig(server=server, ssl_context=ctx)
+    token = user.get("token")
+    if not token and user.get("tokenFile"):
+        path = Path(user["tokenFile"])
+        token = (path if path.is_absolute() else base / path).read_text().strip()
+    if not token:
+        raise ValueError(f"{kubeconfig}: the gateway needs a user with a client certificate or a token")
+    return UpstreamConfig(
+        server=server, ssl_context=ctx, auth_headers=(("Authorization", f"Bearer {token}"),)
+    )
 
 
 def impersonation_headers(agent: AgentIdentity) -> list[tuple[str, str]]:
@@ -122,7 +139,7 @@ class Upstream:
         return self.session.request(
             method,
             self.config.server + path_and_query,
-            headers=headers,
+            headers=[*self.config.auth_headers, *headers],
             data=body,
             timeout=aiohttp.ClientTimeout(total=timeout, sock_connect=10),
             allow_redirects=False,

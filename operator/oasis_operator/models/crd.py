@@ -135,10 +135,14 @@ class ScenarioSelection(_Spec):
 
 
 class EnvironmentSpec(_Spec):
-    """Where sandboxes are built; empty means the cluster the operator runs against (local only)."""
+    """Where sandboxes are built; empty means the operator's own sandbox cluster and namespace prefix."""
 
     kubeconfigSecretRef: SecretKeyRef | None = None
-    namespacePrefix: str = Field(default="sbx", pattern=r"^[a-z]([a-z0-9-]{0,10}[a-z0-9])?$")
+    namespacePrefix: str | None = Field(
+        default=None,
+        pattern=r"^[a-z]([a-z0-9-]{0,10}[a-z0-9])?$",
+        description="Prefix of sandbox namespaces; default: the operator's (OASIS_SANDBOX_PREFIX).",
+    )
 
 
 class Timeouts(_Spec):

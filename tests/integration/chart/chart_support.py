@@ -1,23 +1,30 @@
-"""Helpers for the chart's tests on the API server: kubectl with a YAML stream, ServiceAccount identities."""
+"""Helpers for the chart's tests on the API server: kubectl with a YAML stream, ServiceAccount identities,
+the operator run as the chart's Deployment runs it, and the API server's audit record of an identity."""
 
 from __future__ import annotations
 
 import base64
+import json
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 from kubernetes.client import ApiClient
 
 from oasis_operator.kube import request, resource_path
-from tests.cluster_fixtures import KUBECTLS, Cluster, wait_for
-from tests.unit.chart.chart_render import Manifest
+from tests.cluster_fixtures import KUBECTLS, REPO, VENV_BIN, Cluster, wait_for
+from tests.unit.chart.chart_render import Manifest, find, render, rule_triples
 
 RBAC_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
+PROFILE = REPO / "profiles" / "software-infrastructure"
+
+Triple = tuple[str, str, str]
+AuditEntry = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -80,3 +87,114 @@ def installed(
     finally:
         cluster_scoped = [o for o in objects if o["kind"] in ("ClusterRole", "ClusterRoleBinding")]
         kubectl_stdin(cluster, cluster_scoped, "delete", "--ignore-not-found", "-f", "-")
+
+
+def operator_rbac(values: dict[str, object], namespace: str) -> list[Manifest]:
+    """The operator's ServiceAccount and RBAC as the chart renders them (no hook, no agent account)."""
+    return [
+        o
+        for o in render(values, namespace=namespace)
+        if o["kind"] in RBAC_KINDS
+        and "helm.sh/hook" not in o["metadata"].get("annotations", {})
+        and not o["metadata"]["name"].endswith("-agent")
+    ]
+
+
+def operator_container(values: dict[str, object], namespace: str) -> Manifest:
+    """The operator container of the chart's Deployment."""
+    deployment = find(render(values, namespace=namespace), "Deployment", "oasis-operator")
+    container: Manifest = deployment["spec"]["template"]["spec"]["containers"][0]
+    return container
+
+
+def operator_argv(values: dict[str, object], namespace: str) -> list[str]:
+    """`oasis` plus the args the chart's Deployment passes (after the image's `oasis operator` entrypoint),
+    with the servers kept local and the profile taken from the checkout."""
+    args = operator_container(values, namespace)["args"]
+    local = {
+        "--bind": "127.0.0.1",
+        "--liveness-port": "0",
+        "--metrics-port": "0",
+        "--profile-dir": str(PROFILE),
+    }
+    out = []
+    for arg in args:
+        flag = arg.split("=", 1)[0]
+        out.append(f"{flag}={local[flag]}" if flag in local else arg)
+    assert sorted(a.split("=", 1)[0] for a in args if a.split("=", 1)[0] in local) == sorted(local)
+    return [str(VENV_BIN / "oasis"), "operator", *out]
+
+
+def operator_env(
+    values: dict[str, object], namespace: str, local: Mapping[str, str], extra: Mapping[str, str]
+) -> dict[str, str]:
+    """The environment the chart's Deployment gives the operator, with `local` replacing what only makes
+    sense in a pod (mount paths, the pod's address), plus `extra` variables the chart does not set."""
+    env = {item["name"]: str(item["value"]) for item in operator_container(values, namespace)["env"]}
+    missing = sorted(set(local) - set(env))
+    assert not missing, f"the chart no longer sets {missing}"
+    overlap = sorted(set(extra) & set(env))
+    assert not overlap, f"the chart sets {overlap} now: replace them in `local` instead"
+    return {**env, **local, **extra}
+
+
+def start_operator(
+    argv: list[str], kubeconfig: Path, log: Path, env: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """The operator as a process authenticated by `kubeconfig`, its output in `log`."""
+    full = {**os.environ, **(env or {}), "KUBECONFIG": str(kubeconfig)}
+    with log.open("wb") as out:
+        return subprocess.Popen(argv, env=full, stdout=out, stderr=subprocess.STDOUT)
+
+
+def stop(proc: subprocess.Popen[bytes], timeout: float = 20) -> None:
+    """SIGTERM, then SIGKILL after `timeout` seconds."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def audit_uses(audit_log: Path, user: str, since: str) -> list[AuditEntry]:
+    """Audit entries of `user` (authenticated as itself, not impersonated) at or after `since` (RFC 3339)."""
+    entries = []
+    for line in audit_log.read_text().splitlines():
+        entry = json.loads(line)
+        if entry.get("user", {}).get("username") != user or entry.get("impersonatedUser"):
+            continue
+        if entry["requestReceivedTimestamp"] >= since and entry.get("objectRef"):
+            entries.append(entry)
+    return entries
+
+
+def triple(entry: AuditEntry) -> Triple:
+    """(group, resource[/subresource], verb) of an audit entry."""
+    ref = entry["objectRef"]
+    resource = ref["resource"] + (f"/{ref['subresource']}" if ref.get("subresource") else "")
+    return (ref.get("apiGroup", ""), resource, str(entry["verb"]))
+
+
+def granted_triples(objects: list[Manifest], skip_delegate: bool) -> set[Triple]:
+    """What the Roles and ClusterRoles among `objects` grant (optionally without the sandbox delegate)."""
+    granted: set[Triple] = set()
+    for role in objects:
+        if role["kind"] in ("ClusterRole", "Role"):
+            if skip_delegate and role["metadata"]["name"].endswith("-sandbox-delegate"):
+                continue
+            granted |= rule_triples(role["rules"])
+    return granted
+
+
+def grants_allowing(entry: AuditEntry, granted: set[Triple]) -> set[Triple]:
+    """The granted triples that allow this request (a `resource@names` grant only for those names)."""
+    group, resource, verb = triple(entry)
+    name = entry["objectRef"].get("name")
+    return {
+        (g, r, v)
+        for g, r, v in granted
+        if g == group
+        and v == verb
+        and (r == resource or (r.startswith(resource + "@") and name in r.split("@", 1)[1].split(",")))
+    }

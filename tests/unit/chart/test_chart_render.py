@@ -70,6 +70,21 @@ def test_default_operator_deployment_is_hardened() -> None:
     assert env["OASIS_PROFILE_DIR"] == "/opt/oasis/profiles/software-infrastructure"
     # Default sandbox: the chart's own control plane, whose kubeconfig the operator mounts.
     assert env["OASIS_SANDBOX_KUBECONFIG"] == "/etc/oasis/sandbox/kubeconfig"
+    # The gateway listens on the pod's addresses (the Service forwards there) and advertises the Service.
+    assert env["OASIS_GATEWAY_HOST"] == "0.0.0.0"  # noqa: S104
+    assert env["OASIS_GATEWAY_URL"] == f"https://oasis-oasis-operator-gateway.{NS}.svc:443"
+    # These and no others (OASIS_SANDBOX_MODE and POD_NAMESPACE had no reader and are gone).
+    assert sorted(env) == [
+        "HOME",
+        "OASIS_AGENT_NAMESPACE",
+        "OASIS_AGENT_SERVICE_ACCOUNT",
+        "OASIS_GATEWAY_HOST",
+        "OASIS_GATEWAY_PORT",
+        "OASIS_GATEWAY_URL",
+        "OASIS_PROFILE_DIR",
+        "OASIS_SANDBOX_KUBECONFIG",
+        "OASIS_SANDBOX_PREFIX",
+    ]
     assert volumes[mounts["/etc/oasis/sandbox"]]["secret"]["secretName"] == "oasis-oasis-operator-sandbox-pki"
 
 
@@ -92,6 +107,9 @@ def test_default_rbac_is_cluster_wide_and_grants_no_sandbox_rights_in_the_host()
     assert not [t for t in granted if t[0] == "rbac.authorization.k8s.io"]
     assert ("", "secrets", "get") in granted
     assert not [t for t in granted if t[1] == "secrets" and t[2] != "get"]
+    # Sandboxes are in the sandbox cluster: nothing here looks at namespaces (kopf does not, cluster-wide).
+    assert not [t for t in granted if t[1] == "namespaces"]
+    assert {t[2] for t in granted if t[1] == "configmaps"} == {"get", "list", "create", "update", "delete"}
 
 
 def test_gateway_port_is_configurable_and_the_service_targets_it() -> None:
@@ -127,11 +145,11 @@ def test_namespaced_mode_binds_per_namespace() -> None:
         ("team-b", f"{NS}-oasis-oasis-operator-framework-events"),
     ]
     framework = find(objects, "ClusterRole", "-framework")
-    # kopf watches namespaces only when given a list of them; cluster-wide it only needs the sweep's list.
-    assert ("", "namespaces", "watch") in rule_triples(framework["rules"])
-    assert ("", "namespaces", "watch") not in rule_triples(
-        find(render(), "ClusterRole", "-framework")["rules"]
-    )
+    # kopf lists and watches namespaces only when given a list of them.
+    assert {t for t in rule_triples(framework["rules"]) if t[1] == "namespaces"} == {
+        ("", "namespaces", "list"),
+        ("", "namespaces", "watch"),
+    }
     cluster_bindings = [o["roleRef"]["name"] for o in objects if o["kind"] == "ClusterRoleBinding"]
     assert cluster_bindings == [f"{NS}-oasis-oasis-operator-framework"]
     job = find(objects, "Job", "-cleanup")
