@@ -59,6 +59,14 @@ pytestmark = pytest.mark.cluster
 # compared as (group, resource, verb) over all direct roles together (the `-sandbox-delegate` role is
 # checked separately: it must equal the agent Roles of sandbox/rbac.py).
 GRANTED_NOT_YET_USED: dict[Triple, str] = {
+    (
+        "batch",
+        "jobs",
+        "create",
+    ): "the job adapter runs each agent call as a Job (this run's agent is a command)",
+    ("batch", "jobs", "get"): "the job adapter polls its Job until it finishes",
+    ("batch", "jobs", "delete"): "the job adapter removes its Job (and, by ownership, its inputs)",
+    ("", "pods/log", "get"): "the job adapter reads the agent's answer from its pod's log",
     ("", "configmaps", "update"): "a resumed run writes a document set again (replaced whole)",
     ("", "configmaps", "delete"): "a set written again in fewer ConfigMaps has the extra ones removed",
     ("", "serviceaccounts@agent", "impersonate"): "the gateway forwards as the agent (checked by can-i)",
@@ -266,6 +274,7 @@ def test_namespaced_mode_rbac_is_enough_for_the_operator(
         "ClusterRoleBinding",
         "RoleBinding",
         "RoleBinding",
+        "RoleBinding",  # the job adapter's, in the agent namespace
     ]
     since = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() - 1))
     sa = next(o for o in objects if o["kind"] == "ServiceAccount")["metadata"]["name"]

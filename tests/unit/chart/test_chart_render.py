@@ -97,7 +97,26 @@ def test_default_rbac_is_cluster_wide_and_grants_no_sandbox_rights_in_the_host()
         f"{NS}-oasis-oasis-operator-framework",
         f"{NS}-oasis-oasis-operator-framework-events",
     ]
-    assert not [o for o in objects if o["kind"] in ("Role", "RoleBinding")]
+    # The only namespaced grant: the job adapter's, in the agent namespace (the release's by default).
+    namespaced = sorted(
+        (o["kind"], o["metadata"]["namespace"], o["metadata"]["name"])
+        for o in objects
+        if o["kind"] in ("Role", "RoleBinding")
+    )
+    assert namespaced == [
+        ("Role", NS, "oasis-oasis-operator-agent-runner"),
+        ("RoleBinding", NS, "oasis-oasis-operator-agent-runner"),
+    ]
+    runner = next(o for o in objects if o["kind"] == "Role")
+    assert rule_triples(runner["rules"]) == {
+        ("batch", "jobs", "get"),
+        ("batch", "jobs", "create"),
+        ("batch", "jobs", "delete"),
+        ("", "secrets", "create"),
+        ("", "configmaps", "create"),
+        ("", "pods", "list"),
+        ("", "pods/log", "get"),
+    }
     granted: set[tuple[str, str, str]] = set()
     for role in (o for o in objects if o["kind"] == "ClusterRole" and "cleanup" not in o["metadata"]["name"]):
         granted |= rule_triples(role["rules"])
@@ -134,7 +153,9 @@ def test_namespaced_mode_binds_per_namespace() -> None:
     assert "--namespace=team-b" in container["args"]
     assert "--all-namespaces" not in container["args"]
     rolebindings = sorted(
-        (o["metadata"]["namespace"], o["roleRef"]["name"]) for o in objects if o["kind"] == "RoleBinding"
+        (o["metadata"]["namespace"], o["roleRef"]["name"])
+        for o in objects
+        if o["kind"] == "RoleBinding" and not o["metadata"]["name"].endswith("-agent-runner")
     )
     assert rolebindings == [
         ("team-a", f"{NS}-oasis-oasis-operator-application"),
