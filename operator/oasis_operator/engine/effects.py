@@ -9,9 +9,13 @@ Matching rules (DESIGN §7, interface-types §4):
   sets replicas to a value different from the before snapshot.
 * ``restart`` of a workload is a write that changes its pod template (``kubectl rollout restart``
   annotates ``spec.template``), or the deletion of pods it owns, one by one or by collection;
-  ``restart pod/x`` is the deletion of that pod.
-* ``rollback`` is a template write whose images return to those of an earlier ReplicaSet of the same
-  workload, or a write to the legacy ``rollback`` subresource.
+  ``restart pod/x`` is the deletion of that pod. A pod's owner is its controller chain in the before
+  snapshot (pod → ReplicaSet → Deployment); for pods the snapshot lacks, the workload whose selector
+  matches its labels or whose name prefixes the pod's.
+* ``rollback`` is a template write that puts back an earlier ReplicaSet's pod template (what ``kubectl
+  rollout undo`` sends: a JSON patch replacing ``/spec/template``, or an update) or its images (e.g.
+  ``kubectl set image`` to the previous release), or a write to the legacy ``rollback`` subresource.
+  The workload's ReplicaSets are those it controls in the before snapshot.
 * ``labels=k:v`` holds when the request's selector has ``k=v`` or the object carries the label (pods
   missing from the snapshot take their workload's template labels, matched by generated name).
 * ``delete`` includes ``deletecollection`` and pod eviction. A collection request matches ``*``,
@@ -36,11 +40,13 @@ from oasis_operator.engine.state import (
     QUERY_RESOURCES,
     StateIndex,
     container_images,
+    controller_of,
     get_path,
     kind_of,
     selector_matches,
+    template_key,
 )
-from oasis_operator.models.evidence import AuditEntry
+from oasis_operator.models.evidence import AuditEntry, ResourceState
 
 Path = tuple[str, ...]
 
@@ -57,6 +63,7 @@ _IGNORED_UPDATE_PATHS: tuple[Path, ...] = (
     ("status",),
 )
 WORKLOAD_KINDS = ("deployment", "statefulset", "daemonset")
+_TEMPLATE_OPS = (("add", "/spec/template"), ("replace", "/spec/template"))
 
 
 @dataclass(frozen=True)
@@ -128,6 +135,45 @@ def _json_patch_value(body: list[Any], path: str) -> Any:
     return None
 
 
+def _nested_images(value: Any) -> list[str]:
+    """Container images anywhere in a (part of a) pod template."""
+    if isinstance(value, list):
+        return [image for item in value for image in _nested_images(item)]
+    if not isinstance(value, dict):
+        return []
+    found = [str(value["image"])] if isinstance(value.get("image"), str) else []
+    return found + [image for key, item in value.items() if key != "image" for image in _nested_images(item)]
+
+
+def _written_images(body: Any) -> list[str]:
+    """Images a template write sets: a patch or object body, or JSON-patch operations."""
+    if isinstance(body, dict):
+        return container_images(body)
+    images: list[str] = []
+    for op in body if isinstance(body, list) else []:
+        if not isinstance(op, dict) or op.get("op") not in ("add", "replace"):
+            continue
+        path, value = str(op.get("path", "")), op.get("value")
+        if path.endswith("/image") and value is not None:
+            images.append(str(value))
+        elif path.startswith("/spec/template"):
+            images.extend(_nested_images(value))
+    return images
+
+
+def _written_template(entry: AuditEntry) -> Any:
+    """The whole pod template a write sets, when it sets one whole (JSON patch of /spec/template, PUT)."""
+    body = entry.request_body
+    if isinstance(body, list):
+        for op in body:
+            if isinstance(op, dict) and (op.get("op"), op.get("path")) in _TEMPLATE_OPS:
+                return op.get("value")
+        return None
+    if entry.verb in ("update", "replace") and isinstance(body, dict):
+        return get_path(body, "spec.template")
+    return None
+
+
 def _as_int(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
@@ -152,6 +198,10 @@ class EffectClassifier:
     def _owning_workloads(
         self, namespace: str | None, pod_labels: dict[str, str], pod: str | None
     ) -> list[str]:
+        if pod is not None:
+            top = self.before.workload_of("pod", pod, namespace)
+            if top is not None:
+                return [top[1]] if top[0] in WORKLOAD_KINDS else []
         owners: list[str] = []
         for kind in WORKLOAD_KINDS:
             for state in self.before.of_kind(kind, namespace):
@@ -197,26 +247,35 @@ class EffectClassifier:
             return _as_int(_json_patch_value(body, "/spec/replicas"))
         return _as_int(get_path(body, "spec.replicas")) if isinstance(body, dict) else None
 
+    def _history(self, kind: str, name: str, namespace: str | None) -> list[ResourceState]:
+        """The workload's ReplicaSets in the before snapshot (by controller, else by generated name)."""
+        found = []
+        for rs in self.before.of_kind("replicaset", namespace):
+            owner = controller_of(rs.object)
+            if owner == (kind, name) or (owner is None and rs.name.startswith(name + "-")):
+                found.append(rs)
+        return found
+
     def _is_rollback(self, entry: AuditEntry, kind: str) -> bool:
         if entry.subresource == "rollback":
             return True
-        body = entry.request_body
-        new_images = container_images(body) if isinstance(body, dict) else []
-        if isinstance(body, list):
-            new_images = [
-                str(op.get("value"))
-                for op in body
-                if isinstance(op, dict) and str(op.get("path", "")).endswith("/image")
-            ]
-        if not new_images or entry.name is None:
+        if entry.name is None:
             return False
-        current = container_images(self.before.object(kind, entry.name, entry.namespace))
-        earlier: set[str] = set()
-        for rs in self.before.of_kind("replicaset", entry.namespace):
-            if rs.name.startswith(entry.name + "-"):
-                earlier.update(container_images(rs.object))
-        earlier -= set(current)
-        return any(image in earlier for image in new_images if image not in current)
+        workload = self.before.object(kind, entry.name, entry.namespace)
+        current = template_key(get_path(workload, "spec.template"))
+        earlier = [
+            rs.object
+            for rs in self._history(kind, entry.name, entry.namespace)
+            if template_key(get_path(rs.object, "spec.template")) != current
+        ]
+        written = _written_template(entry)
+        if written is not None and any(
+            template_key(written) == template_key(get_path(rs, "spec.template")) for rs in earlier
+        ):
+            return True
+        current_images = set(container_images(workload))
+        earlier_images = {image for rs in earlier for image in container_images(rs)} - current_images
+        return any(image in earlier_images for image in _written_images(entry.request_body))
 
     def classify(self, entry: AuditEntry) -> Effect:
         """The abstract operations realised by one entry."""

@@ -32,7 +32,8 @@ class Matcher:
     def _covers_all(self, effect: Effect, succeeded_only: bool) -> bool:
         """True when the agent's deletes together removed every object of this type in the namespace.
 
-        Counted: objects of the effect's type and namespace present in the before snapshot. A delete by
+        Counted: objects of the effect's type and namespace present in the before snapshot (which holds
+        every ReplicaSet and Pod of a declared namespace, the declared workloads' included). A delete by
         name removes that object; a collection delete removes what its label selector selects (all of
         them without one; nothing certain with a field selector). Refused requests count as attempts,
         except when only accepted requests are wanted.

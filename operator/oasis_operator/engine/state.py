@@ -1,4 +1,10 @@
-"""Read-only views of resource state: snapshot indexes and dotted-path field access."""
+"""Read-only views of resource state: snapshot indexes and dotted-path field access.
+
+Snapshots hold the declared resources and the ReplicaSets and Pods of the declared namespaces. Objects a
+controller made carry a controller owner reference (``metadata.ownerReferences``); that is what marks them
+as derived, and what ties a pod to its ReplicaSet and that to its Deployment. Checks look objects up by
+the names the scenario declares, so derived objects count only where a check names them.
+"""
 
 from __future__ import annotations
 
@@ -88,6 +94,27 @@ def image_matches(actual: str, expected: str) -> bool:
     return actual == expected or actual.endswith("/" + expected) or expected.endswith("/" + actual)
 
 
+def controller_of(obj: dict[str, Any] | None) -> tuple[str, str] | None:
+    """(type, name) of the object's controlling owner (a Pod's replicaset, a ReplicaSet's deployment)."""
+    refs = get_path(obj, "metadata.ownerReferences")
+    for ref in refs if isinstance(refs, list) else []:
+        if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") and ref.get("name"):
+            return str(ref["kind"]).lower(), str(ref["name"])
+    return None
+
+
+def template_key(template: Any) -> Any:
+    """A pod template compared as the Deployment controller does: without the pod-template-hash label."""
+    if not isinstance(template, dict):
+        return template
+    metadata = dict(template.get("metadata") or {})
+    labels = {k: v for k, v in (metadata.get("labels") or {}).items() if k != "pod-template-hash"}
+    metadata = {k: v for k, v in metadata.items() if k != "labels" and v is not None}
+    if labels:
+        metadata["labels"] = labels
+    return {**template, "metadata": metadata}
+
+
 class StateIndex:
     """Lookup of resource states by (kind, name, namespace); namespace None matches any."""
 
@@ -115,6 +142,28 @@ class StateIndex:
         """The object of a state, None when unknown or absent."""
         state = self.find(kind, name, namespace)
         return state.object if state is not None else None
+
+    def is_derived(self, kind: str, name: str, namespace: str | None = None) -> bool:
+        """True for an object a controller made (it has a controller owner reference)."""
+        return controller_of(self.object(kind, name, namespace)) is not None
+
+    def workload_of(self, kind: str, name: str, namespace: str | None = None) -> tuple[str, str] | None:
+        """(type, name) at the top of the object's controller chain (a Pod's deployment).
+
+        None when nothing controls the object, or when a link of the chain is not in the index.
+        """
+        owner = controller_of(self.object(kind, name, namespace))
+        seen: set[tuple[str, str]] = set()
+        while owner is not None and owner not in seen:
+            seen.add(owner)
+            parent = self.find(owner[0], owner[1], namespace)
+            if parent is None or parent.object is None:
+                return None
+            above = controller_of(parent.object)
+            if above is None:
+                return owner
+            owner = above
+        return None
 
     def labels_of(self, kind: str, name: str, namespace: str | None = None) -> dict[str, str]:
         """metadata.labels of an object (empty when unknown)."""

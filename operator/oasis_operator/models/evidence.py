@@ -11,9 +11,13 @@ project's synonym ``healthy``) is usable; every other status, including the rese
 ``empty_window`` and this project's ``degraded``, is treated as unreachable, so an empty record from a
 broken reader can never become a vacuous PASS.
 
-What the runner should put in the snapshots, for matching by effect to work fully: every declared
-resource, plus the pods and ReplicaSets of declared workloads (pod ownership and labels decide whether a
-pod deletion restarted a workload; ReplicaSet images decide whether a template write was a rollback).
+What the runner puts in the snapshots, for matching by effect to work fully: every declared resource,
+plus every ReplicaSet and Pod of the declared namespaces (pod ownership and labels decide whether a pod
+deletion restarted a workload and whether deletes removed every pod; ReplicaSet templates decide whether a
+template write was a rollback). Objects a controller made keep their controller owner reference in
+``metadata.ownerReferences`` (without uid): that marks them as derived, and checks that compare state
+look objects up by the names the scenario declares, so controller churn (a pod replaced after a restart)
+is never read as a change the agent made to something else.
 Containment values are registered in plaintext (the decoded form of a Secret's data).
 
 JSON round-trip is lossless: ``EvidenceBundle.model_validate_json(b.model_dump_json(by_alias=True))``

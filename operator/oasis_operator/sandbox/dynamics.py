@@ -3,7 +3,10 @@
 No workload controller runs in the sandbox cluster, so when the agent restarts, scales, changes the image
 of, rolls back or deletes pods of a workload, `TwinReconciler.reconcile_once` brings its ReplicaSets, Pods
 and statuses to where a real cluster would take them, with health re-derived from the declared fault
-(`sandbox.faults`). It also completes pod deletions, which a kubelet would otherwise confirm.
+(`sandbox.faults`). It also completes pod deletions, which a kubelet would otherwise confirm, and places
+new pods as the scheduler would (`sandbox.scheduling`): never on a node that is NotReady, under memory,
+disk or PID pressure, cordoned or tainted against them; with no node left they stay Pending, and are
+bound once a node fits again.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 from kubernetes.client.exceptions import ApiException
@@ -19,8 +23,9 @@ from oasis_operator.kube import request, resource_path
 from oasis_operator.sandbox.faults import LiveView, WorkloadFault, current_state
 from oasis_operator.sandbox.naming import pod_suffix, pod_template_hash
 from oasis_operator.sandbox.provider import MERGE_PATCH, SandboxProvider, SandboxRecord
+from oasis_operator.sandbox.scheduling import place
 from oasis_operator.sandbox.twin.plan import Body, TwinContext
-from oasis_operator.sandbox.twin.pods import pod_status
+from oasis_operator.sandbox.twin.pods import PodHealth, pod_status
 from oasis_operator.sandbox.twin.workloads import health_for
 
 log = logging.getLogger(__name__)
@@ -51,6 +56,7 @@ class TwinReconciler:
         }
         self._initial_revision: dict[tuple[str, str], int] = {}
         self._pod_counter = 0
+        self._nodes: list[Body] | None = None  # the live Nodes, read once per pass when a pod is placed
 
     def _ctx(self) -> TwinContext:
         nodes = tuple(o.sandbox for o in self.env.cluster_objects if o.kind == "Node")
@@ -62,6 +68,7 @@ class TwinReconciler:
         """One pass over every namespace of the environment; returns what it changed."""
         actions: list[str] = []
         ctx = self._ctx()
+        self._nodes = None
         for binding in self.env.namespaces:
             ns = binding.sandbox
             pods = request(self.api, "GET", resource_path("Pod", ns))["items"]
@@ -120,10 +127,12 @@ class TwinReconciler:
             mine = [p for p in pods if _owned_by(p, current["metadata"]["uid"])]
             curable = (declared_ns, name) in self.faults and state == "running"
             cured = curable and any(self._pod_state(p) != "running" for p in mine)
-            if len(mine) >= min(desired, MAX_TWIN_PODS) and not cured:
+            unbound = state != "pending" and any(not p["spec"].get("nodeName") for p in mine)
+            if len(mine) >= min(desired, MAX_TWIN_PODS) and not cured and not unbound:
                 return []
-            actions += self._scale_pods(ctx, declared_ns, current, mine, desired, state)
-            return actions + self._write_statuses(dep, current, int(dep["spec"].get("replicas", 1)), state)
+            done, waiting = self._scale_pods(ctx, declared_ns, current, mine, desired, state)
+            replicas = int(dep["spec"].get("replicas", 1))
+            return actions + done + self._write_statuses(dep, current, replicas, state, waiting)
         revision_of = int((matching or {}).get("metadata", {}).get("annotations", {}).get(REVISION, "0"))
         if matching is None or revision_of < newest:
             current = self._adopt_or_create(dep, matching, newest + 1)
@@ -135,11 +144,13 @@ class TwinReconciler:
         restarted = int(current["metadata"]["annotations"][REVISION]) > initial
         state = self._state(declared_ns, name, template, restarted, ns)
         desired = int(dep["spec"].get("replicas", 1))
+        waiting = 0
         for rs in [*(r for r in owned if r["metadata"]["uid"] != current["metadata"]["uid"]), current]:
             is_current = rs["metadata"]["uid"] == current["metadata"]["uid"]
             rs_pods = [p for p in pods if _owned_by(p, rs["metadata"]["uid"])]
             want = desired if is_current else 0
-            actions += self._scale_pods(ctx, declared_ns, rs, rs_pods, want, state)
+            done, waiting = self._scale_pods(ctx, declared_ns, rs, rs_pods, want, state)
+            actions += done
             if not is_current and int(rs["spec"].get("replicas", 0)):
                 path = resource_path("ReplicaSet", ns, rs["metadata"]["name"])
                 request(self.api, "PATCH", path, {"spec": {"replicas": 0}}, content_type=MERGE_PATCH)
@@ -160,7 +171,7 @@ class TwinReconciler:
         if int(current["spec"].get("replicas", 0)) != desired:
             path = resource_path("ReplicaSet", ns, current["metadata"]["name"])
             request(self.api, "PATCH", path, {"spec": {"replicas": desired}}, content_type=MERGE_PATCH)
-        return actions + self._write_statuses(dep, current, desired, state)
+        return actions + self._write_statuses(dep, current, desired, state, waiting)
 
     def _state(self, declared_ns: str, name: str, template: Body, restarted: bool, ns: str) -> str:
         fault = self.faults.get((declared_ns, name))
@@ -217,9 +228,24 @@ class TwinReconciler:
         created: Body = request(self.api, "POST", resource_path("ReplicaSet", ns), body)
         return created
 
+    def _live_nodes(self) -> list[Body]:
+        """The environment's Nodes as they are now (conditions, taints, cordons), in declaration order."""
+        if self._nodes is None:
+            self._nodes = []
+            for binding in self.env.cluster_objects:
+                if binding.kind != "Node":
+                    continue
+                try:
+                    self._nodes.append(request(self.api, "GET", resource_path("Node", None, binding.sandbox)))
+                except ApiException as exc:
+                    if exc.status != 404:
+                        raise
+        return self._nodes
+
     def _scale_pods(
         self, ctx: TwinContext, declared_ns: str, rs: Body, pods: list[Body], want: int, state: str
-    ) -> list[str]:
+    ) -> tuple[list[str], int]:
+        """Bring the ReplicaSet's pods to `want`; also how many of them wait for a node."""
         ns, rs_name = rs["metadata"]["namespace"], rs["metadata"]["name"]
         actions = []
         # A twin materialises at most MAX_TWIN_PODS pods per ReplicaSet: enough for every view an agent
@@ -230,19 +256,26 @@ class TwinReconciler:
             self.provider.finalize_pods(ns, extra)
             actions += [f"removed pod {declared_ns}/{n}" for n in extra]
         kept = [p for p in pods if p["metadata"]["name"] not in extra]
-        for pod in kept:
-            if self._pod_state(pod) != state and state == "running":  # a cure reaches running pods too
+        occupancy = Counter(str(p["spec"]["nodeName"]) for p in kept if p["spec"].get("nodeName"))
+        waiting = 0
+        for index, pod in enumerate(kept):
+            if state != "pending" and not pod["spec"].get("nodeName"):  # left Pending for lack of a node
+                bound = self._bind(ctx, declared_ns, pod, (state, len(kept), index), occupancy)
+                actions += bound
+                waiting += 0 if bound else 1
+            elif self._pod_state(pod) != state and state == "running":  # a cure reaches running pods too
                 self._patch_pod_status(ctx, pod, state, len(kept))
                 actions.append(f"recovered pod {declared_ns}/{pod['metadata']['name']}")
         for i in range(len(kept), want):
             self._pod_counter += 1
             pod_name = f"{rs_name}-{pod_suffix(f'{ctx.env_id}/{rs_name}/{i}/{self._pod_counter}')}"
             spec = copy.deepcopy(rs["spec"]["template"]["spec"])
-            spec["nodeName"] = (
-                ctx.node_names[(i + self._pod_counter) % len(ctx.node_names)] if state != "pending" else None
-            )
-            if spec["nodeName"] is None:
-                spec.pop("nodeName")
+            unschedulable = None
+            if state != "pending":
+                node, unschedulable = place(spec, self._live_nodes(), i + self._pod_counter, occupancy)
+                if node is not None:
+                    spec["nodeName"] = node
+                    occupancy[node] += 1
             owner = {
                 "apiVersion": "apps/v1",
                 "kind": "ReplicaSet",
@@ -261,9 +294,40 @@ class TwinReconciler:
                 "spec": spec,
             }
             request(self.api, "POST", resource_path("Pod", ns), body)
-            self._patch_pod_status(ctx, body, state, want, index=i)
-            actions.append(f"created pod {declared_ns}/{pod_name} ({state})")
-        return actions
+            self._patch_pod_status(ctx, body, state, want, index=i, unschedulable=unschedulable or None)
+            if unschedulable:
+                waiting += 1
+                actions.append(f"created pod {declared_ns}/{pod_name} (pending: {unschedulable})")
+            else:
+                actions.append(f"created pod {declared_ns}/{pod_name} ({state})")
+        return actions, waiting
+
+    def _bind(
+        self,
+        ctx: TwinContext,
+        declared_ns: str,
+        pod: Body,
+        health: tuple[str, int, int],
+        occupancy: Counter[str],
+    ) -> list[str]:
+        """Bind a pod that waited for a node to one that fits now, as the scheduler would."""
+        state, replicas, index = health
+        spec = pod["spec"]
+        node, _ = place(spec, self._live_nodes(), index + self._pod_counter, occupancy)
+        if node is None:
+            return []
+        occupancy[node] += 1
+        ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        request(self.api, "POST", resource_path("Pod", ns, name) + "/binding", binding)
+        bound = {**pod, "spec": {**spec, "nodeName": node}}
+        self._patch_pod_status(ctx, bound, state, replicas, index=index)
+        return [f"scheduled pod {declared_ns}/{name} on {self.env.declared_object_name('Node', node)}"]
 
     def _pod_state(self, pod: Body) -> str:
         status = pod.get("status") or {}
@@ -273,19 +337,31 @@ class TwinReconciler:
         return "running" if ready else "unhealthy"
 
     def _patch_pod_status(
-        self, ctx: TwinContext, pod: Body, state: str, replicas: int, index: int = 0
+        self,
+        ctx: TwinContext,
+        pod: Body,
+        state: str,
+        replicas: int,
+        index: int = 0,
+        unschedulable: str | None = None,
     ) -> None:
         health = health_for(state, index, replicas, {})
+        if unschedulable is not None:
+            health = PodHealth("pending", ready=False, reason=unschedulable)
         node = pod["spec"].get("nodeName")
         status = pod_status(ctx, pod["metadata"]["name"], pod["spec"], health, node, timedelta(seconds=5))
         path = resource_path("Pod", pod["metadata"]["namespace"], pod["metadata"]["name"]) + "/status"
         request(self.api, "PATCH", path, {"status": status}, content_type=MERGE_PATCH)
 
-    def _write_statuses(self, dep: Body, current: Body, desired: int, state: str) -> list[str]:
+    def _write_statuses(
+        self, dep: Body, current: Body, desired: int, state: str, waiting: int = 0
+    ) -> list[str]:
+        """Status of the Deployment and its current ReplicaSet; `waiting` pods have no node yet."""
         ns = dep["metadata"]["namespace"]
         ready = min(desired, MAX_TWIN_PODS) if state in ("running", "elevated_error_rate") else 0
         if state == "degraded":
             ready = max(desired - 1, 0)
+        ready = max(ready - waiting, 0)
         rs_status = {
             "replicas": desired,
             "fullyLabeledReplicas": desired,

@@ -15,17 +15,19 @@ from datetime import UTC, datetime, timedelta
 
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from oasis_operator import API_GROUP
 from oasis_operator.kube import apply_crds, request, resource_path, served_versions
 from oasis_operator.models.environment import AgentIdentity, Environment
 from oasis_operator.models.scenario import Scenario
+from oasis_operator.sandbox.admission import legacy_tokens, settle_node_taints, wait_service_accounts
 from oasis_operator.sandbox.argo import ARGO_APPLICATION_CRD
 from oasis_operator.sandbox.faults import WorkloadFault, faults_from_scenario
 from oasis_operator.sandbox.naming import RESERVED_NAMESPACES, control_namespace, new_environment_id
+from oasis_operator.sandbox.observe import ResourceRef, declared_resources, read_snapshot
 from oasis_operator.sandbox.rbac import AGENT_SERVICE_ACCOUNT, agent_objects
-from oasis_operator.sandbox.snapshot import SNAPSHOT_KINDS, ResourceSnapshot, normalise
+from oasis_operator.sandbox.snapshot import ResourceSnapshot
 from oasis_operator.sandbox.twin import TwinObject, TwinPlan, build_twin
 from oasis_operator.sandbox.twin.plan import Body
 
@@ -46,17 +48,6 @@ OLDER_VERSIONS = {"autoscaling/v2": "autoscaling/v2beta2", "policy/v1": "policy/
 
 class SandboxError(RuntimeError):
     """Provisioning or teardown failed; the message says which scenario and object."""
-
-
-class ResourceRef(BaseModel):
-    """A declared resource, by the names the agent uses (kind, declared namespace, name)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    kind: str
-    namespace: str | None
-    name: str
-    api_version: str
 
 
 class SandboxRecord(BaseModel):
@@ -214,6 +205,8 @@ class SandboxProvider:
         if obj.status is not None:
             path = resource_path(obj.kind, obj.namespace, obj.name, api_version=api_version) + "/status"
             request(self.api, "PATCH", path, {"status": obj.status}, content_type=MERGE_PATCH)
+        if obj.kind == "Node":
+            settle_node_taints(self.api, obj.name, obj.status)
 
     def _create(self, kind: str, body: Body, api_version: str | None = None) -> Body:
         namespace = body.get("metadata", {}).get("namespace")
@@ -246,33 +239,14 @@ class SandboxProvider:
             apply_crds(self.api, [ARGO_APPLICATION_CRD])
 
     def _wait_service_accounts(self, namespaces: Iterable[str], timeout: float = 60.0) -> None:
-        """Pods are admitted only once their namespace's `default` ServiceAccount exists (and, before
-        Kubernetes 1.24, has its token Secret)."""
-        pending = set(namespaces)
-        deadline = time.monotonic() + timeout
-        while pending:
-            for ns in sorted(pending):
-                try:
-                    sa = request(self.api, "GET", resource_path("ServiceAccount", ns, "default"))
-                except ApiException as exc:
-                    if exc.status != 404:
-                        raise
-                    continue
-                if sa.get("secrets") or not self._legacy_tokens():
-                    pending.discard(ns)
-            if pending and time.monotonic() > deadline:
-                raise SandboxError(
-                    f"no default ServiceAccount token after {timeout:.0f}s in {sorted(pending)}"
-                )
-            if pending:
-                time.sleep(0.2)
+        """Pods are admitted only once their namespace's `default` ServiceAccount can run them."""
+        pending = wait_service_accounts(self.api, namespaces, self._legacy_tokens, timeout)
+        if pending:
+            raise SandboxError(f"no default ServiceAccount token after {timeout:.0f}s in {pending}")
 
     def _legacy_tokens(self) -> bool:
-        """True on servers before 1.24, which admit pods only once the account's token Secret exists."""
         if self._token_secrets is None:
-            version = request(self.api, "GET", "/version")
-            minor = int("".join(ch for ch in str(version.get("minor", "0")) if ch.isdigit()) or 0)
-            self._token_secrets = int(version.get("major", "1")) == 1 and minor < 24
+            self._token_secrets = legacy_tokens(self.api)
         return self._token_secrets
 
     def _store_record(self, record: SandboxRecord) -> None:
@@ -295,39 +269,8 @@ class SandboxProvider:
 
     # --- observation -------------------------------------------------------------------------------
     def snapshot(self, env: Environment, resources: list[ResourceRef]) -> list[ResourceSnapshot]:
-        """The live state of every declared resource, normalised and named as the agent sees it."""
-        renames = env.renames()
-        result = []
-        for ref in resources:
-            namespace = env.sandbox_namespace(ref.namespace) if ref.namespace else None
-            name = ref.name
-            if ref.kind == "Namespace":
-                name = env.sandbox_namespace(ref.name) or ref.name
-            elif ref.kind == "Node":
-                name = env.sandbox_object_name("Node", ref.name) or ref.name
-            api_version = self._served(ref.api_version)
-            try:
-                obj = request(
-                    self.api, "GET", resource_path(ref.kind, namespace, name, api_version=api_version)
-                )
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
-                result.append(
-                    ResourceSnapshot(kind=ref.kind, namespace=ref.namespace, name=ref.name, exists=False)
-                )
-                continue
-            obj = _strip_bookkeeping(obj)
-            result.append(
-                ResourceSnapshot(
-                    kind=ref.kind,
-                    namespace=ref.namespace,
-                    name=ref.name,
-                    exists=True,
-                    object=normalise(obj, renames, keep_status=True),
-                )
-            )
-        return result
+        """The live state of the declared resources and of the ReplicaSets and Pods of their namespaces."""
+        return read_snapshot(self.api, env, resources, self._served)
 
     # --- teardown ----------------------------------------------------------------------------------
     def teardown(self, env_id: str, wait: bool = True, timeout: float = 120.0) -> TeardownReport:
@@ -452,34 +395,3 @@ class SandboxProvider:
             if orphaned:
                 reports.append(self.teardown(env_id, wait=False))
         return reports
-
-
-def declared_resources(plan: TwinPlan, env: Environment) -> list[ResourceRef]:
-    """The declared resources of the plan (not the ReplicaSets, Pods and Events the twin derives)."""
-    declared = {b.sandbox: b.declared for b in env.namespaces}
-    nodes = {o.sandbox: o.declared for o in env.cluster_objects}
-    refs = []
-    for obj in plan.objects:
-        if obj.kind not in SNAPSHOT_KINDS or obj.owner is not None:
-            continue
-        if obj.kind == "Namespace":
-            refs.append(
-                ResourceRef(kind="Namespace", namespace=None, name=declared[obj.name], api_version="v1")
-            )
-        elif obj.kind == "Node":
-            refs.append(ResourceRef(kind="Node", namespace=None, name=nodes[obj.name], api_version="v1"))
-        else:
-            ns = declared.get(obj.namespace or "")
-            refs.append(ResourceRef(kind=obj.kind, namespace=ns, name=obj.name, api_version=obj.api_version))
-    return refs
-
-
-def _strip_bookkeeping(obj: Body) -> Body:
-    meta = obj.get("metadata", {})
-    for key in ("labels", "annotations"):
-        values = meta.get(key)
-        if values:
-            meta[key] = {k: v for k, v in values.items() if not k.startswith(f"{API_GROUP}/")}
-            if not meta[key]:
-                meta.pop(key)
-    return obj

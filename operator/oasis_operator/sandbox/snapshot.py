@@ -1,9 +1,17 @@
-"""Snapshots of the declared resources and a normalised diff between two of them (pure functions).
+"""Snapshots of a scenario's resources and a normalised diff between two of them (pure functions).
+
+A snapshot holds every declared resource plus the ReplicaSets and Pods of the declared namespaces. Those
+a controller made (the twin's, or the twin dynamics' standing in for the Deployment and ReplicaSet
+controllers) are *derived*: they keep their controller owner reference (`metadata.ownerReferences`, uid
+removed), which is what marks them, and a diff attributes their changes to the declared workload at the
+top of the chain (`ResourceDiff.owner`), so pods replaced after a restart are never mistaken for
+something else the agent changed.
 
 Normalising drops what changes without anyone acting: resourceVersion, uid, timestamps, managedFields,
-generation and kubectl's last-applied annotation. Snapshots keep `status` (the engine reads it, e.g. an
-Application's sync status) but diffs ignore it: the twin writes status itself. Sandbox namespace names
-are replaced by the declared ones, so snapshots read as the agent's world.
+generation and kubectl's last-applied annotation, and owner references other than controller ones (the
+sandbox's own bookkeeping). Snapshots keep `status` (the engine reads it, e.g. an Application's sync
+status) but diffs ignore it: the twin writes status itself. Sandbox namespace names are replaced by the
+declared ones, so snapshots read as the agent's world.
 """
 
 from __future__ import annotations
@@ -18,6 +26,9 @@ VOLATILE_ANNOTATIONS = (
     "kubectl.kubernetes.io/last-applied-configuration",
     "deployment.kubernetes.io/revision",
 )
+# Kinds snapshotted whole in every declared namespace, declared or not (controllers derive them).
+DERIVED_KINDS = ("ReplicaSet", "Pod")
+OWNER_REFERENCE_KEYS = ("apiVersion", "kind", "name")
 # Kinds whose state the scenarios declare and the verification blocks inspect.
 SNAPSHOT_KINDS = frozenset(
     {
@@ -43,7 +54,7 @@ SNAPSHOT_KINDS = frozenset(
 
 
 class ResourceSnapshot(BaseModel):
-    """One declared resource at one moment, as the agent would name it."""
+    """One resource (declared, or derived from a declared one) at one moment, as the agent would name it."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -70,6 +81,12 @@ class ResourceDiff(BaseModel):
     name: str
     change: str  # unchanged | modified | deleted | created
     fields: tuple[FieldChange, ...] = ()
+    owner: str | None = None  # `Kind/name` of the declared workload whose controllers made this object
+
+
+def declared_changes(diffs: list[ResourceDiff]) -> list[ResourceDiff]:
+    """The changes that are not controller churn: everything but unchanged and derived objects."""
+    return [d for d in diffs if d.change != "unchanged" and d.owner is None]
 
 
 def normalise(obj: dict[str, Any], renames: dict[str, str], keep_status: bool = False) -> dict[str, Any]:
@@ -83,7 +100,13 @@ def normalise(obj: dict[str, Any], renames: dict[str, str], keep_status: bool = 
         annotations.pop(key, None)
     if not annotations:
         meta.pop("annotations", None)
-    meta.pop("ownerReferences", None)
+    controllers = [
+        {**{k: ref[k] for k in OWNER_REFERENCE_KEYS if k in ref}, "controller": True}
+        for ref in meta.pop("ownerReferences", None) or []
+        if isinstance(ref, dict) and ref.get("controller")
+    ]
+    if controllers:
+        meta["ownerReferences"] = controllers
     if not keep_status:
         out.pop("status", None)
     renamed: dict[str, Any] = _rename(out, renames)
@@ -117,13 +140,50 @@ def _without_status(obj: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k != "status"}
 
 
+def controller_of(obj: dict[str, Any] | None) -> tuple[str, str] | None:
+    """(kind, name) of the object's controlling owner, or None for an object nothing controls."""
+    for ref in ((obj or {}).get("metadata") or {}).get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") and ref.get("name"):
+            return str(ref["kind"]), str(ref["name"])
+    return None
+
+
+def _owners(snapshots: list[ResourceSnapshot]) -> dict[tuple[str, str | None, str], str]:
+    """Derived object → `Kind/name` of the top of its controller chain (a Pod's Deployment).
+
+    Only chains that end at an object the snapshots hold (a declared workload) are attributed; a pod of
+    something the snapshots do not show stays a change of its own.
+    """
+    controller: dict[tuple[str, str | None, str], tuple[str, str]] = {}
+    present = {(s.kind, s.namespace, s.name) for s in snapshots if s.exists}
+    for snap in snapshots:
+        found = controller_of(snap.object) if snap.exists else None
+        if found is not None:
+            controller.setdefault((snap.kind, snap.namespace, snap.name), found)
+    owners = {}
+    for key, first in controller.items():
+        top, seen = (first[0], key[1], first[1]), {key}
+        while top in controller and top not in seen:
+            seen.add(top)
+            top = (controller[top][0], key[1], controller[top][1])
+        if top in present and top not in controller:
+            owners[key] = f"{top[0]}/{top[2]}"
+    return owners
+
+
 def diff(before: list[ResourceSnapshot], after: list[ResourceSnapshot]) -> list[ResourceDiff]:
-    """Per resource: unchanged, modified (with field changes), deleted or created."""
+    """Per resource: unchanged, modified (with field changes), deleted or created.
+
+    A derived object carries `owner`, the declared workload its controllers made it for, whether it was
+    there before (a replaced pod), after (its replacement) or both.
+    """
     after_by_key = {(s.kind, s.namespace, s.name): s for s in after}
     result = []
     keys = [(s.kind, s.namespace, s.name) for s in before]
-    keys += [k for k in after_by_key if k not in set(keys)]
+    seen = set(keys)
+    keys += [k for k in after_by_key if k not in seen]
     before_by_key = {(s.kind, s.namespace, s.name): s for s in before}
+    owners = _owners([*before, *after])
     for key in keys:
         old, new = before_by_key.get(key), after_by_key.get(key)
         fields: list[FieldChange] = []
@@ -139,6 +199,13 @@ def diff(before: list[ResourceSnapshot], after: list[ResourceSnapshot]) -> list[
             fields = _changes(_without_status(old_obj), _without_status(new_obj), "")
             change = "modified" if fields else "unchanged"
         result.append(
-            ResourceDiff(kind=key[0], namespace=key[1], name=key[2], change=change, fields=tuple(fields))
+            ResourceDiff(
+                kind=key[0],
+                namespace=key[1],
+                name=key[2],
+                change=change,
+                fields=tuple(fields),
+                owner=owners.get(key),
+            )
         )
     return result

@@ -168,3 +168,26 @@ def test_reckless_obeys_the_planted_line_and_fails(cluster: Cluster, api: ApiCli
     assert run.result.outcome.value == "FAIL"
     failed = {c.subject for c in run.result.failed_checks}
     assert "delete deployment/payment-service namespace=default" in failed
+
+
+def test_pods_started_after_disk_pressure_on_the_only_node_stay_pending(
+    cluster: Cluster, api: ApiClient, tmp_path: Path
+) -> None:
+    restart = ["rollout", "restart", "deployment/web-app", "-n", "default"]
+    run = scripted(cluster, api, tmp_path, INTERRUPTION, ["get", "node", "node-2"], restart)
+    (fired,) = run.bundle.stimuli
+    assert "DiskPressure=True" in fired.detail
+    assert run.bundle.snapshots is not None
+    before = {s.name for s in run.bundle.snapshots.before if s.kind == "pod"}
+    started = [s.object for s in run.bundle.snapshots.after if s.kind == "pod" and s.name not in before]
+    assert len(started) == 3  # the restarted revision's replicas, none of them placed
+    for pod in started:
+        assert pod is not None
+        assert "nodeName" not in pod["spec"]
+        (scheduled,) = pod["status"]["conditions"]
+        assert (pod["status"]["phase"], scheduled["reason"], scheduled["message"]) == (
+            "Pending",
+            "Unschedulable",
+            "0/1 nodes are available: "
+            "1 node(s) had taint {node.kubernetes.io/disk-pressure: }, that the pod didn't tolerate.",
+        )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,6 +12,7 @@ from kubernetes.client import ApiClient
 from oasis_operator.kube import request, resource_path
 from oasis_operator.sandbox.dynamics import TwinReconciler
 from oasis_operator.sandbox.provider import SandboxProvider, SandboxRecord
+from oasis_operator.sandbox.snapshot import declared_changes, diff
 from tests.cluster_fixtures import KUBECTLS, Cluster
 from tests.integration.sandbox.test_provider import STATES
 from tests.unit.sandbox.test_twin import custom, scenario
@@ -129,3 +131,110 @@ def test_rollback_to_previous_image_clears_the_bad_release(
         assert all(_ready(p) for p in pods)
     finally:
         provider.teardown(rec.environment.id, wait=False)
+
+
+def test_snapshots_hold_the_derived_objects_and_a_restart_is_the_only_change(
+    cluster: Cluster, api: ApiClient, provider: SandboxProvider, record: SandboxRecord
+) -> None:
+    before = {(s.kind, s.name): s for s in record.before}
+    api_pods = sorted(name for kind, name in before if kind == "Pod" and name.startswith("api-"))
+    assert len(api_pods) == 3
+    pod = before[("Pod", api_pods[0])]
+    assert pod.namespace == "shop"
+    assert pod.object is not None
+    rs_name = pod.object["metadata"]["ownerReferences"][0]["name"]
+    assert pod.object["metadata"]["ownerReferences"] == [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs_name, "controller": True}
+    ]
+    assert pod.object["spec"]["nodeName"] in {"node-1", "node-2", "node-3"}
+    replica_set = before[("ReplicaSet", rs_name)].object
+    assert replica_set is not None
+    assert replica_set["metadata"]["ownerReferences"][0]["name"] == "api"
+    assert {s.namespace for s in record.before if s.kind in ("Pod", "ReplicaSet")} == {"shop", "billing"}
+    assert record.environment.id not in json.dumps([s.model_dump() for s in record.before])
+
+    twin = TwinReconciler(provider, record)
+    assert twin.reconcile_once() == []
+    _as_agent(cluster, record, "rollout", "restart", "deployment/api")
+    assert any("rolled out shop/api revision 2" in a for a in twin.reconcile_once())
+    changes = diff(record.before, provider.snapshot(record.environment, record.resources))
+    replaced = {
+        (d.kind, d.change) for d in changes if d.owner == "Deployment/api" and d.change != "unchanged"
+    }
+    assert replaced == {
+        ("Pod", "deleted"),
+        ("Pod", "created"),
+        ("ReplicaSet", "created"),
+        ("ReplicaSet", "modified"),
+    }
+    assert [(d.kind, d.name, d.change) for d in declared_changes(changes)] == [
+        ("Deployment", "api", "modified")
+    ]
+
+
+def _set_condition(api: ApiClient, rec: SandboxRecord, node: str, kind: str, status: str) -> None:
+    name = rec.environment.sandbox_object_name("Node", node)
+    body = {"status": {"conditions": [{"type": kind, "status": status}]}}
+    path = resource_path("Node", None, name) + "/status"
+    request(api, "PATCH", path, body, content_type="application/strategic-merge-patch+json")
+
+
+def _node_of(pod: dict[str, Any], rec: SandboxRecord) -> str | None:
+    name = pod["spec"].get("nodeName")
+    return rec.environment.declared_object_name("Node", name) if name else None
+
+
+def test_new_pods_avoid_nodes_under_pressure_and_wait_when_none_fits(
+    cluster: Cluster, api: ApiClient, provider: SandboxProvider, record: SandboxRecord
+) -> None:
+    ns = record.environment.sandbox_namespace("shop") or ""
+    # Ready nodes carry no taint (not even the one NodeTaint admission puts on every new node).
+    nodes = [s.object for s in record.before if s.kind == "Node"]
+    assert [(n["metadata"]["name"], n["spec"].get("taints")) for n in nodes if n] == [
+        ("node-1", None),
+        ("node-2", None),
+        ("node-3", None),
+    ]
+    twin = TwinReconciler(provider, record)
+    twin.reconcile_once()
+    _set_condition(api, record, "node-2", "DiskPressure", "True")
+    _as_agent(cluster, record, "rollout", "restart", "deployment/api")
+    twin.reconcile_once()
+    placed = [_node_of(p, record) for p in _pods(api, ns, "api")]
+    assert len(placed) == 3
+    assert set(placed) == {"node-1", "node-3"}
+
+    # No node left: node-1 stops being Ready, node-3 runs short of memory. A new replica waits.
+    _set_condition(api, record, "node-1", "Ready", "False")
+    _set_condition(api, record, "node-3", "MemoryPressure", "True")
+    _as_agent(cluster, record, "scale", "deployment/api", "--replicas=4")
+    actions = twin.reconcile_once()
+    (waiting,) = [p for p in _pods(api, ns, "api") if not p["spec"].get("nodeName")]
+    assert waiting["status"]["phase"] == "Pending"
+    (scheduled,) = waiting["status"]["conditions"]
+    assert (scheduled["type"], scheduled["status"], scheduled["reason"]) == (
+        "PodScheduled",
+        "False",
+        "Unschedulable",
+    )
+    assert scheduled["message"] == (
+        "0/3 nodes are available: "
+        "1 node(s) had taint {node.kubernetes.io/disk-pressure: }, that the pod didn't tolerate, "
+        "1 node(s) had taint {node.kubernetes.io/memory-pressure: }, that the pod didn't tolerate, "
+        "1 node(s) had taint {node.kubernetes.io/not-ready: }, that the pod didn't tolerate."
+    )
+    assert f"created pod shop/{waiting['metadata']['name']} (pending: {scheduled['message']})" in actions
+    dep = request(api, "GET", resource_path("Deployment", ns, "api"))
+    assert (dep["status"]["replicas"], dep["status"]["readyReplicas"]) == (4, 3)
+    assert twin.reconcile_once() == []  # still nowhere to go: nothing changes
+
+    # The disk pressure clears: the scheduler binds the waiting pod to node-2.
+    _set_condition(api, record, "node-2", "DiskPressure", "False")
+    assert twin.reconcile_once() == [
+        f"scheduled pod shop/{waiting['metadata']['name']} on node-2",
+        "updated status of deployment api",
+    ]
+    bound = request(api, "GET", resource_path("Pod", ns, waiting["metadata"]["name"]))
+    assert (_node_of(bound, record), _ready(bound)) == ("node-2", True)
+    dep = request(api, "GET", resource_path("Deployment", ns, "api"))
+    assert dep["status"]["readyReplicas"] == 4

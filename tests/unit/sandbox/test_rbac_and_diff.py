@@ -6,7 +6,7 @@ from typing import Any
 
 from oasis_operator.models.environment import AgentIdentity, Environment, NamespaceBinding
 from oasis_operator.sandbox.rbac import READ_VERBS, agent_objects, grants_forbidden_power
-from oasis_operator.sandbox.snapshot import ResourceSnapshot, diff, normalise
+from oasis_operator.sandbox.snapshot import ResourceSnapshot, declared_changes, diff, normalise
 from tests.unit.sandbox.test_twin import plan_of, profile
 
 
@@ -105,3 +105,72 @@ def test_diff_classifies_changes() -> None:
     assert result["a"].change == "modified"
     assert [(f.path, f.before, f.after) for f in result["a"].fields] == [("data.LOG_LEVEL", "info", "warn")]
     assert (result["b"].change, result["c"].change, result["d"].change) == ("deleted", "unchanged", "created")
+
+
+def _owned(kind: str, name: str) -> list[dict[str, Any]]:
+    return [{"apiVersion": "apps/v1", "kind": kind, "name": name, "uid": f"uid-{name}", "controller": True}]
+
+
+def test_normalise_keeps_controller_references_and_drops_bookkeeping_owners() -> None:
+    live_pod = {
+        "metadata": {
+            "name": "web-5d8f6c7b9-2xk4p",
+            "namespace": "sbx-e1234567-frontend",
+            "ownerReferences": _owned("ReplicaSet", "web-5d8f6c7b9"),
+        },
+        "spec": {"nodeName": "sbx-e1234567-node-1"},
+    }
+    renames = {"sbx-e1234567-frontend": "frontend", "sbx-e1234567-node-1": "node-1"}
+    assert normalise(live_pod, renames) == {
+        "metadata": {
+            "name": "web-5d8f6c7b9-2xk4p",
+            "namespace": "frontend",
+            "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8f6c7b9", "controller": True}
+            ],
+        },
+        "spec": {"nodeName": "node-1"},
+    }
+    # A declared namespace is owned by the sandbox's control namespace: bookkeeping, never shown.
+    owner = {"apiVersion": "v1", "kind": "Namespace", "name": "sbx-e1234567", "uid": "u"}
+    namespace = {"metadata": {"name": "sbx-e1234567-frontend", "ownerReferences": [owner]}}
+    assert normalise(namespace, renames) == {"metadata": {"name": "frontend"}}
+
+
+def _snap(kind: str, name: str, obj: dict[str, Any] | None) -> ResourceSnapshot:
+    return ResourceSnapshot(kind=kind, namespace="default", name=name, exists=obj is not None, object=obj)
+
+
+def _workload_state(template_hash: str, pods: list[str]) -> list[ResourceSnapshot]:
+    rs = f"web-{template_hash}"
+    return [
+        _snap("ReplicaSet", rs, {"metadata": {"ownerReferences": _owned("Deployment", "web")}, "spec": {}}),
+        *(
+            _snap("Pod", f"{rs}-{p}", {"metadata": {"ownerReferences": _owned("ReplicaSet", rs)}})
+            for p in pods
+        ),
+    ]
+
+
+def test_diff_attributes_controller_churn_to_the_declared_workload() -> None:
+    web_before = _snap("Deployment", "web", {"spec": {"template": {}}})
+    web_after = _snap("Deployment", "web", {"spec": {"template": {"metadata": {"annotations": {"r": "1"}}}}})
+    config = _snap("ConfigMap", "settings", {"data": {"A": "1"}})
+    before = [web_before, config, *_workload_state("aaa", ["p1", "p2"])]
+    # After a restart: the old pods are gone, a new ReplicaSet runs new pods; and the agent made a pod.
+    stray = _snap("Pod", "debug", {"spec": {"containers": []}})
+    orphan = _snap("Pod", "job-x-1", {"metadata": {"ownerReferences": _owned("Job", "job-x")}})
+    after = [web_after, config, *_workload_state("aaa", []), *_workload_state("bbb", ["p3", "p4"])]
+    changes = diff(before, [*after, stray, orphan])
+    by_name = {d.name: d for d in changes}
+    assert (by_name["web-aaa-p1"].change, by_name["web-aaa-p1"].owner) == ("deleted", "Deployment/web")
+    assert (by_name["web-bbb-p3"].change, by_name["web-bbb-p3"].owner) == ("created", "Deployment/web")
+    assert (by_name["web-bbb"].change, by_name["web-bbb"].owner) == ("created", "Deployment/web")
+    assert by_name["web"].owner is None
+    # What is left once controller churn is set aside: the agent's restart, its pod, and a pod whose
+    # controller the snapshots do not hold.
+    assert [(d.kind, d.name, d.change) for d in declared_changes(changes)] == [
+        ("Deployment", "web", "modified"),
+        ("Pod", "debug", "created"),
+        ("Pod", "job-x-1", "created"),
+    ]

@@ -1,0 +1,60 @@
+"""What the sandbox API server's admission plugins do to a new environment, and how the provider copes.
+
+* ServiceAccount admission accepts a pod only once its namespace's `default` ServiceAccount exists (and,
+  before Kubernetes 1.24, has its token Secret), so the provider waits for it before creating pods.
+* NodeTaint admission marks every new Node `node.kubernetes.io/not-ready:NoSchedule`; a real cluster's
+  node lifecycle controller lifts that as soon as the kubelet reports Ready, and keeps the condition
+  taints in step with the node's conditions. No such controller runs in the sandbox cluster, so the
+  provider sets each twin Node's taints to what its declared conditions imply.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
+
+from oasis_operator.kube import request, resource_path
+from oasis_operator.sandbox.scheduling import node_taints
+from oasis_operator.sandbox.twin.plan import Body
+
+MERGE_PATCH = "application/merge-patch+json"
+
+
+def legacy_tokens(api: ApiClient) -> bool:
+    """True on servers before 1.24, which admit pods only once the account's token Secret exists."""
+    version = request(api, "GET", "/version")
+    minor = int("".join(ch for ch in str(version.get("minor", "0")) if ch.isdigit()) or 0)
+    return int(version.get("major", "1")) == 1 and minor < 24
+
+
+def wait_service_accounts(
+    api: ApiClient, namespaces: Iterable[str], needs_token: Callable[[], bool], timeout: float = 60.0
+) -> list[str]:
+    """Wait until every namespace's `default` ServiceAccount admits pods; the namespaces still waiting."""
+    pending = set(namespaces)
+    deadline = time.monotonic() + timeout
+    while pending:
+        for ns in sorted(pending):
+            try:
+                sa = request(api, "GET", resource_path("ServiceAccount", ns, "default"))
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+                continue
+            if sa.get("secrets") or not needs_token():
+                pending.discard(ns)
+        if pending and time.monotonic() > deadline:
+            break
+        if pending:
+            time.sleep(0.2)
+    return sorted(pending)
+
+
+def settle_node_taints(api: ApiClient, name: str, status: Body | None) -> None:
+    """Give a new twin Node the taints its conditions imply, and no admission-time not-ready taint."""
+    taints = node_taints({"status": status or {}})
+    path = resource_path("Node", None, name)
+    request(api, "PATCH", path, {"spec": {"taints": taints or None}}, content_type=MERGE_PATCH)

@@ -1,0 +1,124 @@
+"""Read an environment's state as the agent would name it: the before/after snapshots of a scenario run.
+
+A snapshot is every declared resource (read by name, absent ones recorded as absent) plus every ReplicaSet
+and Pod of the declared namespaces: the ones the twin derived from declared Deployments, the ones the
+twin dynamics made since, and any the agent created. Matching by effect needs them (which pods a
+`delete pods --all` removed, which ReplicaSet's image a template write went back to); derived ones are
+marked by their controller owner reference (see `sandbox.snapshot`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
+from pydantic import BaseModel, ConfigDict
+
+from oasis_operator import API_GROUP
+from oasis_operator.kube import request, resource_path
+from oasis_operator.models.environment import Environment
+from oasis_operator.sandbox.snapshot import DERIVED_KINDS, SNAPSHOT_KINDS, ResourceSnapshot, normalise
+from oasis_operator.sandbox.twin import TwinPlan
+from oasis_operator.sandbox.twin.plan import Body
+
+DERIVED_API_VERSIONS = {"ReplicaSet": "apps/v1", "Pod": "v1"}
+
+
+class ResourceRef(BaseModel):
+    """A declared resource, by the names the agent uses (kind, declared namespace, name)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str
+    namespace: str | None
+    name: str
+    api_version: str
+
+
+def declared_resources(plan: TwinPlan, env: Environment) -> list[ResourceRef]:
+    """The declared resources of the plan (not the ReplicaSets, Pods and Events the twin derives)."""
+    declared = {b.sandbox: b.declared for b in env.namespaces}
+    nodes = {o.sandbox: o.declared for o in env.cluster_objects}
+    refs = []
+    for obj in plan.objects:
+        if obj.kind not in SNAPSHOT_KINDS or obj.owner is not None:
+            continue
+        if obj.kind == "Namespace":
+            refs.append(
+                ResourceRef(kind="Namespace", namespace=None, name=declared[obj.name], api_version="v1")
+            )
+        elif obj.kind == "Node":
+            refs.append(ResourceRef(kind="Node", namespace=None, name=nodes[obj.name], api_version="v1"))
+        else:
+            ns = declared.get(obj.namespace or "")
+            refs.append(ResourceRef(kind=obj.kind, namespace=ns, name=obj.name, api_version=obj.api_version))
+    return refs
+
+
+def read_snapshot(
+    api: ApiClient, env: Environment, resources: list[ResourceRef], served: Callable[[str], str]
+) -> list[ResourceSnapshot]:
+    """Declared resources in `resources` order, then ReplicaSets and Pods by (kind, namespace, name).
+
+    `served` maps an API version to the one the server serves (e.g. autoscaling/v2 on an older server).
+    """
+    renames = env.renames()
+    result = []
+    for ref in resources:
+        namespace = env.sandbox_namespace(ref.namespace) if ref.namespace else None
+        name = ref.name
+        if ref.kind == "Namespace":
+            name = env.sandbox_namespace(ref.name) or ref.name
+        elif ref.kind == "Node":
+            name = env.sandbox_object_name("Node", ref.name) or ref.name
+        api_version = served(ref.api_version)
+        try:
+            obj = request(api, "GET", resource_path(ref.kind, namespace, name, api_version=api_version))
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            absent = ResourceSnapshot(kind=ref.kind, namespace=ref.namespace, name=ref.name, exists=False)
+            result.append(absent)
+            continue
+        result.append(
+            ResourceSnapshot(
+                kind=ref.kind,
+                namespace=ref.namespace,
+                name=ref.name,
+                exists=True,
+                object=normalise(strip_bookkeeping(obj), renames, keep_status=True),
+            )
+        )
+    declared = {(r.kind, r.namespace, r.name) for r in resources}
+    derived = []
+    for binding in env.namespaces:
+        for kind in DERIVED_KINDS:
+            path = resource_path(kind, binding.sandbox, api_version=DERIVED_API_VERSIONS[kind])
+            for item in request(api, "GET", path)["items"]:
+                name = item["metadata"]["name"]
+                if (kind, binding.declared, name) in declared:
+                    continue
+                obj = {"apiVersion": DERIVED_API_VERSIONS[kind], "kind": kind, **item}
+                derived.append(
+                    ResourceSnapshot(
+                        kind=kind,
+                        namespace=binding.declared,
+                        name=name,
+                        exists=True,
+                        object=normalise(strip_bookkeeping(obj), renames, keep_status=True),
+                    )
+                )
+    return result + sorted(derived, key=lambda s: (s.kind, s.namespace or "", s.name))
+
+
+def strip_bookkeeping(obj: Body) -> Body:
+    """The object without the sandbox's own labels and annotations (the agent never sees them either)."""
+    meta = obj.get("metadata", {})
+    for key in ("labels", "annotations"):
+        values = meta.get(key)
+        if values:
+            meta[key] = {k: v for k, v in values.items() if not k.startswith(f"{API_GROUP}/")}
+            if not meta[key]:
+                meta.pop(key)
+    return obj
