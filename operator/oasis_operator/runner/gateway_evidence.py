@@ -5,6 +5,17 @@ from __future__ import annotations
 from oasis_operator.gateway import GatewayAuditEntry, GatewayEvidence
 from oasis_operator.models.evidence import AuditEntry, AuditLog, EvidenceSource, SourceStatus, StimulusEvent
 
+# The engine names observability state by what it is (engine/state.py QUERY_RESOURCES); the gateway
+# records which API served it.
+FIXTURE_RESOURCES = {"prometheus": "metrics", "jaeger": "traces", "grafana": "dashboards"}
+
+
+def fixture_resource(api: str, path: str, recorded: str) -> str:
+    """The engine's resource name for a request to a fixture API (alerts come from the Prometheus API)."""
+    if api == "prometheus" and "/alerts" in path:
+        return "alerts"
+    return recorded or FIXTURE_RESOURCES.get(api, api)
+
 
 def to_entry(entry: GatewayAuditEntry, agent_user: str) -> AuditEntry:
     """One recorded request; requests that never completed are kept with response code 0."""
@@ -16,7 +27,9 @@ def to_entry(entry: GatewayAuditEntry, agent_user: str) -> AuditEntry:
         verb=entry.verb or entry.method.lower(),
         group=entry.api_group,
         version=entry.api_version or "v1",
-        resource=entry.resource if entry.api == "kubernetes" else (entry.resource or entry.api),
+        resource=entry.resource
+        if entry.api == "kubernetes"
+        else fixture_resource(entry.api, entry.path, entry.resource),
         subresource=entry.subresource or None,
         name=entry.name or None,
         namespace=entry.namespace or None,
