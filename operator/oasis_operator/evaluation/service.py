@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -21,24 +20,22 @@ from typing import Any
 from kubernetes.client import ApiClient
 from pydantic import TypeAdapter, ValidationError
 
-from oasis_operator.agents.adapters import AgentAdapter
-from oasis_operator.agents.protocol import AgentIdentityDoc, IdentityDocument
+from oasis_operator.agents.protocol import IdentityDocument
 from oasis_operator.conditions import describe_validation_error, now_rfc3339
 from oasis_operator.engine import (
     applicability_reasons,
-    check_scenario,
     excluded_result,
     provider_failure_result,
     safety_verdict,
 )
 from oasis_operator.evaluation import rows as status_rows
-from oasis_operator.evaluation.agent_config import ConfigurationError, validate_configuration
 from oasis_operator.evaluation.cleanup import bundle_codes, teardown_for
 from oasis_operator.evaluation.conformance import conformance_summary, find_gaps
 from oasis_operator.evaluation.documents import build_documents, duration, run_info
+from oasis_operator.evaluation.identity import identify
+from oasis_operator.evaluation.plan import RunStopped, plan_scenarios
 from oasis_operator.evaluation.preflight import self_check
 from oasis_operator.evaluation.runtime import RuntimeSetupError, Sandboxes, SandboxTarget, agent_adapter
-from oasis_operator.evaluation.selection import SelectionError, select_scenarios
 from oasis_operator.evaluation.store import DocumentStore
 from oasis_operator.evaluation.writer import StatusWriter
 from oasis_operator.metrics import observe_scenario
@@ -47,19 +44,12 @@ from oasis_operator.models.profile import Profile
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult, Status
 from oasis_operator.models.scenario import Classification, Scenario
 from oasis_operator.runner.scenario import ProviderFaultError, ScenarioRun, ScenarioRunner
-from oasis_operator.runner.stimuli import StimulusFactsError, stimulus_plan
 
 log = logging.getLogger(__name__)
 TERMINAL = {Phase.COMPLETED.value, Phase.ABORTED.value, Phase.FAILED.value}
 Notify = Callable[[str, str, str], None]  # (type "Normal"/"Warning", reason, message)
 T, F = ConditionStatus.TRUE, ConditionStatus.FALSE
 _SCENARIOS = TypeAdapter(list[Scenario])
-
-
-class _StopRun(Exception):  # noqa: N818 - a control-flow signal, not an error
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
 
 
 class _Abort(Exception):  # noqa: N818 - a control-flow signal, not an error
@@ -130,7 +120,7 @@ class EvaluationService:
             try:
                 run = await self._prepare(owner, body, writer)
                 await self._execute(run)
-            except _StopRun as stop:
+            except RunStopped as stop:
                 await self._finish_failed(writer, stop.reason, str(stop))
         return writer.status
 
@@ -141,9 +131,10 @@ class EvaluationService:
             try:
                 spec = OASISEvaluationSpec.model_validate(body.get("spec") or {})
             except ValidationError as exc:
-                raise _StopRun("InvalidSpec", describe_validation_error(exc, prefix="spec")) from exc
-            self._check_profile(spec)
-            scenarios = await asyncio.to_thread(self._select, spec, owner["metadata"]["namespace"])
+                raise RunStopped("InvalidSpec", describe_validation_error(exc, prefix="spec")) from exc
+            scenarios = await asyncio.to_thread(
+                plan_scenarios, self.api, self.profile, spec, owner["metadata"]["namespace"]
+            )
             files = {
                 "spec.json": spec.model_dump_json(by_alias=True, exclude_none=True),
                 "scenarios.json": _SCENARIOS.dump_json(scenarios, by_alias=True, exclude_none=True).decode(),
@@ -165,7 +156,7 @@ class EvaluationService:
             self.store.read, owner["metadata"]["namespace"], owner["metadata"]["uid"], "run"
         )
         if "spec.json" not in files or "scenarios.json" not in files:
-            raise _StopRun(
+            raise RunStopped(
                 "RunStateLost", "the run ConfigMap with the frozen spec is gone; create a new evaluation"
             )
         spec = OASISEvaluationSpec.model_validate_json(files["spec.json"])
@@ -175,42 +166,6 @@ class EvaluationService:
         self.notify("Normal", "Resumed", f"Resumed the evaluation in phase {status.get('phase')}")
         return run
 
-    def _check_profile(self, spec: OASISEvaluationSpec) -> None:
-        wanted, have = spec.profile, self.profile
-        if wanted.name not in {have.name, have.name.removeprefix("oasis-profile-")}:
-            raise _StopRun(
-                "InvalidSpec", f"spec.profile.name: {wanted.name!r} is not served here (have {have.name!r})"
-            )
-        if wanted.version and wanted.version != have.version:
-            raise _StopRun(
-                "InvalidSpec",
-                f"spec.profile.version: {wanted.version!r} is not served here (have {have.version!r})",
-            )
-
-    def _select(self, spec: OASISEvaluationSpec, namespace: str) -> list[Scenario]:
-        from oasis_operator.evaluation.custom import custom_scenarios  # noqa: PLC0415
-
-        custom = custom_scenarios(self.api, namespace, spec.scenarios.selector, self.profile)
-        try:
-            chosen = select_scenarios(spec.scenarios, self.profile.scenarios, custom)
-        except SelectionError as exc:
-            raise _StopRun("InvalidSpec", str(exc)) from exc
-        for scenario in chosen:
-            try:
-                stimulus_plan(scenario)
-            except StimulusFactsError as exc:
-                raise _StopRun("ScenarioNotRunnable", f"spec.scenarios: {exc}") from exc
-            problems = check_scenario(scenario, self.profile)
-            if problems:
-                raise _StopRun(
-                    "ScenarioNotRunnable",
-                    f"spec.scenarios: {scenario.id} cannot be judged: {'; '.join(problems[:3])}",
-                )
-        above = [s.id for s in chosen if s.tier > spec.tier]
-        if above:
-            log.info("scenarios above the requested tier left out: %s", above)
-        return [s for s in chosen if s.tier <= spec.tier]
-
     async def _load_results(self, run: _Run) -> None:
         namespace, uid = run.owner["metadata"]["namespace"], run.owner["metadata"]["uid"]
         for index, row in enumerate(run.rows):
@@ -218,7 +173,7 @@ class EvaluationService:
                 continue
             files = await asyncio.to_thread(self.store.read, namespace, uid, _set_name(index))
             if "result.json" not in files:
-                raise _StopRun(
+                raise RunStopped(
                     "RunStateLost", f"the result of {row['id']} is missing; create a new evaluation"
                 )
             run.results[row["id"]] = ScenarioResult.model_validate_json(files["result.json"])
@@ -231,7 +186,9 @@ class EvaluationService:
             async with self.sandboxes.target(self.api, namespace, uid, spec.environment) as target:
                 conformance = await self._preflight(run, target)
                 adapter, time_limit = agent_adapter(self.api, namespace, spec.agent)
-                identity, configuration = await self._identify(run, adapter)
+                identity, configuration = await identify(
+                    self.store, self.profile, run.owner, run.spec.agent.name, adapter, run.writer, self.notify
+                )
                 self._plan_rows(run, configuration)
                 runner = ScenarioRunner(
                     target.provider, target.gateway, adapter, self.profile, identity, dict(configuration),
@@ -254,7 +211,7 @@ class EvaluationService:
                     await asyncio.to_thread(teardown_for, target, _reference(run))
                 await self._conclude(run, identity, configuration, conformance, abort, target)
         except RuntimeSetupError as exc:
-            raise _StopRun("InvalidSpec", str(exc)) from exc
+            raise RunStopped("InvalidSpec", str(exc)) from exc
 
     async def _preflight(self, run: _Run, target: SandboxTarget) -> str:
         contract = self.profile.conformance
@@ -263,43 +220,12 @@ class EvaluationService:
         summary = conformance_summary(declared, gaps)
         if gaps and run.writer.status.get("phase") in (None, Phase.PENDING.value, Phase.PREFLIGHT.value):
             await run.writer.write(preflightGaps=[g.describe() for g in gaps])
-            raise _StopRun(
+            raise RunStopped(
                 "PreflightFailed", "provider conformance: " + "; ".join(g.describe() for g in gaps)
             )
         if gaps:  # resumed mid-run and the provider degraded: that is a runtime provider fault
-            raise _StopRun("ProviderDegraded", summary)
+            raise RunStopped("ProviderDegraded", summary)
         return summary
-
-    async def _identify(self, run: _Run, adapter: AgentAdapter) -> tuple[IdentityDocument, dict[str, Any]]:
-        """Ask the agent who it is once per run; a resumed run reuses what was recorded."""
-        namespace, uid = run.owner["metadata"]["namespace"], run.owner["metadata"]["uid"]
-        recorded = await asyncio.to_thread(self.store.read, namespace, uid, "agent")
-        if "identity.json" in recorded:
-            doc = IdentityDocument.model_validate_json(recorded["identity.json"])
-            return doc, dict(doc.configuration)
-        degraded = None
-        try:
-            doc = await asyncio.wait_for(adapter.identity(), 60)
-        except Exception as exc:  # noqa: BLE001 - any failure to reach the agent is recorded, not fatal
-            degraded = f"the agent did not answer identity-and-configuration: {type(exc).__name__}: {exc}"
-            doc = IdentityDocument(identity=AgentIdentityDoc(name=run.spec.agent.name or "unknown"))
-        try:
-            effective = validate_configuration(self.profile, dict(doc.configuration))
-        except ConfigurationError as exc:
-            raise _StopRun("InvalidAgentConfiguration", f"the agent reported {exc}") from exc
-        if degraded:
-            message = degraded + "; the profile's defaults are used"
-            run.writer.conditions(("Degraded", T, "AgentIdentityUnavailable", message))
-            self.notify("Warning", "AgentIdentityUnavailable", degraded)
-        doc = IdentityDocument(identity=doc.identity, configuration=effective)
-        await asyncio.to_thread(
-            self.store.write, run.owner, "agent", {"identity.json": doc.model_dump_json()}
-        )
-        shown = {k: v if isinstance(v, str) else json.dumps(v) for k, v in sorted(effective.items())}
-        await run.writer.write(
-            agent={"name": doc.identity.name, "version": doc.identity.version, "configuration": shown}
-        )
-        return doc, effective
 
     def _plan_rows(self, run: _Run, configuration: dict[str, Any]) -> None:
         if run.rows:

@@ -1,0 +1,62 @@
+"""Execution step 2: who the agent is and how it is configured, asked once per run and recorded."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+from oasis_operator.agents.adapters import AgentAdapter
+from oasis_operator.agents.protocol import AgentIdentityDoc, IdentityDocument
+from oasis_operator.evaluation.agent_config import ConfigurationError, validate_configuration
+from oasis_operator.evaluation.plan import RunStopped
+from oasis_operator.evaluation.store import DocumentStore
+from oasis_operator.evaluation.writer import StatusWriter
+from oasis_operator.models.crd import ConditionStatus
+from oasis_operator.models.profile import Profile
+
+IDENTITY_TIMEOUT = 60.0
+
+
+async def identify(
+    store: DocumentStore,
+    profile: Profile,
+    owner: dict[str, Any],
+    fallback_name: str | None,
+    adapter: AgentAdapter,
+    writer: StatusWriter,
+    notify: Callable[[str, str, str], None],
+) -> tuple[IdentityDocument, dict[str, Any]]:
+    """The agent's identity and effective configuration; a resumed run reuses what was recorded.
+
+    An agent that does not answer is not fatal (its scenarios record the errors and are still judged):
+    the run goes on under the spec's name with the profile's defaults and a `Degraded` condition. A
+    configuration the profile's schema does not allow stops the run.
+    """
+    namespace, uid = owner["metadata"]["namespace"], owner["metadata"]["uid"]
+    recorded = await asyncio.to_thread(store.read, namespace, uid, "agent")
+    if "identity.json" in recorded:
+        doc = IdentityDocument.model_validate_json(recorded["identity.json"])
+        return doc, dict(doc.configuration)
+    degraded = None
+    try:
+        doc = await asyncio.wait_for(adapter.identity(), IDENTITY_TIMEOUT)
+    except Exception as exc:  # noqa: BLE001 - any failure to reach the agent is recorded, not fatal
+        degraded = f"the agent did not answer identity-and-configuration: {type(exc).__name__}: {exc}"
+        doc = IdentityDocument(identity=AgentIdentityDoc(name=fallback_name or "unknown"))
+    try:
+        effective = validate_configuration(profile, dict(doc.configuration))
+    except ConfigurationError as exc:
+        raise RunStopped("InvalidAgentConfiguration", f"the agent reported {exc}") from exc
+    if degraded:
+        message = degraded + "; the profile's defaults are used"
+        writer.conditions(("Degraded", ConditionStatus.TRUE, "AgentIdentityUnavailable", message))
+        notify("Warning", "AgentIdentityUnavailable", degraded)
+    doc = IdentityDocument(identity=doc.identity, configuration=effective)
+    await asyncio.to_thread(store.write, owner, "agent", {"identity.json": doc.model_dump_json()})
+    shown = {k: v if isinstance(v, str) else json.dumps(v) for k, v in sorted(effective.items())}
+    await writer.write(
+        agent={"name": doc.identity.name, "version": doc.identity.version, "configuration": shown}
+    )
+    return doc, effective
