@@ -137,7 +137,7 @@ def test_high_memory_alert_fires_after_the_first_tool_call(
     ]
     (fired,) = run.bundle.stimuli
     assert (fired.stimulus, fired.trigger) == ("stimuli[1]", "after_1_tool_calls")
-    queries = seqs_of(run, resource="prometheus")
+    queries = seqs_of(run, resource="alerts")  # alerts come from the Prometheus API
     assert len(queries) == 2
     assert fired.after_seq is not None
     assert queries[0] <= fired.after_seq < queries[1]
