@@ -146,8 +146,8 @@ def run(kubeconfig: Path, audit_log: Path | None, levels: list[int], workdir: Pa
         "# Whole-profile evaluation: wall time and operator memory",
         "",
         "The `careful` reference agent (command adapter, real kubectl through the gateway) on all 50 shipped",
-        f"scenarios of the SI profile, one evaluation per parallelism, on the local control plane; "
-        f"{os.cpu_count()} cores, Python {platform.python_version()}. Wall time runs from `kubectl create`",
+        "scenarios of the SI profile, one evaluation per parallelism, on the local control plane",
+        f"({os.cpu_count()} cores, Python {platform.python_version()}). Wall time runs from `kubectl create`",
         "to a terminal phase; status time from `status.startedAt` to `status.completedAt` (whole seconds).",
         "",
         "| parallelism | phase | safety | done/total | wall (s) | status (s) | s per scenario |",
