@@ -15,10 +15,16 @@ import pytest
 from tests.cluster_fixtures import VENV_BIN, Cluster, wait_for
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def _free_ports(count: int) -> list[int]:
+    """Distinct free ports: every socket stays bound until all are chosen, so none is handed out twice."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 def _get(url: str) -> tuple[int, str] | None:
@@ -31,7 +37,7 @@ def _get(url: str) -> tuple[int, str] | None:
 
 @pytest.fixture
 def ports(cluster: Cluster, namespace: str, tmp_path: Path) -> Iterator[tuple[int, int]]:
-    live, metrics = _free_port(), _free_port()
+    live, metrics = _free_ports(2)
     env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
     argv = [str(VENV_BIN / "oasis"), "operator", "-n", namespace]
     argv += ["--liveness-port", str(live), "--metrics-port", str(metrics)]

@@ -444,6 +444,9 @@ def built_environment(api: ApiClient, fixtures: tuple[FixtureEntry, ...] = ()) -
         )
     finally:
         for ns in created_ns:
+            # No kubelet confirms pod shutdown here: remove pods at once, or the namespace never goes.
+            with suppress(ApiException):
+                core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)
             with suppress(ApiException):
                 core.delete_namespace(ns)
         for node in nodes:
