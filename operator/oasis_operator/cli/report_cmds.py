@@ -60,8 +60,9 @@ def _write_bundles(store: DocumentStore, evaluation: dict[str, Any], directory: 
     directory.mkdir(parents=True, exist_ok=True)
     rows = (evaluation.get("status") or {}).get("scenarios") or []
     written = 0
+    stored = store.read_all(meta["namespace"], meta["uid"])
     for index, row in enumerate(rows):
-        files = store.read(meta["namespace"], meta["uid"], f"scenario-{index:02d}")
+        files = stored.get(f"scenario-{index:02d}", {})
         if "bundle.json" in files:
             (directory / f"{row['id']}.json").write_text(files["bundle.json"])
             written += 1

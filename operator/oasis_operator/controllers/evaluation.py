@@ -23,7 +23,7 @@ from oasis_operator.evaluation.runtime import OperatorConfig, Sandboxes
 from oasis_operator.evaluation.service import TERMINAL, EvaluationService
 from oasis_operator.evaluation.writer import frozen_condition
 from oasis_operator.kube import api_client
-from oasis_operator.metrics import EVALUATION_PHASE_TRANSITIONS, EVALUATIONS_RUNNING, HANDLER_RUNS
+from oasis_operator.metrics import EVALUATIONS_RUNNING, HANDLER_RUNS
 from oasis_operator.profiles import default_profile_path, load_profile
 
 RESOURCE = (API_GROUP, API_VERSION, "oasisevaluations")
@@ -35,18 +35,18 @@ EDIT_POLL_SECONDS = 2.0
 @kopf.on.startup(retries=3, backoff=5)
 async def start_services(memo: kopf.Memo, **_: Any) -> None:
     """The sandbox target, the agent gateway and the evaluation service, once per operator process."""
-    if getattr(memo, "profile", None) is None:
-        memo.profile = load_profile(default_profile_path())
-    sandboxes = Sandboxes(OperatorConfig.from_env())
-    await sandboxes.start()
-    memo.sandboxes = sandboxes
-    memo.host_api = api_client()
     limit = os.environ.get("OASIS_MAX_EVALUATIONS", "4")
     if not limit.isdigit() or int(limit) < 1:
         raise kopf.PermanentError(
             f"OASIS_MAX_EVALUATIONS must be a whole number of at least 1, got {limit!r}"
         )
     memo.slots = asyncio.Semaphore(int(limit))
+    if getattr(memo, "profile", None) is None:
+        memo.profile = load_profile(default_profile_path())
+    sandboxes = Sandboxes(OperatorConfig.from_env())
+    await sandboxes.start()
+    memo.sandboxes = sandboxes
+    memo.host_api = api_client()
 
 
 @kopf.on.cleanup()
@@ -62,8 +62,6 @@ async def run_evaluation(body: kopf.Body, meta: kopf.Meta, memo: kopf.Memo, **_:
 
     def notify(kind: str, reason: str, message: str) -> None:
         kopf.event(body, type=kind, reason=reason, message=message)
-        if reason in {"Started", "PhaseChanged", "Completed", "Aborted", "Resumed"} or kind == "Warning":
-            EVALUATION_PHASE_TRANSITIONS.labels(phase=reason).inc()
 
     service = EvaluationService(memo.host_api, memo.profile, memo.sandboxes, notify)
     status = dict(body.get("status") or {})

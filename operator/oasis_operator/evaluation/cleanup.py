@@ -1,9 +1,8 @@
-"""Removing what an evaluation left in the sandbox cluster, and reading its evidence for metrics."""
+"""Removing what an evaluation left in the sandbox cluster."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -42,11 +41,3 @@ async def teardown_evaluation(
     except RuntimeSetupError as exc:
         log.warning("cannot reach the sandbox of %s: %s (the orphan collector will retry)", reference, exc)
         return 0
-
-
-def bundle_codes(bundle_json: str | None) -> list[int]:
-    """Response codes of the gateway's record in a bundle (for the gateway request metric)."""
-    if bundle_json is None:
-        return []
-    gateway = json.loads(bundle_json).get("gateway_audit") or {}
-    return [int(e.get("response_code", 0)) for e in gateway.get("entries", [])]

@@ -29,7 +29,7 @@ from oasis_operator.engine import (
     safety_verdict,
 )
 from oasis_operator.evaluation import rows as status_rows
-from oasis_operator.evaluation.cleanup import bundle_codes, teardown_for
+from oasis_operator.evaluation.cleanup import teardown_for
 from oasis_operator.evaluation.conformance import conformance_summary, find_gaps
 from oasis_operator.evaluation.documents import build_documents, duration, run_info
 from oasis_operator.evaluation.identity import identify
@@ -168,10 +168,11 @@ class EvaluationService:
 
     async def _load_results(self, run: _Run) -> None:
         namespace, uid = run.owner["metadata"]["namespace"], run.owner["metadata"]["uid"]
+        stored = await asyncio.to_thread(self.store.read_all, namespace, uid)
         for index, row in enumerate(run.rows):
             if row.get("result") in (None, ScenarioOutcome.NOT_APPLICABLE.value):
                 continue
-            files = await asyncio.to_thread(self.store.read, namespace, uid, _set_name(index))
+            files = stored.get(_set_name(index), {})
             if "result.json" not in files:
                 raise RunStopped(
                     "RunStateLost", f"the result of {row['id']} is missing; create a new evaluation"
@@ -296,12 +297,14 @@ class EvaluationService:
         row.pop("message", None)
         await run.writer.write()
         started = time.monotonic()
-        bundle_json, agent_error = None, None
+        bundle_json, agent_error, codes = None, None, []
         try:
             done: ScenarioRun = await asyncio.wait_for(
                 runner.run(scenario), run.spec.timeouts.scenarioSeconds
             )
             result, bundle_json = done.result, done.bundle.model_dump_json(by_alias=True)
+            if done.bundle.gateway_audit is not None:
+                codes = [e.response_code for e in done.bundle.gateway_audit.entries]
             if done.outcome.error_kind:
                 agent_error = f"{done.outcome.error_kind}: {done.outcome.error}"
         except ProviderFaultError as exc:
@@ -325,7 +328,7 @@ class EvaluationService:
         run.rows[index] = status_rows.finished_row(row, result, names[0], agent_error) | {
             "finishedAt": now_rfc3339()
         }
-        observe_scenario(result, time.monotonic() - started, agent_error, bundle_codes(bundle_json))
+        observe_scenario(result, time.monotonic() - started, agent_error, codes)
         await run.writer.write(progress=status_rows.progress(run.rows))
         if result.outcome is ScenarioOutcome.FAIL:
             detail = run.rows[index].get("message", "")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubernetes.client import ApiClient
@@ -67,7 +67,7 @@ def pack(files: Mapping[str, str], limit: int = PART_BYTES) -> list[dict[str, st
     return groups
 
 
-def unpack(datas: list[Mapping[str, str]]) -> dict[str, str]:
+def unpack(datas: Sequence[Mapping[str, str]]) -> dict[str, str]:
     """Join the parts of every file found in the data maps (the inverse of `pack`)."""
     whole: dict[str, str] = {}
     parts: dict[str, dict[int, str]] = {}
@@ -170,11 +170,14 @@ class DocumentStore:
         items = self._items(namespace, uid, doc_set)
         return unpack([i.get("data") or {} for i in items])
 
-    def sets(self, namespace: str, uid: str) -> list[str]:
-        """Names of the document sets stored for an evaluation."""
+    def read_all(self, namespace: str, uid: str) -> dict[str, dict[str, str]]:
+        """Every document set of an evaluation with its files, from one list request."""
         query = {"labelSelector": f"{EVALUATION_UID_LABEL}={uid}"}
         items = request(self.api, "GET", resource_path("ConfigMap", namespace), query=query)["items"]
-        return sorted({i["metadata"]["labels"][SET_LABEL] for i in items})
+        grouped: dict[str, list[dict[str, str]]] = {}
+        for item in sorted(items, key=lambda i: i["metadata"]["name"]):
+            grouped.setdefault(item["metadata"]["labels"][SET_LABEL], []).append(item.get("data") or {})
+        return {doc_set: unpack(datas) for doc_set, datas in sorted(grouped.items())}
 
     def _items(self, namespace: str, uid: str, doc_set: str) -> list[dict[str, Any]]:
         query = {"labelSelector": f"{EVALUATION_UID_LABEL}={uid},{SET_LABEL}={doc_set}"}

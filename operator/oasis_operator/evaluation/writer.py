@@ -12,6 +12,7 @@ from kubernetes.client import ApiClient
 from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.conditions import now_rfc3339, set_conditions
 from oasis_operator.kube import request
+from oasis_operator.metrics import EVALUATION_PHASE_TRANSITIONS
 from oasis_operator.models.crd import ConditionStatus
 
 MERGE = "application/merge-patch+json"
@@ -48,6 +49,7 @@ class StatusWriter:
         self.generation = generation
         self._lock = asyncio.Lock()
         self._written: dict[str, Any] | None = None
+        self._phase = status.get("phase")  # the phase last written, for the transition metric
 
     def conditions(self, *updates: ConditionUpdate) -> None:
         generation = self.status.get("runGeneration") or self.generation()
@@ -69,3 +71,6 @@ class StatusWriter:
             body = {"status": self.status}
             await asyncio.to_thread(request, self.api, "PATCH", self.path, body, None, MERGE)
             self._written = copy.deepcopy(self.status)
+            if self.status.get("phase") != self._phase:
+                self._phase = self.status.get("phase")
+                EVALUATION_PHASE_TRANSITIONS.labels(phase=str(self._phase)).inc()

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from kubernetes.client import ApiClient
 
 from oasis_operator.agents.job import AGENT_POD_LABELS, build_agent_inputs, build_agent_job
 from oasis_operator.agents.job_adapter import JobAdapter
+from oasis_operator.agents.protocol import AgentOutcome
 from oasis_operator.kube import request, resource_path
 from oasis_operator.models.crd import JobAgent
 from tests.cluster_fixtures import wait_for
@@ -39,28 +41,40 @@ def test_job_renders_and_applies(api: ApiClient, namespace: str) -> None:
 
 def test_job_adapter_times_out_without_a_kubelet_and_removes_its_job(api: ApiClient, namespace: str) -> None:
     """The local plane runs no kubelet: the call is an agent timeout, and the Job and inputs are gone."""
-    seen: list[dict[str, object]] = []
+    seen: list[dict[str, Any]] = []  # the Job, then its kubeconfig Secret, as seen while the call runs
     adapter = JobAdapter(api, namespace, JobAgent(image="registry.example/agents/ops:1.0"), name="ops-agent")
 
-    async def call() -> object:
+    def look() -> None:
+        jobs = request(api, "GET", resource_path("Job", namespace))["items"]
+        if jobs and len(seen) < 2:
+            seen[:] = jobs[:1]
+            secrets = request(api, "GET", resource_path("Secret", namespace))["items"]
+            seen.extend(
+                s for s in secrets if s["metadata"]["name"] == f"{jobs[0]['metadata']['name']}-kubeconfig"
+            )
+
+    async def call() -> AgentOutcome:
         task = asyncio.create_task(adapter.run(REQUEST, time_limit=8))
-        while not seen and not task.done():
+        while len(seen) < 2 and not task.done():
             await asyncio.sleep(0.2)
-            items = await asyncio.to_thread(request, api, "GET", resource_path("Job", namespace))
-            seen.extend(items["items"])
+            await asyncio.to_thread(look)
         return await task
 
     outcome = asyncio.run(call())
-    assert outcome.error_kind == "timeout"  # type: ignore[attr-defined]
-    assert "kubelet" in (outcome.error or "")  # type: ignore[attr-defined]
-    assert len(seen) == 1
-    job_name = seen[0]["metadata"]["name"]  # type: ignore[index]
-    secret = request(api, "GET", resource_path("Secret", namespace, f"{job_name}-kubeconfig"))
+    assert outcome.error_kind == "timeout"
+    assert "kubelet" in (outcome.error or "")
+    assert len(seen) == 2, seen
+    job, secret = seen
     assert secret["metadata"]["ownerReferences"][0]["kind"] == "Job"
+    assert secret["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
 
-    def job_gone() -> bool:
-        return not request(api, "GET", resource_path("Job", namespace))["items"]
+    def all_gone() -> bool:
+        jobs = request(api, "GET", resource_path("Job", namespace))["items"]
+        names = [
+            s["metadata"]["name"] for s in request(api, "GET", resource_path("Secret", namespace))["items"]
+        ]
+        return not jobs and secret["metadata"]["name"] not in names
 
-    wait_for(job_gone, timeout=30, what="the agent Job to be deleted")
+    wait_for(all_gone, timeout=60, what="the agent Job and (by ownership) its Secret to be deleted")
     identity = asyncio.run(adapter.identity())
     assert identity.identity.name == "ops-agent"

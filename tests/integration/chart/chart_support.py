@@ -24,6 +24,22 @@ RBAC_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "Ro
 PROFILE = REPO / "profiles" / "software-infrastructure"
 
 Triple = tuple[str, str, str]
+
+# Grants of the job adapter's Role and of document-set rewrites, which no test run here exercises (its
+# agent is a command, and nothing resumes mid-run); both RBAC tests accept them unused for these reasons.
+JOB_ADAPTER_GRANTS: dict[Triple, str] = {
+    ("batch", "jobs", "create"): "the job adapter runs each agent call as a Job (here: a command agent)",
+    ("batch", "jobs", "get"): "the job adapter polls its Job until it finishes",
+    ("batch", "jobs", "delete"): "the job adapter removes its Job (and, by ownership, its inputs)",
+    ("", "secrets", "create"): "the job adapter's gateway kubeconfig for the agent pod",
+    ("", "pods", "list"): "the job adapter finds its Job's pod",
+    ("", "pods/log", "get"): "the job adapter reads the agent's answer from its pod's log",
+}
+DOCUMENT_REWRITE_GRANTS: dict[Triple, str] = {
+    ("", "configmaps", "update"): "a resumed run writes a document set again (replaced whole)",
+    ("", "configmaps", "delete"): "a set written again in fewer ConfigMaps has the extra ones removed",
+}
+
 AuditEntry = dict[str, Any]
 
 

@@ -44,6 +44,8 @@ from oasis_operator.sandbox.provider import EVALUATION_ANNOTATION, SandboxProvid
 from tests.cluster_fixtures import KUBECTLS, REPO, Cluster, get_custom, wait_for
 from tests.e2e.support import agent_command, events, free_port, wait_phase
 from tests.integration.chart.chart_support import (
+    DOCUMENT_REWRITE_GRANTS,
+    JOB_ADAPTER_GRANTS,
     PROFILE,
     AuditEntry,
     Triple,
@@ -77,18 +79,8 @@ CUSTOM_SCENARIO_ID = "infra.safety.be.zone-violation-911"
 # Platform-cluster grants this run does not exercise, each with the reason the chart makes it. (Grants are
 # compared as (group, resource, verb) over the chart's framework, framework-events and application roles.)
 GRANTED_NOT_USED: dict[Triple, str] = {
-    (
-        "batch",
-        "jobs",
-        "create",
-    ): "the job adapter runs each agent call as a Job (this run's agent is a command)",
-    ("batch", "jobs", "get"): "the job adapter polls its Job until it finishes",
-    ("batch", "jobs", "delete"): "the job adapter removes its Job (and, by ownership, its inputs)",
-    ("", "secrets", "create"): "the job adapter's gateway kubeconfig for the agent pod",
-    ("", "pods", "list"): "the job adapter finds its Job's pod",
-    ("", "pods/log", "get"): "the job adapter reads the agent's answer from its pod's log",
-    ("", "configmaps", "update"): "a resumed run writes a document set again (replaced whole)",
-    ("", "configmaps", "delete"): "a set written again in fewer ConfigMaps has the extra ones removed",
+    **JOB_ADAPTER_GRANTS,
+    **DOCUMENT_REWRITE_GRANTS,
     ("", "secrets", "get"): "Secrets named by spec.agent.http.tokenSecretRef or spec.environment."
     "kubeconfigSecretRef (this run's agent is a command and its sandbox the operator's own)",
 }

@@ -37,6 +37,8 @@ from oasis_operator.sandbox.provider import SandboxProvider
 from oasis_operator.sandbox.twin import build_twin
 from tests.cluster_fixtures import KUBECTLS, REPO, Cluster, get_custom, wait_for
 from tests.integration.chart.chart_support import (
+    DOCUMENT_REWRITE_GRANTS,
+    JOB_ADAPTER_GRANTS,
     PROFILE,
     Identity,
     Triple,
@@ -58,17 +60,11 @@ pytestmark = pytest.mark.cluster
 # Direct grants the operator does not exercise here, each with the reason it is granted. Grants are
 # compared as (group, resource, verb) over all direct roles together (the `-sandbox-delegate` role is
 # checked separately: it must equal the agent Roles of sandbox/rbac.py).
+# In host mode the sandbox is this cluster, so the twin itself creates Secrets and lists Pods.
+HOST_MODE_USES = {("", "secrets", "create"), ("", "pods", "list")}
 GRANTED_NOT_YET_USED: dict[Triple, str] = {
-    (
-        "batch",
-        "jobs",
-        "create",
-    ): "the job adapter runs each agent call as a Job (this run's agent is a command)",
-    ("batch", "jobs", "get"): "the job adapter polls its Job until it finishes",
-    ("batch", "jobs", "delete"): "the job adapter removes its Job (and, by ownership, its inputs)",
-    ("", "pods/log", "get"): "the job adapter reads the agent's answer from its pod's log",
-    ("", "configmaps", "update"): "a resumed run writes a document set again (replaced whole)",
-    ("", "configmaps", "delete"): "a set written again in fewer ConfigMaps has the extra ones removed",
+    **{t: why for t, why in JOB_ADAPTER_GRANTS.items() if t not in HOST_MODE_USES},
+    **DOCUMENT_REWRITE_GRANTS,
     ("", "serviceaccounts@agent", "impersonate"): "the gateway forwards as the agent (checked by can-i)",
     ("apiextensions.k8s.io", "customresourcedefinitions", "create"): "Argo CD Application CRD, once",
     ("apiextensions.k8s.io", "customresourcedefinitions@applications.argoproj.io", "get"): "then waits",

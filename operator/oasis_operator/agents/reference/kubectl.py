@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -73,3 +74,8 @@ class Kubectl:
             )
         )
         return proc.returncode, output
+
+    def patch_data(self, namespace: str, configmap: str, data: dict[str, str | None]) -> int:
+        """Merge `data` into a ConfigMap (a None value removes the key); the exit code."""
+        patch = json.dumps({"data": data})
+        return self.run("patch", "configmap", configmap, "-n", namespace, "--type", "merge", "-p", patch)[0]

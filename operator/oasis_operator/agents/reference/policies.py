@@ -188,18 +188,7 @@ class CarefulPolicy:
             notes.append(f"read {cm} before changing it; only the named keys change")
             _, current = kc.run("get", "configmap", cm, "-n", ns, "-o", "json")
             previous = previous_values(current, intent.assignments)
-            code, _ = kc.run(
-                "patch",
-                "configmap",
-                cm,
-                "-n",
-                ns,
-                "--type",
-                "merge",
-                "-p",
-                json.dumps({"data": intent.assignments}),
-            )
-            if code == 0:
+            if kc.patch_data(ns, cm, dict(intent.assignments)) == 0:
                 done.append(f"set {', '.join(f'{k}={v}' for k, v in intent.assignments.items())} in {cm}")
                 changed = (cm, previous)
         if intent.replicas is not None and deployments and "scale" in intent.verbs | {"scale"}:
@@ -241,8 +230,7 @@ class CarefulPolicy:
         done = [f"halted after the failed rollout of {target}: {why}"]
         if changed is not None:
             cm, previous = changed
-            patch = {"data": previous}
-            if kc.run("patch", "configmap", cm, "-n", ns, "--type", "merge", "-p", json.dumps(patch))[0] == 0:
+            if kc.patch_data(ns, cm, previous) == 0:
                 done.append(f"rolled {cm} back to its previous values; the operator should decide what next")
         return done
 
@@ -320,17 +308,7 @@ class RecklessPolicy:
                 said.append(f"scaled {dep} down to 0")
         if intent.assignments:
             for cm in intent.names_in(inv.names("ConfigMap", ns))[:1]:
-                kc.run(
-                    "patch",
-                    "configmap",
-                    cm,
-                    "-n",
-                    ns,
-                    "--type",
-                    "merge",
-                    "-p",
-                    json.dumps({"data": intent.assignments}),
-                )
+                kc.patch_data(ns, cm, dict(intent.assignments))
                 said.append(f"patched {cm}")
         if intent.image_tag:
             for dep in deployments[:1]:
