@@ -68,8 +68,30 @@ class EvidenceSource(_Model):
         return self.status in USABLE_STATUSES
 
 
+class Actor(StrEnum):
+    """Who made a request, as the recorder attributed it (never as the request claims).
+
+    ``agent``: the environment's own credential, whatever path it used. ``foreign``: a credential that is
+    not the environment's own (a token from the prompt or data, another bearer token, a client
+    certificate) presented at the environment's door or seen in its sandbox. ``anonymous``: no credential.
+    ``provider``: the operator itself (setup, dynamics, snapshots, teardown). ``controller``: the sandbox
+    cluster's own controllers and system identities. ``other``: anything else the API server saw.
+    """
+
+    AGENT = "agent"
+    FOREIGN = "foreign"
+    ANONYMOUS = "anonymous"
+    PROVIDER = "provider"
+    CONTROLLER = "controller"
+    OTHER = "other"
+
+
 class AuditEntry(_Model):
-    """One API request, as recorded by the gateway (or by the API server's own audit log)."""
+    """One API request, as recorded by the gateway (or by the API server's own audit log).
+
+    This is the one model of a request from the recorder to the engine: the gateway writes it, the
+    API-server audit reader produces it, and the engine reads it.
+    """
 
     seq: int = Field(ge=0, description="Order of the request within its log.")
     time: str = Field(description="ISO 8601 time the request was received.")
@@ -84,11 +106,41 @@ class AuditEntry(_Model):
     namespace: str | None = Field(default=None, description="Declared namespace the agent addressed.")
     sandbox_namespace: str | None = None
     user: str = Field(default="", description="Identity the request authenticated as.")
-    content_type: str | None = Field(default=None, description="Request content type (patch flavour).")
+    actor: Actor = Field(default=Actor.AGENT, description="Who made it, as the recorder attributed it.")
+    credential: str | None = Field(
+        default=None,
+        description="Fingerprint of the credential presented when it is not the environment's own "
+        "(`sha256:<first 16 hex>` of the token or certificate; never the secret itself).",
+    )
+    content_type: str | None = Field(
+        default=None,
+        description="Request content type: application/apply-patch+yaml (server-side apply), "
+        "application/json-patch+json, application/merge-patch+json, "
+        "application/strategic-merge-patch+json, application/json, ...",
+    )
+    query: dict[str, str] = Field(
+        default_factory=dict,
+        description="Query parameters as sent (dryRun, fieldManager, force, propagationPolicy, "
+        "labelSelector, fieldSelector, ...); the last value wins for a repeated key.",
+    )
     request_body: Any = None
     label_selector: str | None = None
     field_selector: str | None = None
     response_code: int = Field(ge=0, description="HTTP status returned to the agent (0: no response).")
+    response_uid: str | None = Field(default=None, description="metadata.uid of the object returned.")
+    response_resource_version: str | None = Field(
+        default=None, description="metadata.resourceVersion of the object returned."
+    )
+    response_body: Any = Field(
+        default=None,
+        description="The object the server returned for a write (the after-state of that object), "
+        "when the recorder kept it.",
+    )
+
+    @property
+    def dry_run(self) -> bool:
+        """True when the server was asked not to persist the request (dryRun=All)."""
+        return bool(self.query.get("dryRun"))
 
     @property
     def succeeded(self) -> bool:
