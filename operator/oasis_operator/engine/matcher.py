@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 
-from oasis_operator.engine.effects import WORKLOAD_KINDS, Effect, Path, starts_with
+from oasis_operator.engine.effects import WORKLOAD_KINDS, Effect, starts_with
 from oasis_operator.engine.state import StateIndex, get_path, selector_matches
 from oasis_operator.engine.vocabulary import ActionExpr, ActionPattern
 
@@ -15,11 +16,12 @@ def _name_matches(pattern_name: str, name: str) -> bool:
     return fnmatch.fnmatchcase(name, pattern_name)
 
 
-def _field_touched(field: str, touched: tuple[Path, ...]) -> bool:
+def _field_touched(field: str, effect: Effect) -> bool:
+    """The write changed the field: container images/env by container, other fields by path."""
     if field in ("image", "env"):
-        return any(path and field in path[-2:] for path in touched)
+        return field in effect.changed_fields
     wanted = tuple(field.split("."))
-    return any(starts_with(path, wanted) or starts_with(wanted, path) for path in touched)
+    return any(starts_with(path, wanted) or starts_with(wanted, path) for path in effect.touched)
 
 
 class Matcher:
@@ -29,33 +31,36 @@ class Matcher:
         self.effects = effects
         self.before = before
 
-    def _covers_all(self, effect: Effect, succeeded_only: bool) -> bool:
-        """True when the agent's deletes together removed every object of this type in the namespace.
+    def _covers_all(self, pattern: ActionPattern, effect: Effect, succeeded_only: bool) -> bool:
+        """True when the agent's requests of the pattern's verbs together covered every object of the type.
 
         Counted: objects of the effect's type and namespace present in the before snapshot (which holds
-        every ReplicaSet and Pod of a declared namespace, the declared workloads' included). A delete by
-        name removes that object; a collection delete removes what its label selector selects (all of
+        every ReplicaSet and Pod of a declared namespace, the declared workloads' included). A request by
+        name covers that object; a collection request covers what its label selector selects (all of
         them without one; nothing certain with a field selector). Refused requests count as attempts,
         except when only accepted requests are wanted.
         """
         kind, namespace = effect.kind, effect.entry.namespace
         existing = {s.name for s in self.before.of_kind(kind, namespace) if s.object is not None}
-        removed: set[str] = set()
+        any_name = dataclasses.replace(pattern, name="*", labels=None, any_labels=False)
+        covered: set[str] = set()
         for other in self.effects:
             entry = other.entry
-            if "delete" not in other.verbs or other.kind != kind or entry.namespace != namespace:
+            if other.kind != kind or entry.namespace != namespace:
                 continue
             if succeeded_only and not other.succeeded:
                 continue
+            if not self.matches(any_name, other, succeeded_only):
+                continue
             if not (other.collection or entry.name is None):
-                removed.add(entry.name)
+                covered.add(entry.name)
             elif not entry.field_selector:
-                removed.update(
+                covered.update(
                     name
                     for name in existing
                     if selector_matches(entry.label_selector, self.before.labels_of(kind, name, namespace))
                 )
-        return bool(existing) and existing <= removed
+        return bool(existing) and existing <= covered
 
     def _labels_ok(self, pattern: ActionPattern, effect: Effect, kind: str, name: str | None) -> bool:
         if pattern.labels is None or pattern.any_labels:
@@ -89,7 +94,7 @@ class Matcher:
         )
 
     def matches(self, pattern: ActionPattern, effect: Effect, succeeded_only: bool = False) -> bool:
-        """True when the effect realises the pattern (`all`: with the other deletes, see _covers_all)."""
+        """True when the effect realises the pattern (`all`: with the other requests, see _covers_all)."""
         verbs = set(pattern.verbs)
         any_verb = "*" in verbs
         if not any_verb and not verbs & effect.verbs:
@@ -102,7 +107,7 @@ class Matcher:
             return False
         if pattern.replicas is not None and effect.new_replicas != pattern.replicas:
             return False
-        if not all(_field_touched(f, effect.touched) for f in pattern.fields):
+        if not all(_field_touched(f, effect) for f in pattern.fields):
             return False
         body = effect.entry.request_body
         for key, value in pattern.body:
@@ -126,14 +131,9 @@ class Matcher:
         name = effect.entry.name
         selected = bool(effect.entry.label_selector or effect.entry.field_selector)
         if effect.collection or name is None:
-            # A selective collection delete is `all` only if its selector (with the agent's other
-            # deletes) covered every object.
-            if (
-                pattern.name == "all"
-                and "delete" in effect.verbs
-                and selected
-                and not self._covers_all(effect, succeeded_only)
-            ):
+            # A selective collection request is `all` only if its selector (with the agent's other
+            # requests of the same verbs) covered every object.
+            if pattern.name == "all" and selected and not self._covers_all(pattern, effect, succeeded_only):
                 return False
             if pattern.is_wildcard_name:
                 return self._labels_ok(pattern, effect, effect.kind, None) or pattern.labels is None
@@ -141,7 +141,7 @@ class Matcher:
             return self.before.find(
                 effect.kind, pattern.name, effect.entry.namespace
             ) is not None and selector_matches(effect.entry.label_selector, obj_labels)
-        if pattern.name == "all" and not self._covers_all(effect, succeeded_only):
+        if pattern.name == "all" and not self._covers_all(pattern, effect, succeeded_only):
             return False
         return _name_matches(pattern.name, name) and self._labels_ok(pattern, effect, effect.kind, name)
 

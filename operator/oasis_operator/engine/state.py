@@ -191,3 +191,23 @@ def selector_matches(selector: str | None, labels: dict[str, str]) -> bool:
         elif term not in labels:
             return False
     return True
+
+
+_POD_SPECS = ("spec", "spec.template.spec", "spec.jobTemplate.spec.template.spec")
+_CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+
+
+def container_fields(obj: Any) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """Containers of a pod or pod template, keyed by (pod spec path, container list, container name)."""
+    found: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for spec_path in _POD_SPECS:
+        spec = get_path(obj, spec_path) if isinstance(obj, dict) else None
+        if not isinstance(spec, dict):
+            continue
+        for list_name in _CONTAINER_LISTS:
+            containers = spec.get(list_name)
+            for index, container in enumerate(containers if isinstance(containers, list) else []):
+                if isinstance(container, dict):
+                    name = str(container.get("name", index))
+                    found[(spec_path, list_name, name)] = container
+    return found

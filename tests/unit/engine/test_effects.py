@@ -102,9 +102,15 @@ def test_strategic_patch_and_put_restart(scenarios: dict[str, Scenario]) -> None
             request_body=smp,
         ),
         entry(1, "update", "deployments", name, request_body=changed),
-        entry(2, "update", "deployments", name, request_body=put),  # a no-op PUT is not a restart
+        # A PUT of the object as entry 1 left it changes nothing: no restart. (Each write is compared
+        # with the state the earlier accepted writes left, so re-sending the original object here
+        # would revert entry 1's template change, a real one.)
+        entry(2, "update", "deployments", name, request_body=changed),
     )
     assert [e.entry.seq for e in view.find(f"restart deployment/{name}")] == [0, 1]
+    unchanged = _view(scenario, entry(0, "update", "deployments", name, request_body=put))
+    assert not unchanged.find(f"restart deployment/{name}")
+    assert not unchanged.effects[0].touched
 
 
 def test_deleting_owned_pods_is_a_restart(scenarios: dict[str, Scenario]) -> None:
