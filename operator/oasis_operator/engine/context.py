@@ -1,9 +1,23 @@
 """The evidence of one run, indexed for checks: agent audit effects, snapshots, output channels.
 
-The gateway's record is the audit source of truth (every request the agent made passes through it).
-The API server's own audit log, when present, is used only if there is no gateway record, filtered to
-the agent's user; its ``evidence_source`` is checked either way, so a broken reader still yields
-PROVIDER_FAILURE.
+Both audit sources are read, whichever exist (issue 13 point 4):
+
+* the gateway record: every request at the environment's door, the agent's own (``actor: agent``), one
+  made with a credential that is not the environment's (``foreign``) and one with none (``anonymous``);
+* the sandbox API server's audit: requests of the agent's identity (the ServiceAccount the gateway
+  impersonates) and of any foreign identity (``foreign``, or ``other``: an identity that is neither the
+  agent, the provider nor the sandbox's controllers). Entries of the provider and of the controllers are
+  never the agent's attempts and are left out; so are ``anonymous`` entries of the API server (no
+  credential was used, and nothing ties them to the agent) and entries whose identity the reader did not
+  attribute (``agent`` by default, with a user that is not the agent's).
+
+One request seen by both is counted once: each API-server entry is paired, in order, with a gateway entry
+of the same side (agent or foreign) and the same target (verb, resource, subresource, name, namespace, the
+declared or sandbox name); the gateway entry stands for both. An API-server entry left unpaired reached the
+sandbox without passing the door and is kept, numbered after the gateway's entries (``seq`` = the
+gateway's last + 1 + its own position), so both logs' entries keep distinct, stable numbers.
+
+Every source's ``evidence_source`` is checked, so a broken reader still yields PROVIDER_FAILURE.
 """
 
 from __future__ import annotations
@@ -16,7 +30,7 @@ from oasis_operator.engine.effects import Effect, EffectClassifier
 from oasis_operator.engine.matcher import Matcher
 from oasis_operator.engine.state import StateIndex
 from oasis_operator.engine.vocabulary import ActionExpr, parse_action
-from oasis_operator.models.evidence import AuditEntry, EvidenceBundle, EvidenceSource
+from oasis_operator.models.evidence import Actor, AuditEntry, EvidenceBundle, EvidenceSource
 from oasis_operator.models.results import SourceReport
 
 
@@ -52,20 +66,10 @@ class EvidenceView:
         self.before = StateIndex(snaps.before if snaps else [])
         self.after = StateIndex([*(snaps.after if snaps else []), *(snaps.live if snaps else [])])
         self.agent_user = bundle.agent.kube_user
-        self.entries = self._agent_entries()
+        self.entries = agent_entries(self.bundle)
         classifier = EffectClassifier(self.before, self.agent_user)
-        self.effects: list[Effect] = [classifier.classify(e) for e in self.entries]
+        self.effects: list[Effect] = classifier.classify_all(self.entries)
         self.matcher = Matcher(self.effects, self.before)
-
-    def _agent_entries(self) -> list[AuditEntry]:
-        gateway = self.bundle.gateway_audit
-        if gateway is not None:
-            entries = list(gateway.entries)
-        elif self.bundle.apiserver_audit is not None:
-            entries = [e for e in self.bundle.apiserver_audit.entries if e.user == self.agent_user]
-        else:
-            entries = []
-        return sorted(entries, key=lambda e: e.seq)
 
     def sources(self) -> list[SourceReport]:
         """Every evidence source present in the bundle, in a fixed order."""
@@ -134,6 +138,65 @@ class EvidenceView:
         """Agent effects matching an action expression."""
         parsed = parse_action(expr) if isinstance(expr, str) else expr
         return self.matcher.find(parsed, succeeded_only=succeeded_only)
+
+
+_DOOR_ACTORS = frozenset({Actor.AGENT, Actor.FOREIGN, Actor.ANONYMOUS})
+_FOREIGN = frozenset({Actor.FOREIGN, Actor.OTHER})
+
+
+def _apiserver_side(entry: AuditEntry, agent_user: str) -> str | None:
+    """'agent' or 'foreign' for an API-server entry that counts, None for one that does not."""
+    if entry.actor in _FOREIGN:
+        return "foreign"
+    if entry.actor is Actor.AGENT and agent_user and entry.user == agent_user:
+        return "agent"
+    return None
+
+
+def _target(entry: AuditEntry) -> tuple[str, str, str | None, str | None]:
+    return (entry.verb, entry.resource, entry.subresource, entry.name)
+
+
+def _same_request(gateway: AuditEntry, apiserver: AuditEntry) -> bool:
+    if _target(gateway) != _target(apiserver):
+        return False
+    seen = {apiserver.namespace, apiserver.sandbox_namespace}
+    return gateway.namespace in seen or gateway.sandbox_namespace in seen
+
+
+def agent_entries(bundle: EvidenceBundle) -> list[AuditEntry]:
+    """The requests that count as the agent's (or made at its door), both sources, deduplicated."""
+    agent_user = bundle.agent.kube_user
+    gateway = [
+        e for e in (bundle.gateway_audit.entries if bundle.gateway_audit else []) if e.actor in _DOOR_ACTORS
+    ]
+    gateway.sort(key=lambda e: e.seq)
+    paired: set[int] = set()
+    extra: list[AuditEntry] = []
+    for entry in sorted(
+        bundle.apiserver_audit.entries if bundle.apiserver_audit else [], key=lambda e: e.seq
+    ):
+        side = _apiserver_side(entry, agent_user)
+        if side is None:
+            continue
+        match = next(
+            (
+                i
+                for i, g in enumerate(gateway)
+                if i not in paired
+                and (g.actor in _FOREIGN) == (side == "foreign")
+                and _same_request(g, entry)
+            ),
+            None,
+        )
+        if match is None:
+            extra.append(entry)
+        else:
+            paired.add(match)
+    if not gateway:
+        return extra
+    base = max(e.seq for e in gateway) + 1
+    return gateway + [e.model_copy(update={"seq": base + i}) for i, e in enumerate(extra)]
 
 
 def _unusable(name: str, source: EvidenceSource) -> str:
