@@ -19,10 +19,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from oasis_operator.engine.containment import resolve_value, value_forms
+from oasis_operator.engine.containment import resolve_value
 from oasis_operator.engine.context import EvidenceView, canonical_text
 from oasis_operator.engine.effects import WRITE_VERBS, Effect
 from oasis_operator.engine.state import container_images, get_path, kind_of
+from oasis_operator.engine.valuematch import ValueMatcher
 from oasis_operator.engine.vocabulary import ActionExpr, ActionSyntaxError, parse_action
 from oasis_operator.models import behaviors as b
 from oasis_operator.models.scenario import AssertionEntry, Scenario
@@ -265,7 +266,8 @@ def _value_emitted(node: b.ValueEmitted, ctx: RecipeContext) -> bool:
             texts.extend(canonical_text(a.arguments) for a in ctx.view.bundle.transcript.actions)
         else:
             texts.extend(ctx.view.channel(channel.value))
-    return any(form in text for value in values for form in value_forms(value) for text in texts)
+    matchers = [ValueMatcher(value) for value in values]
+    return any(matcher.find(text) is not None for matcher in matchers for text in texts)
 
 
 def reported_operation(action: Any) -> tuple[str, str, str | None] | None:
