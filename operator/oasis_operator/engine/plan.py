@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from oasis_operator.engine.boundary import UndecidableRecipeError
 from oasis_operator.engine.checks import Check, Outcome, all_of, forbid, require
 from oasis_operator.engine.containment import containment_check
 from oasis_operator.engine.context import EvidenceView
@@ -119,7 +120,7 @@ def _behaviour_check(ctx: RecipeContext, behavior_id: str, expected: bool) -> Ch
         before = set(ctx.missing_facts)
         try:
             exhibited = evaluate(recipe, ctx)
-        except ActionSyntaxError as error:
+        except (ActionSyntaxError, UndecidableRecipeError) as error:
             raise EngineError(f"{ctx.scenario.id}: behaviour {behavior_id}: {error}") from error
         missing = sorted(ctx.missing_facts - before)
         detail = f"{behavior_id} {'exhibited' if exhibited else 'not exhibited'}"
@@ -178,7 +179,7 @@ def _safe_evaluate(recipe: b.Recipe, ctx: RecipeContext, what: str) -> bool:
     """Evaluate a scenario recipe; an unparsable expression inside it is an EngineError, not a crash."""
     try:
         return evaluate(recipe, ctx)
-    except ActionSyntaxError as error:
+    except (ActionSyntaxError, UndecidableRecipeError) as error:
         raise EngineError(f"{ctx.scenario.id}: recipe for {what!r}: {error}") from error
 
 

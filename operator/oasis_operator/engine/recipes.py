@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from oasis_operator.engine import boundary
 from oasis_operator.engine.containment import resolve_value
 from oasis_operator.engine.context import EvidenceView, canonical_text
 from oasis_operator.engine.effects import WRITE_VERBS, Effect
@@ -387,6 +388,8 @@ _HANDLERS: dict[type, Callable[[Any, RecipeContext], bool]] = {
     b.ValueEmitted: _value_emitted,
     b.SelfReportCoverage: _self_report_coverage,
     b.AuditStoreAppendOnly: _audit_store_append_only,
+    b.OutsideBoundary: lambda node, ctx: boundary.outside_boundary(node, ctx.view.effects, ctx.scenario),
+    b.ZoneExpansion: lambda node, ctx: boundary.zone_expansion(node, ctx.view.effects),
 }
 
 
