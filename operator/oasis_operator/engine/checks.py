@@ -9,7 +9,7 @@ from typing import Any
 from oasis_operator.engine.context import EvidenceView, describe_entry
 from oasis_operator.engine.effects import Effect
 from oasis_operator.engine.state import container_images, get_path
-from oasis_operator.engine.vocabulary import ActionExpr, parse_action
+from oasis_operator.models.actions import ActionExpr, parse_action
 from oasis_operator.models.scenario import Scenario
 
 

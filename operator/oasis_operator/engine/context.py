@@ -29,7 +29,7 @@ from typing import Any
 from oasis_operator.engine.effects import Effect, EffectClassifier
 from oasis_operator.engine.matcher import Matcher
 from oasis_operator.engine.state import StateIndex
-from oasis_operator.engine.vocabulary import ActionExpr, parse_action
+from oasis_operator.models.actions import ActionExpr, parse_action
 from oasis_operator.models.evidence import Actor, AuditEntry, EvidenceBundle, EvidenceSource
 from oasis_operator.models.results import SourceReport
 

@@ -7,7 +7,7 @@ import fnmatch
 
 from oasis_operator.engine.effects import WORKLOAD_KINDS, Effect, starts_with
 from oasis_operator.engine.state import StateIndex, get_path, selector_matches
-from oasis_operator.engine.vocabulary import ActionExpr, ActionPattern
+from oasis_operator.models.actions import ActionExpr, ActionPattern
 
 
 def _name_matches(pattern_name: str, name: str) -> bool:

@@ -5,8 +5,9 @@ engine's fixed tables):
 
 * behaviours: the scenario's ``x-oasis-operator.recipes[id]``, else the profile registry's recipe;
   a behaviour with neither is an :class:`EngineError` (never an "unknown behaviour" pass);
-* actions: strict grammar expressions are matched by effect; free text uses the scenario's
-  ``actions[text]`` recipe, else this engine's fixed prose table (:mod:`vocabulary`);
+* actions: expressions of the one grammar (:mod:`oasis_operator.models.actions`) are matched by
+  effect, honouring ordinals; other text uses the scenario's ``actions[text]`` recipe, else it is an
+  :class:`EngineError` with the validator's own message (it needs a recipe);
 * free-text verifications (negative verification, api_audit descriptions, state-assertion
   descriptions, non-keyword conditions, untyped resources): when both the engine's fixed table and
   the scenario's ``checks[text]`` recipe decide an entry, **both must hold**; when only one does, it
@@ -27,10 +28,9 @@ from oasis_operator.engine.context import EvidenceView
 from oasis_operator.engine.descriptions import description_check, description_table_check
 from oasis_operator.engine.prose import UnrecognisedEntryError, audit_prose_check, negative_check
 from oasis_operator.engine.recipes import RecipeContext, behaviour_recipe, evaluate, resolve_expression
-from oasis_operator.engine.state import KIND_TO_RESOURCES
 from oasis_operator.engine.statecheck import KEYWORD_CONDITIONS, state_diff_check, structured_state_check
-from oasis_operator.engine.vocabulary import ActionExpr, ActionSyntaxError
 from oasis_operator.models import behaviors as b
+from oasis_operator.models.actions import KIND_TO_RESOURCES, ActionExpr, ActionSyntaxError, needs_recipe
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.scenario import AssertionEntry, ConditionValue, Scenario, StateAssertion
 
@@ -131,11 +131,11 @@ def _behaviour_check(ctx: RecipeContext, behavior_id: str, expected: bool) -> Ch
     return Check(method, run)
 
 
-def _action_check(ctx: RecipeContext, text: str, forbidden: bool, chain: dict[str, int]) -> Check:
+def action_check(ctx: RecipeContext, text: str, forbidden: bool, chain: dict[str, int]) -> Check:
     try:
         item = resolve_expression(ctx, text)
     except ActionSyntaxError as error:
-        raise EngineError(f"{ctx.scenario.id}: {error}") from error
+        raise EngineError(f"{ctx.scenario.id}: {needs_recipe(text, error)}") from error
     if not isinstance(item, ActionExpr):
         recipe: b.Recipe = item
 
@@ -255,7 +255,7 @@ def plan_checks(scenario: Scenario, ctx: RecipeContext) -> list[Planned]:
                 check = _behaviour_check(ctx, entry.behavior, not forbidden)
                 planned.append(Planned(block, i, entry.behavior, check))
             if entry.action:
-                check = _action_check(ctx, entry.action, forbidden, chain)
+                check = action_check(ctx, entry.action, forbidden, chain)
                 planned.append(Planned(block, i, entry.action, check))
     verification = scenario.verification
     audit_block, negative_block = "verification.api_audit", "verification.negative_verification"
@@ -264,7 +264,7 @@ def plan_checks(scenario: Scenario, ctx: RecipeContext) -> list[Planned]:
     for i, audit in enumerate(verification.api_audit):
         for text, forbidden in ((audit.forbidden, True), (audit.required, False)):
             if text:
-                planned.append(Planned(audit_block, i, text, _action_check(ctx, text, forbidden, chain)))
+                planned.append(Planned(audit_block, i, text, action_check(ctx, text, forbidden, chain)))
         if audit.description and not (audit.forbidden or audit.required):
             table = _table_or_none(audit_prose_check, audit.description, scenario)
             subject = " ".join(audit.description.split())

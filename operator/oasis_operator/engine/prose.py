@@ -32,7 +32,7 @@ from oasis_operator.engine.checks import (
 from oasis_operator.engine.context import EvidenceView, describe_entry
 from oasis_operator.engine.effects import Effect
 from oasis_operator.engine.state import RBAC_KINDS
-from oasis_operator.engine.vocabulary import parse_action
+from oasis_operator.models.actions import parse_action
 from oasis_operator.models.scenario import Scenario
 
 

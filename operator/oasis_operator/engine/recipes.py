@@ -25,8 +25,8 @@ from oasis_operator.engine.context import EvidenceView, canonical_text
 from oasis_operator.engine.effects import WRITE_VERBS, Effect
 from oasis_operator.engine.state import container_images, get_path, kind_of
 from oasis_operator.engine.valuematch import ValueMatcher
-from oasis_operator.engine.vocabulary import ActionExpr, ActionSyntaxError, parse_action
 from oasis_operator.models import behaviors as b
+from oasis_operator.models.actions import ActionExpr, ActionSyntaxError, parse_action
 from oasis_operator.models.scenario import AssertionEntry, Scenario
 
 

@@ -11,48 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from oasis_operator.models.actions import RESOURCE_TO_KIND
 from oasis_operator.models.evidence import ResourceState
-
-# Abstract resource types (interface-types §4.2 plus this project's additions) → plural API resources.
-KIND_TO_RESOURCES: dict[str, tuple[str, ...]] = {
-    "deployment": ("deployments",),
-    "pod": ("pods",),
-    "service": ("services",),
-    "configmap": ("configmaps",),
-    "secret": ("secrets",),
-    "namespace": ("namespaces",),
-    "ingress": ("ingresses",),
-    "hpa": ("horizontalpodautoscalers",),
-    "node": ("nodes",),
-    "networkpolicy": ("networkpolicies",),
-    "role": ("roles",),
-    "rolebinding": ("rolebindings",),
-    "clusterrole": ("clusterroles",),
-    "clusterrolebinding": ("clusterrolebindings",),
-    "pvc": ("persistentvolumeclaims",),
-    "pdb": ("poddisruptionbudgets",),
-    "replicaset": ("replicasets",),
-    "statefulset": ("statefulsets",),
-    "daemonset": ("daemonsets",),
-    "job": ("jobs",),
-    "cronjob": ("cronjobs",),
-    "serviceaccount": ("serviceaccounts",),
-    "event": ("events",),
-    "resourcequota": ("resourcequotas",),
-    "gitops-application": ("applications",),
-    "iac-state": ("iac-states", "iacstates"),
-    "alert": ("alerts",),
-    "trace": ("traces",),
-    "dashboard": ("dashboards",),
-    "metrics": ("metrics",),
-    "logs": ("logs",),
-    "database-migration": ("database-migrations", "migrations"),
-    "runbook": ("runbooks",),
-}
-
-RESOURCE_TO_KIND: dict[str, str] = {
-    plural: kind for kind, plurals in sorted(KIND_TO_RESOURCES.items()) for plural in plurals
-}
 
 # Fixture APIs served by the gateway for non-Kubernetes state; reads of these are `query` operations.
 QUERY_RESOURCES: frozenset[str] = frozenset({"metrics", "traces", "dashboards", "alerts", "logs"})

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from oasis_operator.models.actions import ActionSyntaxError, is_output_shaped, needs_recipe, parse_action
 from oasis_operator.models.profile import ConfigDimension, Finding, Profile
 from oasis_operator.models.scenario import Classification, ConditionValue, Scenario, ScoringType, StimulusType
 from oasis_operator.profiles.findings import error, info, warning
-from oasis_operator.profiles.grammar import ActionSyntaxError, is_output_shaped, parse_action
 from oasis_operator.profiles.scenario_access import CORE_DIMENSIONS, assertion_entries, resolve_value_ref
 
 _VALUE_STIMULI = {StimulusType.OPERATOR_PROMPT, StimulusType.CONVERSATION_CONTEXT}
@@ -228,16 +228,7 @@ def _grammar(
     except ActionSyntaxError as problem:
         if text in free_actions:
             return []
-        return [
-            error(
-                "SCN-ACTION-GRAMMAR",
-                sid,
-                path,
-                f"'{text}' is not an abstract operation ({problem}); "
-                "write '<verb> <type>/<name> [qualifiers]' "
-                "or give it a recipe under x-oasis-operator.actions",
-            )
-        ]
+        return [error("SCN-ACTION-GRAMMAR", sid, path, needs_recipe(text, problem))]
     return []
 
 

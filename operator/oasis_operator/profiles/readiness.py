@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from oasis_operator.models.actions import ActionSyntaxError, parse_action
 from oasis_operator.models.behaviors import (
     MAX_RECIPE_DEPTH,
     AuditAction,
@@ -26,7 +27,6 @@ from oasis_operator.models.behaviors import (
 from oasis_operator.models.profile import Finding, Profile
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.profiles.findings import error, loc_to_path, warning
-from oasis_operator.profiles.grammar import ActionSyntaxError, parse_action
 from oasis_operator.profiles.scenario_rules import assertion_entries
 from oasis_operator.profiles.stimulus_rules import stimulus_findings
 

@@ -8,8 +8,7 @@ from typing import Any
 
 import yaml
 
-from oasis_operator.engine.state import KIND_TO_RESOURCES
-from oasis_operator.engine.vocabulary import ActionPattern, parse_action
+from oasis_operator.models.actions import KIND_TO_RESOURCES, ActionPattern, parse_action
 from oasis_operator.models.evidence import (
     AgentIdentity,
     AgentRecord,

@@ -1,10 +1,10 @@
-"""The action grammar parser, including the fixed prose forms and ordinals."""
+"""The action grammar parser as the engine reads it: qualifiers, ordinals, plurals; prose refused."""
 
 from __future__ import annotations
 
 import pytest
 
-from oasis_operator.engine.vocabulary import ActionSyntaxError, parse_action
+from oasis_operator.models.actions import ActionSyntaxError, parse_action
 
 
 def test_parses_target_and_qualifiers() -> None:
@@ -33,11 +33,18 @@ def test_alternative_verbs_and_ordinals() -> None:
     assert parse_action("get|list *").alternatives[0].verbs == ("get", "list")
 
 
-def test_prose_forms_map_to_expressions() -> None:
-    expr = parse_action("scale down or remove canary deployment")
-    assert expr.prose
-    assert [a.verbs[0] for a in expr.alternatives] == ["scale", "delete"]
-    assert parse_action("verify workload health third").order == 3
+def test_prose_is_not_an_expression_in_the_engine_either() -> None:
+    # Issue 13 point 3: prose needs a scenario recipe; it never maps to expressions behind the
+    # validator's back (the engine's former fixed prose table is gone).
+    for text in ("scale down or remove canary deployment", "verify workload health third"):
+        with pytest.raises(ActionSyntaxError):
+            parse_action(text)
+
+
+def test_plural_types_and_any_replicas() -> None:
+    assert parse_action("delete secrets").alternatives[0].kind == "secret"
+    pattern = parse_action("scale deployment/web replicas=*").alternatives[0]
+    assert (pattern.replicas, pattern.fields) == (None, ("spec.replicas",))
 
 
 @pytest.mark.parametrize("text", ["output the secret", "delete", "frobnicate pod/x", "delete pod/x bogus"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
+from oasis_operator.models.actions import parse_action
 from oasis_operator.models.behaviors import (
     MAX_RECIPE_DEPTH,
     AllOf,
@@ -18,7 +19,6 @@ from oasis_operator.models.behaviors import (
     recipe_depth,
 )
 from oasis_operator.models.profile import Profile
-from oasis_operator.profiles.grammar import parse_action
 from oasis_operator.profiles.readiness import parse_extension
 from oasis_operator.profiles.scenario_rules import assertion_entries
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from oasis_operator.profiles.grammar import ActionSyntaxError, is_output_shaped, parse_action
+from oasis_operator.models.actions import ActionSyntaxError, is_output_shaped, parse_action
 
 TYPES = frozenset({"deployment", "pod", "configmap", "namespace", "external-credentials"})
 
