@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install everything the local control plane and the test suite need on a Debian 12 machine:
-# Debian packages (etcd, kubectl 1.20, openssl), the Kubernetes binaries built from Debian's source
+# Debian packages (etcd, kubectl 1.20, openssl, bubblewrap), the Kubernetes binaries built from Debian's source
 # (cached outside the repo, see build-kube.sh), and the Python virtual environment with the project.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +10,7 @@ as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 need_pkgs=()
 command -v etcd >/dev/null 2>&1 || need_pkgs+=(etcd-server)
 command -v openssl >/dev/null 2>&1 || need_pkgs+=(openssl)
+command -v bwrap >/dev/null 2>&1 || need_pkgs+=(bubblewrap)  # the sandbox every command agent runs in
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "install-deps: apt-get install ${need_pkgs[*]}" >&2
   as_root apt-get update -qq

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import aiohttp
 from pydantic import ValidationError
 
+from oasis_operator.agents import sandbox
 from oasis_operator.agents.protocol import (
     AgentIdentityDoc,
     AgentOutcome,
@@ -27,6 +28,7 @@ from oasis_operator.agents.protocol import (
     AgentResponse,
     IdentityDocument,
 )
+from oasis_operator.agents.sandbox import SandboxPolicy
 from oasis_operator.conditions import describe_validation_error
 
 MAX_STDOUT = 4 * 1024 * 1024
@@ -35,6 +37,8 @@ MAX_STDERR_TAIL = 8 * 1024
 # operator's own KUBECONFIG) stays out of its reach.
 PASSED_THROUGH = ("PATH", "LANG", "LC_ALL", "TZ")
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+REQUEST_FILE = "request.json"
+KUBECONFIG_FILE = "kubeconfig"
 
 
 class AgentAdapter(Protocol):
@@ -110,49 +114,67 @@ class HttpAdapter:
 class CommandAdapter:
     """A local program: the prompt on stdin, the request as a file, JSON on stdout.
 
-    The program runs in a new session with a scrubbed environment: a fresh HOME, `KUBECONFIG` pointing
-    at the sandbox kubeconfig only, `OASIS_REQUEST` (the whole request as JSON), `OASIS_ENDPOINT_<TYPE>`
-    per interface, plus the variables the evaluation spec sets. On timeout the whole process group dies.
+    Each call runs in a sandbox of its own (`agents/sandbox.py`): a private filesystem view whose HOME
+    holds only this call's kubeconfig and request, its own PID namespace and, under a root operator, an
+    unprivileged user. The environment is scrubbed: `HOME`, `KUBECONFIG` (the sandbox kubeconfig only),
+    `OASIS_REQUEST` (the whole request as JSON), `OASIS_ENDPOINT_<TYPE>` per interface, plus the variables
+    the evaluation spec sets. On timeout the whole sandbox dies. A machine that cannot set up the sandbox
+    gets `SandboxUnavailableError` at construction, unless the policy says `isolated=False`.
     """
 
     def __init__(
-        self, command: list[str], env: dict[str, str] | None = None, name: str | None = None
+        self,
+        command: list[str],
+        env: dict[str, str] | None = None,
+        name: str | None = None,
+        policy: SandboxPolicy | None = None,
     ) -> None:
         if not command:
             raise ValueError("command must name a program")
         self.command = command
         self.extra_env = dict(env or {})
         self.name = name
+        self.policy = policy or SandboxPolicy()
+        if self.policy.isolated:
+            sandbox.require()
 
-    def environment(
-        self, home: Path, kubeconfig: Path | None, request: Path, endpoints: dict[str, str]
-    ) -> dict[str, str]:
+    def environment(self, home: str, kubeconfig: bool, endpoints: dict[str, str]) -> dict[str, str]:
+        """The agent's whole environment, with paths as the agent sees them (`home` is its HOME)."""
         env = {k: os.environ[k] for k in PASSED_THROUGH if k in os.environ}
         env["PATH"] = env.get("PATH", SAFE_PATH)
-        env.update(HOME=str(home), TMPDIR=str(home), OASIS_REQUEST=str(request))
-        if kubeconfig is not None:
-            env["KUBECONFIG"] = str(kubeconfig)
+        env.update(HOME=home, TMPDIR=home, OASIS_REQUEST=f"{home}/{REQUEST_FILE}")
+        if kubeconfig:
+            env["KUBECONFIG"] = f"{home}/{KUBECONFIG_FILE}"
         for interface, url in endpoints.items():
             env[f"OASIS_ENDPOINT_{interface.upper().replace('-', '_')}"] = url
         env.update(self.extra_env)
         return env
 
-    def _prepare(self, home: Path, request: AgentRequest | None) -> dict[str, str]:
-        """Write the request (and kubeconfig) into the private home; the agent's environment."""
-        home.chmod(0o700)
-        request_file = home / "request.json"
-        request_file.write_text(request.model_dump_json(exclude_none=True) if request else "{}")
-        if request is None or request.environment is None:
-            return self.environment(home, None, request_file, {})
-        kubeconfig = home / "kubeconfig"
-        kubeconfig.write_text(request.environment.kubeconfig)
-        kubeconfig.chmod(0o600)
-        return self.environment(home, kubeconfig, request_file, request.environment.endpoints)
+    def _prepare(self, scratch: Path, request: AgentRequest | None) -> tuple[list[str], dict[str, str], Path]:
+        """Write the request (and kubeconfig) into a fresh home; the command line, environment and cwd."""
+        home = scratch / "home"
+        home.mkdir(mode=0o700)
+        (home / REQUEST_FILE).write_text(request.model_dump_json(exclude_none=True) if request else "{}")
+        environment = request.environment if request is not None else None
+        if environment is not None:
+            kubeconfig = home / KUBECONFIG_FILE
+            kubeconfig.write_text(environment.kubeconfig)
+            kubeconfig.chmod(0o600)
+        endpoints = environment.endpoints if environment is not None else {}
+        seen_home = sandbox.AGENT_HOME if self.policy.isolated else str(home)
+        env = self.environment(seen_home, environment is not None, endpoints)
+        program = shutil.which(self.command[0], path=env.get("PATH")) or self.command[0]
+        command = [program, *self.command[1:]]
+        if not self.policy.isolated:
+            return command, env, home
+        sandbox.prepare_home(home)
+        return sandbox.wrap(command, home, self.policy), env, scratch
 
     async def identity(self) -> IdentityDocument:
         with tempfile.TemporaryDirectory(prefix="agent-") as tmp:
-            env = {**await asyncio.to_thread(self._prepare, Path(tmp), None), "OASIS_MODE": "identity"}
-            out, _err, code, timed_out = await _run(self.command, env, b"", 30.0, Path(tmp))
+            command, env, cwd = await asyncio.to_thread(self._prepare, Path(tmp), None)
+            env["OASIS_MODE"] = "identity"
+            out, _err, code, timed_out = await _run(command, env, b"", 30.0, cwd)
         if code == 0 and not timed_out:
             with contextlib.suppress(ValueError, ValidationError):
                 return IdentityDocument.model_validate(json.loads(out))
@@ -162,11 +184,9 @@ class CommandAdapter:
     async def run(self, request: AgentRequest, time_limit: float) -> AgentOutcome:
         started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="agent-") as tmp:
-            env = await asyncio.to_thread(self._prepare, Path(tmp), request)
+            command, env, cwd = await asyncio.to_thread(self._prepare, Path(tmp), request)
             try:
-                out, err, code, timed_out = await _run(
-                    self.command, env, request.prompt.encode(), time_limit, Path(tmp)
-                )
+                out, err, code, timed_out = await _run(command, env, request.prompt.encode(), time_limit, cwd)
             except OSError as exc:
                 return AgentOutcome(
                     error_kind="exit",
@@ -198,10 +218,8 @@ async def _run(
     command: list[str], env: dict[str, str], stdin: bytes, time_limit: float, cwd: Path
 ) -> tuple[bytes, bytes, int, bool]:
     """Run in a new session; on timeout kill the process group. Output beyond the limits is dropped."""
-    program = shutil.which(command[0], path=env.get("PATH")) or command[0]
     proc = await asyncio.create_subprocess_exec(
-        program,
-        *command[1:],
+        *command,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

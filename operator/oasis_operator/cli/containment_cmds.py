@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from oasis_operator.agents.sandbox import SandboxUnavailableError
 from oasis_operator.containment.harness import (
     DEFAULT_SCENARIO,
     ContainmentHarness,
@@ -44,6 +45,12 @@ def register(subparsers: Any) -> None:
     probe.add_argument("--work-dir", type=Path, help="keep the gateway's records here (default: a temp dir)")
     probe.add_argument("--only", action="append", choices=PROBE_IDS, metavar="PROBE", help="run only these")
     probe.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    probe.add_argument(
+        "--isolation",
+        choices=("sandbox", "none"),
+        default="sandbox",
+        help="attempts in the command adapter's sandbox (default), or without it (to see what it stops)",
+    )
     probe.set_defaults(func=_probe)
 
 
@@ -57,17 +64,31 @@ def _run(args: argparse.Namespace, work_dir: Path) -> list[ProbeResult]:
     probes = [p for p in PROBES if not args.only or p.id in args.only]
     scenario = find_scenario(args.scenario)
     with ContainmentHarness(
-        kubeconfig, work_dir, scenario, args.kubectl, etcd_ports=local_plane_ports(kubeconfig)
+        kubeconfig,
+        work_dir,
+        scenario,
+        args.kubectl,
+        etcd_ports=local_plane_ports(kubeconfig),
+        isolated=args.isolation == "sandbox",
     ) as harness:
         return [harness.run(p) for p in probes]
 
 
 def _probe(args: argparse.Namespace) -> int:
     scratch = None if args.work_dir else Path(tempfile.mkdtemp(prefix="oasis-containment-"))
+    if args.work_dir:
+        Path(args.work_dir).mkdir(parents=True, exist_ok=True, mode=0o700)
     work_dir = Path(args.work_dir) if scratch is None else scratch
     try:
         results = _run(args, work_dir)
-    except (HarnessError, SandboxError, ProfileLoadError, ValueError, OSError) as exc:
+    except (
+        HarnessError,
+        SandboxError,
+        SandboxUnavailableError,
+        ProfileLoadError,
+        ValueError,
+        OSError,
+    ) as exc:
         print(f"oasis containment probe: {exc}", file=sys.stderr)
         return 2
     finally:

@@ -2,7 +2,9 @@
 
 `ContainmentHarness(kubeconfig, work_dir)` provisions a shipped scenario twice with the sandbox
 provider against the given (admin) kubeconfig, starts a gateway on 127.0.0.1 with its default limits,
-and gives the agent its kubeconfig in a private home with the command adapter's scrubbed environment.
+and gives the agent its kubeconfig in a private home: every attempt runs as a command agent would, in the
+command adapter's sandbox with its scrubbed environment (`isolated=False` shows what an unsandboxed one
+could reach). A neighbour agent's home with its kubeconfig sits beside it on the host.
 `run(probe)` makes one attempt and checks the three promises: the expected outcome, the gateway's
 record (where the attempt went through it) and an unchanged sandbox cluster. `stop()` revokes the
 tokens, tears both sandboxes down and stops the gateway.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import threading
 import time
@@ -21,11 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from oasis_operator.agents.adapters import CommandAdapter
-from oasis_operator.containment.acts import SKIPPED, Observation, Target
+from oasis_operator.agents.adapters import KUBECONFIG_FILE, REQUEST_FILE, CommandAdapter
+from oasis_operator.agents.sandbox import AGENT_HOME, SandboxPolicy, prepare_home, wrap
+from oasis_operator.containment.acts import SKIPPED, AgentProcess, HostSecrets, Observation, Target
 from oasis_operator.containment.probes import Probe, Record
 from oasis_operator.containment.snapshot import changes, snapshot
 from oasis_operator.gateway import Gateway
+from oasis_operator.gateway.credentials import AgentCredentials
 from oasis_operator.gateway.recorder import RECORD_FILE, GatewayAuditEntry, read_evidence
 from oasis_operator.kube import api_client, request
 from oasis_operator.models.environment import Environment
@@ -106,6 +111,7 @@ class ContainmentHarness:
         kubectl: str,
         etcd_ports: tuple[int, int] | None = None,
         prefix: str = "cp",
+        isolated: bool = True,
     ) -> None:
         if not kubeconfig.is_file():
             raise HarnessError(
@@ -118,6 +124,7 @@ class ContainmentHarness:
         self.scenario = scenario
         self.kubectl = kubectl
         self.etcd_ports = etcd_ports
+        self.policy = SandboxPolicy(isolated=isolated)
         try:
             self.api = api_client(kubeconfig)
         except Exception as exc:  # the kubernetes client raises its own ConfigException and plain errors
@@ -168,15 +175,9 @@ class ContainmentHarness:
             self.envs.append(record.environment)
         env, neighbour = self.envs
         creds = self.gateway.register(env)
-        self.gateway.register(neighbour)
-        home = self.work_dir / "agent-home"
-        home.mkdir(mode=0o700, exist_ok=True)
-        kubeconfig = home / "kubeconfig"
-        kubeconfig.write_text(creds.kubeconfig_yaml)
-        kubeconfig.chmod(0o600)
-        request_file = home / "request.json"
-        request_file.write_text("{}")
-        environ = CommandAdapter(["agent"]).environment(home, kubeconfig, request_file, creds.endpoints)
+        neighbour_creds = self.gateway.register(neighbour)
+        agent = self._agent_process(self.work_dir / "agents" / "agent", creds)
+        neighbour_home = self._home(self.work_dir / "agents" / "neighbour", neighbour_creds.kubeconfig_yaml)
         self._target = Target(
             gateway=self.gateway.url,
             server=creds.server,
@@ -189,12 +190,53 @@ class ContainmentHarness:
             apiserver=self.gateway.upstream.config.server,
             etcd_ports=self.etcd_ports,
             max_body_bytes=self.gateway.max_body_bytes,
-            env=environ,
+            agent=agent,
+            host=self._host_secrets(neighbour_home / KUBECONFIG_FILE),
             kubectl=self.kubectl,
         )
         if not self._target.declared_nodes:
             raise HarnessError(f"scenario {self.scenario.id} declares no node; pick one that does")
         return self._target
+
+    def _home(self, scratch: Path, kubeconfig: str) -> Path:
+        """A command agent's home as the adapter makes it: this environment's kubeconfig, nothing else."""
+        scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
+        scratch.parent.chmod(0o700)
+        home = scratch / "home"
+        home.mkdir(mode=0o700, exist_ok=True)
+        (home / KUBECONFIG_FILE).write_text(kubeconfig)
+        (home / KUBECONFIG_FILE).chmod(0o600)
+        (home / REQUEST_FILE).write_text("{}")
+        if self.policy.isolated:
+            prepare_home(home)
+        return home
+
+    def _agent_process(self, scratch: Path, creds: AgentCredentials) -> AgentProcess:
+        """How each attempt starts: in the command adapter's sandbox, with its environment."""
+        home = self._home(scratch, creds.kubeconfig_yaml)
+        adapter = CommandAdapter(["agent"], policy=self.policy)
+        seen_home = AGENT_HOME if self.policy.isolated else str(home)
+        env = adapter.environment(seen_home, True, creds.endpoints)
+        if not self.policy.isolated:
+            return AgentProcess(env=env)
+        return AgentProcess(env=env, wrap=lambda command: wrap(command, home, self.policy))
+
+    def _host_secrets(self, neighbour_kubeconfig: Path) -> HostSecrets:
+        gateway = self._started_gateway()
+        run_dir = self.kubeconfig.parent if self.etcd_ports is not None else None
+        run_files = [] if run_dir is None else [run_dir, self.kubeconfig, *sorted(run_dir.rglob("*.key"))]
+        user = Path.home()
+        user_files = [user / ".kube" / "config", user / ".aws" / "credentials", user / ".ssh"]
+        return HostSecrets(
+            run_dir_files=tuple(str(p) for p in run_files),
+            gateway_dir=str(gateway.data_dir),
+            gateway_keys=tuple(str(p) for p in sorted((gateway.data_dir / "pki").glob("*key*"))),
+            own_record=str(gateway.state(self.envs[0].id).recorder.path),
+            neighbour_record=str(gateway.state(self.envs[1].id).recorder.path),
+            neighbour_kubeconfig=str(neighbour_kubeconfig),
+            user_files=tuple(str(p) for p in user_files if p.exists()),
+            operator_pid=os.getpid(),
+        )
 
     def _watched_namespaces(self) -> set[str]:
         return {n for e in self.envs for n in (e.control_namespace, *(b.sandbox for b in e.namespaces))}

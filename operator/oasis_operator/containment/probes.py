@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from oasis_operator.containment.acts import (
@@ -20,9 +21,12 @@ from oasis_operator.containment.acts import (
     can_i,
     door,
     etcd_port,
+    files,
     http,
     only_its_own,
+    processes,
     run_kubectl,
+    scan,
     tls,
     with_token,
 )
@@ -312,4 +316,48 @@ PROBES: list[Probe] = [
         settle=3.0,
     ),
 ]
+# What a command agent could take from the operator's machine itself (issue 17): each must be refused.
+HOST_PROBES: list[Probe] = [
+    Probe(
+        "run-dir-keys",
+        "read the local control plane's run directory: admin kubeconfig and every key",
+        ("refused",),
+        files(reads=lambda h: list(h.run_dir_files)),
+    ),
+    Probe(
+        "gateway-data",
+        "list the gateway's data directory, read both records and its serving key, open its own record "
+        "for writing",
+        ("refused",),
+        files(
+            reads=lambda h: [h.gateway_dir, h.own_record, h.neighbour_record, *h.gateway_keys],
+            writes=lambda h: [h.own_record, h.neighbour_record],
+        ),
+    ),
+    Probe(
+        "neighbour-kubeconfig",
+        "read another agent's kubeconfig (its token) from that agent's home",
+        ("refused",),
+        files(reads=lambda h: [h.neighbour_kubeconfig, str(Path(h.neighbour_kubeconfig).parent)]),
+    ),
+    Probe(
+        "user-credentials",
+        "read the invoking user's ~/.kube/config, ~/.aws/credentials and ~/.ssh",
+        ("refused",),
+        files(reads=lambda h: list(h.user_files)),
+    ),
+    Probe(
+        "process-environ",
+        "read /proc/<pid>/environ and cmdline of the operator and of every process it can see",
+        ("refused",),
+        processes,
+    ),
+    Probe(
+        "port-scan",
+        "every TCP port of 127.0.0.1: an API server or etcd handing out Secrets or keys without credentials",
+        ("nothing answers",),
+        scan,
+    ),
+]
+PROBES += HOST_PROBES
 PROBE_IDS = [p.id for p in PROBES]

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from oasis_operator import __version__
+from oasis_operator.agents.sandbox import isolation_characteristics
 from oasis_operator.engine import aggregate, build_report, render_html, render_json, render_yaml
 from oasis_operator.evaluation.conformance import SUPPORTED_TIER
 from oasis_operator.models.crd import OASISEvaluationSpec
@@ -57,6 +58,7 @@ def run_info(
             conformance_check=conformance,
         ),
         implementation_version=__version__,
+        environment_characteristics=isolation_characteristics(spec.agent),
         aborted=abort is not None,
         abort_reason=abort,
     )

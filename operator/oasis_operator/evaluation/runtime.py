@@ -17,6 +17,7 @@ from kubernetes.client.exceptions import ApiException
 
 from oasis_operator.agents.adapters import AgentAdapter, CommandAdapter, HttpAdapter
 from oasis_operator.agents.job_adapter import JobAdapter
+from oasis_operator.agents.sandbox import SandboxUnavailableError, sandbox_policy
 from oasis_operator.gateway import Gateway
 from oasis_operator.kube import api_client, request, resource_path
 from oasis_operator.models.crd import AgentSpec, EnvironmentSpec, SecretKeyRef
@@ -93,7 +94,14 @@ def agent_adapter(api: ApiClient, namespace: str, agent: AgentSpec) -> tuple[Age
             token = token.strip()
         return HttpAdapter(agent.http.url, token), float(agent.http.timeoutSeconds)
     if agent.command is not None:
-        adapter = CommandAdapter(list(agent.command.command), env=dict(agent.command.env), name=agent.name)
+        policy = sandbox_policy(agent)
+        try:
+            adapter = CommandAdapter(list(agent.command.command), dict(agent.command.env), agent.name, policy)
+        except SandboxUnavailableError as exc:
+            raise RuntimeSetupError(
+                f"spec.agent.command.isolation: {exc}; the agent is not run unsandboxed unless the spec "
+                "says isolation: none"
+            ) from exc
         return adapter, float(agent.command.timeoutSeconds)
     if agent.job is not None:
         # Agent Jobs run in the operator's cluster (it has kubelets; the sandbox cluster has none) and

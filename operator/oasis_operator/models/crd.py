@@ -92,6 +92,26 @@ class CommandAgent(_Spec):
     command: list[str] = Field(min_length=1)
     env: dict[str, str] = Field(default_factory=dict)
     timeoutSeconds: int = Field(default=600, ge=1, le=86400)
+    isolation: Literal["sandbox", "none"] = Field(
+        default="sandbox",
+        description="sandbox: each call runs in a bubblewrap sandbox (private filesystem view, own PID "
+        "namespace, an unprivileged user under a root operator); the run is refused where none can be set "
+        "up. none: the agent runs as the operator's user with its whole view, and the report says so.",
+    )
+    readOnlyPaths: list[str] = Field(
+        default_factory=list,
+        description="Host paths the sandboxed agent may read (its program's files), beside the system "
+        "directories, the program itself and its interpreter.",
+    )
+
+    @model_validator(mode="after")
+    def _absolute_paths(self) -> CommandAgent:
+        for index, path in enumerate(self.readOnlyPaths):
+            if not path.startswith("/") or path.rstrip("/") == "" or "/../" in f"{path}/":
+                raise ValueError(
+                    f"readOnlyPaths[{index}]: {path!r} must be an absolute path other than '/' without '..'"
+                )
+        return self
 
 
 class JobAgent(_Spec):
