@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from oasis_operator.gateway import integrity
+
 RECORD_FILE = "gateway-audit.jsonl"
 EvidenceStatus = Literal["available", "unreachable"]
 
@@ -93,20 +95,30 @@ class Recorder:
         self._lock = threading.Lock()
         self._seq = 0
         self._fault: str | None = None
+        self._chain = integrity.Chain()
         try:
-            directory.mkdir(parents=True, exist_ok=True)
-            self.path.touch(exist_ok=True)
-            # A restarted gateway continues the numbering of an existing record.
-            self._seq = max((e.seq for e in read_evidence(self.path).entries), default=0)
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.path.touch(mode=0o600, exist_ok=True)
+            # A restarted gateway continues the numbering (and the chain) of an existing record.
+            lines, head = integrity.verify(self.path.read_text(encoding="utf-8"))
+            self._chain = integrity.Chain(head)
+            self._seq = max((e.seq for e in _join(lines).entries), default=0)
         except OSError as exc:
             self._fault = f"cannot create the record: {exc}"
+        except integrity.BrokenChainError as exc:
+            self._fault = f"the existing record is not intact: {exc}"
+
+    @property
+    def head(self) -> integrity.Head:
+        """Where this recorder's chain stands: the record must end exactly there."""
+        return self._chain.head
 
     @property
     def fault(self) -> str | None:
         return self._fault
 
     def _append(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, separators=(",", ":"), default=str) + "\n"
+        line = self._chain.seal(json.dumps(record, separators=(",", ":"), default=str)) + "\n"
         try:
             with self.path.open("a", encoding="utf-8") as handle:
                 handle.write(line)
@@ -150,15 +162,27 @@ class Recorder:
             )
 
 
-def read_evidence(path: Path) -> GatewayEvidence:
-    """Join the request and response lines of a record file; any fault makes the source unreachable."""
+def read_evidence(path: Path, head: integrity.Head | None = None) -> GatewayEvidence:
+    """Join the request and response lines of a record file; any fault makes the source unreachable.
+
+    The hash chain is verified first (and, given the writer's `head`, that the file ends there): a record
+    changed by anything but the gateway's own appends is unreachable, never trusted.
+    """
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         return GatewayEvidence(status="unreachable", reason=f"cannot read the record: {exc}")
+    try:
+        lines, _head = integrity.verify(text, head)
+    except integrity.BrokenChainError as exc:
+        return GatewayEvidence(status="unreachable", reason=f"the record is not intact: {exc}")
+    return _join(lines)
+
+
+def _join(lines: list[str]) -> GatewayEvidence:
     requests: dict[int, dict[str, Any]] = {}
     stimuli: list[StimulusRecord] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:

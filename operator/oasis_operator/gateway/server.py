@@ -86,6 +86,9 @@ class Gateway:
         if rate_limit is not None and not isinstance(rate_limit, RateLimit):
             raise TypeError(f"rate_limit must be a RateLimit or None, not {type(rate_limit).__name__}")
         self.data_dir = data_dir
+        # Records, keys and tokens of every environment: closed to every other user (agents run as one).
+        data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        data_dir.chmod(0o700)
         self.host = host
         self.port = port
         self.rate_limit = rate_limit
@@ -195,7 +198,7 @@ class Gateway:
         path = state.recorder.path if state else self.data_dir / env_id / "gateway-audit.jsonl"
         if state is not None and state.recorder.fault:
             return GatewayEvidence(status="unreachable", reason=state.recorder.fault)
-        return read_evidence(path)
+        return read_evidence(path, state.recorder.head if state else None)
 
     def audit_entries(self, env_id: str) -> list[GatewayAuditEntry]:
         """The recorded requests of an environment; raises if the record is unreachable."""

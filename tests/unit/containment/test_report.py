@@ -11,7 +11,7 @@ import pytest
 from oasis_operator.cli.main import main
 from oasis_operator.containment.acts import SKIPPED, Observation, kubectl_outcome
 from oasis_operator.containment.harness import ProbeResult, local_plane_ports
-from oasis_operator.containment.probes import PROBE_IDS, PROBES, Probe
+from oasis_operator.containment.probes import HOST_PROBES, PROBE_IDS, PROBES, Probe
 from oasis_operator.containment.report import as_json, markdown_table, summary
 from oasis_operator.containment.snapshot import changes
 
@@ -30,7 +30,7 @@ def test_probe_ids_are_unique_and_every_gateway_probe_names_its_record() -> None
     assert len(PROBE_IDS) == len(set(PROBE_IDS))
     for probe in PROBES:
         assert probe.expected, probe.id
-        direct = probe.id.startswith(("etcd-", "apiserver-"))
+        direct = probe.id.startswith(("etcd-", "apiserver-")) or probe in HOST_PROBES
         assert (probe.record is None) == direct, probe.id
 
 
