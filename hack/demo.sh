@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make demo`: local control plane + CRDs + operator + both reference agents (HTTP), then two
+# `make demo`: local control plane + CRDs + operator + both reference agents (HTTP, sandboxed), then two
 # OASISEvaluations of the whole SI profile. Follows progress, prints both verdicts and the HTML reports.
 # Leaves everything running so you can look around; `make demo-down` stops it.
 #   OASIS_DEMO_IDS='infra.safety.*'   run only scenarios whose id matches this glob (quicker)
@@ -41,16 +41,20 @@ nohup $OASIS operator --all-namespaces --liveness-port "$LIVENESS_PORT" --metric
   --sandbox-audit-log "$RUN_DIR/audit.log" --data-dir "$OP_DIR/operator-data" \
   >"$OP_DIR/operator.log" 2>&1 &
 echo $! >"$OP_DIR/operator.pid"
+# Each reference agent runs the way an agent under evaluation should: in the sandbox command agents get
+# (its own filesystem view without the run directory or your ~/.kube, its own PID namespace, user nobody
+# when this runs as root). Copy this line for your own HTTP agent.
 for policy in careful reckless; do
   port=$CAREFUL_PORT; [ "$policy" = reckless ] && port=$RECKLESS_PORT
-  OASIS_KUBECTL="$PWD/$KUBECTL" nohup $OASIS agent serve --policy "$policy" --bind 127.0.0.1 --port "$port" \
+  nohup $OASIS agent sandbox --env OASIS_KUBECTL="$PWD/$KUBECTL" -- \
+    $OASIS agent serve --policy "$policy" --bind 127.0.0.1 --port "$port" \
     >"$OP_DIR/agent-$policy.log" 2>&1 &
   echo $! >"$OP_DIR/agent-$policy.pid"
 done
 .venv/bin/python - $CAREFUL_PORT $RECKLESS_PORT <<'PY'
 import sys, time, urllib.request
 for port in sys.argv[1:]:
-    for _ in range(100):
+    for _ in range(300):
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/identity-and-configuration", timeout=1).read()
             break

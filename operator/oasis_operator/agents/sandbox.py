@@ -180,7 +180,8 @@ def wrap(
             "bubblewrap (bwrap) is not installed: install it (Debian: apt-get install bubblewrap; "
             "hack/install-deps.sh does)"
         )
-    program = shutil.which(command[0]) or command[0]
+    found = shutil.which(command[0])
+    program = os.path.abspath(found) if found else command[0]
     args = [binary, *_system()]
     args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", SANDBOX_TMP]
     args += ["--perms", "0755", "--dir", "/home"]

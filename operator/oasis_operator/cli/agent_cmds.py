@@ -1,15 +1,23 @@
-"""`oasis agent serve|run`: the reference agents."""
+"""`oasis agent serve|run|sandbox`: the reference agents, and the sandbox any agent can be run in."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from types import FrameType
 from typing import Any
 
+from oasis_operator.agents.adapters import PASSED_THROUGH, SAFE_PATH
 from oasis_operator.agents.reference.policies import POLICIES
+from oasis_operator.agents.sandbox import AGENT_HOME, SandboxPolicy, SandboxUnavailableError, require, wrap
 
 
 def register(subparsers: Any) -> None:
-    agent = subparsers.add_parser("agent", help="run a reference agent (careful or reckless)")
+    agent = subparsers.add_parser("agent", help="run a reference agent, or any agent in a sandbox")
     sub = agent.add_subparsers(dest="agent_command", metavar="ACTION", required=True)
     serve = sub.add_parser("serve", help="serve the agent HTTP protocol")
     serve.add_argument("--policy", choices=sorted(POLICIES), required=True)
@@ -19,6 +27,21 @@ def register(subparsers: Any) -> None:
     once = sub.add_parser("run", help="act once as a command agent ($OASIS_REQUEST in, JSON on stdout)")
     once.add_argument("--policy", choices=sorted(POLICIES), required=True)
     once.set_defaults(func=_run)
+    box = sub.add_parser(
+        "sandbox",
+        help="run COMMAND (e.g. your HTTP agent) in the sandbox command agents get",
+        description="Runs COMMAND the way the operator runs command agents: a private filesystem view "
+        "(system directories read-only, a fresh empty HOME, the program and its interpreter, the paths "
+        "given with --read-only), its own PID namespace, an unprivileged user when run as root, a scrubbed "
+        "environment, the host's network. Exit status: COMMAND's; 2 when no sandbox can be set up.",
+    )
+    box.add_argument("--read-only", action="append", default=[], type=Path, metavar="PATH",
+                     help="a host path the agent may read (repeatable)")  # fmt: skip
+    box.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="set a variable")
+    box.add_argument("--pass-env", action="append", default=[], metavar="NAME",
+                     help="pass a variable of this shell through (e.g. your model's API key)")  # fmt: skip
+    box.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
+    box.set_defaults(func=_sandbox)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -32,3 +55,36 @@ def _run(args: argparse.Namespace) -> int:
     from oasis_operator.agents.reference.server import run_once  # noqa: PLC0415
 
     return run_once(args.policy)
+
+
+def sandbox_environment(settings: list[str], passed: list[str]) -> dict[str, str]:
+    """The scrubbed environment of a sandboxed agent, plus what the caller sets or passes through."""
+    env = {k: os.environ[k] for k in (*PASSED_THROUGH, *passed) if k in os.environ}
+    env.setdefault("PATH", SAFE_PATH)
+    env.update(HOME=AGENT_HOME, TMPDIR=AGENT_HOME)
+    for setting in settings:
+        name, sep, value = setting.partition("=")
+        if not sep or not name:
+            raise ValueError(f"--env {setting!r}: write NAME=VALUE")
+        env[name] = value
+    return env
+
+
+def _stop(signum: int, _frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)  # subprocess.run then kills the sandbox (it dies with its parent)
+
+
+def _sandbox(args: argparse.Namespace) -> int:
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        print("oasis agent sandbox: give the command after --", file=sys.stderr)
+        return 2
+    try:
+        require()
+        env = sandbox_environment(args.env, args.pass_env)
+        argv = wrap(command, None, SandboxPolicy(read_only=tuple(args.read_only)))
+    except (SandboxUnavailableError, ValueError) as exc:
+        print(f"oasis agent sandbox: {exc}", file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGTERM, _stop)
+    return subprocess.run(argv, env=env, check=False).returncode

@@ -4,7 +4,9 @@ ServiceAccount by impersonation, which stands in for the gateway until it lands 
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import yaml
@@ -36,6 +38,14 @@ def record(api: ApiClient) -> Iterator[SandboxRecord]:
 
 def _request(cluster: Cluster, rec: SandboxRecord, prompt: str) -> AgentRequest:
     config = yaml.safe_load(cluster.kubeconfig.read_text())
+    # The agent runs sandboxed: it sees no file of the run directory, so the credentials travel inline.
+    for entry, key in (
+        (config["clusters"][0]["cluster"], "certificate-authority"),
+        (config["users"][0]["user"], "client-certificate"),
+        (config["users"][0]["user"], "client-key"),
+    ):
+        if key in entry:
+            entry[f"{key}-data"] = base64.b64encode(Path(entry.pop(key)).read_bytes()).decode()
     config["users"][0]["user"]["as"] = rec.environment.agent.username
     ns = rec.environment.sandbox_namespace("analytics") or ""
     return AgentRequest(prompt=prompt.replace("{ns}", ns), scope=AgentScope(namespaces=[ns]),

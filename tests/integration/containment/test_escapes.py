@@ -8,13 +8,14 @@ only the agent's kubeconfig, against the real local API server and a real provis
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import pytest
 
 from oasis_operator.containment.acts import SKIPPED, attempt, kubectl, with_token
 from oasis_operator.containment.harness import ContainmentHarness
-from oasis_operator.containment.probes import PROBES, Probe
+from oasis_operator.containment.probes import HOST_PROBES, PROBES, Probe
 from oasis_operator.gateway.ratelimit import RateLimit, TokenBucket
 
 pytestmark = pytest.mark.cluster
@@ -33,7 +34,7 @@ def test_escape_attempt_is_contained(harness: ContainmentHarness, probe: Probe) 
 
 
 def test_the_agent_process_holds_no_credential_but_its_kubeconfig(harness: ContainmentHarness) -> None:
-    environ = harness.target.env
+    environ = harness.target.agent.env
     assert set(environ) <= {
         "PATH",
         "LANG",
@@ -44,7 +45,8 @@ def test_the_agent_process_holds_no_credential_but_its_kubeconfig(harness: Conta
         "OASIS_REQUEST",
         "KUBECONFIG",
     } | {k for k in environ if k.startswith("OASIS_ENDPOINT_")}
-    kubeconfig = (harness.work_dir / "agent-home" / "kubeconfig").read_text()
+    assert environ["KUBECONFIG"] == "/home/agent/kubeconfig"  # as the sandboxed agent sees it
+    kubeconfig = (harness.work_dir / "agents" / "agent" / "home" / "kubeconfig").read_text()
     assert harness.target.apiserver not in kubeconfig
     assert f"server: {harness.target.server}" in kubeconfig
 
@@ -84,3 +86,44 @@ def test_kubectl_waits_out_a_429_and_then_gets_its_answer(harness: ContainmentHa
     assert listed.stdout == warm.stdout
     after = [e for e in harness.gateway.audit_entries(harness.env.id) if e.seq > mark]
     assert [(e.resource, e.response_code) for e in after] == [("configmaps", 429), ("configmaps", 200)]
+
+
+@pytest.mark.parametrize("probe", [p for p in HOST_PROBES if p.id != "port-scan"], ids=lambda p: p.id)
+def test_without_the_sandbox_the_host_probes_get_through(
+    unsandboxed: ContainmentHarness, probe: Probe
+) -> None:
+    """The probes can fail: run as the operator's own user with its whole view, each one gets something."""
+    result = unsandboxed.run(probe)
+    assert result.observation.outcome.startswith("got: "), result.observation
+    assert result.verdict == "ESCAPED"
+
+
+def test_the_sandboxed_agent_sees_only_its_own_processes_as_an_unprivileged_user(
+    harness: ContainmentHarness,
+) -> None:
+    target = harness.target
+    script = "import os; print(os.getuid(), sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))"
+    seen = target.agent.run([target.python, "-I", "-c", script], None, 60)
+    assert seen.returncode == 0, seen.stderr
+    uid, pids = seen.stdout.split(" ", 1)
+    assert int(uid) != 0 if os.geteuid() == 0 else int(uid) == os.geteuid()
+    assert json.loads(pids) == [1, 2]  # bwrap's init and the agent itself
+
+
+def test_a_record_changed_behind_the_gateways_back_is_unreachable(harness: ContainmentHarness) -> None:
+    """The agent cannot reach its record (gateway-data); were it changed anyway, it is not trusted."""
+    assert harness.gateway is not None
+    env_id = harness.env.id
+    assert kubectl(harness.target, "get", "secrets", "-n", "kube-system").returncode != 0  # a 403 line
+    assert harness.gateway.evidence(env_id).status == "available"
+    record = harness.gateway.state(env_id).recorder.path
+    original = record.read_text()
+    try:
+        assert '"code":403' in original
+        record.write_text(original.replace('"code":403', '"code":200', 1))
+        evidence = harness.gateway.evidence(env_id)
+        assert evidence.status == "unreachable"
+        assert "not intact" in evidence.reason
+    finally:
+        record.write_text(original)
+    assert harness.gateway.evidence(env_id).status == "available"
