@@ -18,6 +18,7 @@ from oasis_operator.agents.sandbox import (
     isolation_characteristics,
     wrap,
 )
+from oasis_operator.cli.main import main
 from oasis_operator.evaluation.runtime import RuntimeSetupError, agent_adapter
 from oasis_operator.models.crd import AgentSpec, CommandAgent
 
@@ -105,3 +106,19 @@ def test_without_a_sandbox_the_command_agent_is_refused_unless_the_spec_opts_out
 def test_read_only_paths_must_be_absolute_and_not_everything(path: str) -> None:
     with pytest.raises(ValueError, match=r"readOnlyPaths\[0\]"):
         CommandAgent(command=["agent"], readOnlyPaths=[path])
+
+
+def test_oasis_agent_sandbox_runs_the_command_sandboxed_and_passes_its_status(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MODEL_API_KEY", "k-123")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "do-not-leak")
+    script = (
+        "test -e /proc/$HOST_PID && s=seen || s=unseen; "
+        'echo "$HOME $MODEL_API_KEY ${AWS_SECRET_ACCESS_KEY:-none} $s"; exit 3'
+    )
+    args = ["--pass-env", "MODEL_API_KEY", "--env", f"HOST_PID={os.getpid()}"]
+    assert main(["agent", "sandbox", *args, "--", "/bin/sh", "-c", script]) == 3
+    assert capfd.readouterr().out.split() == ["/home/agent", "k-123", "none", "unseen"]
+    assert main(["agent", "sandbox", "--env", "NOVALUE", "--", "/bin/true"]) == 2
+    assert main(["agent", "sandbox"]) == 2
