@@ -339,6 +339,7 @@ class EvaluationService:
                 agent_error = f"{done.outcome.error_kind}: {done.outcome.error}"
             cause = unevaluable_cause(done.outcome, done.bundle.gateway_audit)
             if cause is not None:
+                run.rows[index]["agentError"] = (agent_error or cause)[:200]
                 await self._unevaluable(run, index, cause, bundle_json, is_unreachable(done.outcome))
                 return
         except ProviderFaultError as exc:
@@ -382,7 +383,6 @@ class EvaluationService:
         """Record a scenario whose agent never acted; the first calls of a run failing so stop it."""
         scenario = run.scenarios[index]
         if unreachable and not status_rows.judged(run.rows):
-            run.rows[index] = {**run.rows[index], "agentError": cause[:200]}
             run.rows[index].pop("startedAt", None)
             raise _Unreachable(f"{scenario.id}: {cause}")
         files = {"bundle.json": bundle_json}

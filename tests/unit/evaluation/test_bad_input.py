@@ -10,7 +10,14 @@ from oasis_operator.agents.protocol import AgentOutcome, AgentResponse
 from oasis_operator.crdgen import build_crds, keeping_unknown
 from oasis_operator.evaluation.bounds import bounded_json
 from oasis_operator.evaluation.contact import is_unreachable, unevaluable_cause
-from oasis_operator.evaluation.rows import initial_row, is_done, judged, progress, unevaluable_row, unevaluated
+from oasis_operator.evaluation.rows import (
+    initial_row,
+    is_done,
+    judged,
+    progress,
+    unevaluable_row,
+    unevaluated,
+)
 from oasis_operator.evaluation.selection import SelectionError, label_selector_query
 from oasis_operator.models.evidence import AuditEntry, AuditLog, EvidenceSource, SourceStatus
 from oasis_operator.profiles import default_profile_path, load_profile
@@ -21,9 +28,9 @@ HEALTHY = EvidenceSource(type="gateway_audit", status=SourceStatus.HEALTHY)
 
 
 def test_in_without_values_names_the_entry() -> None:
-    with pytest.raises(SelectionError, match=r"matchExpressions\[1\]\.values: operator In needs at least one"):
+    with pytest.raises(SelectionError, match=r"Expressions\[1\]\.values: operator In needs at least one"):
         label_selector_query({}, [("a", "Exists", []), ("team", "In", [])])
-    with pytest.raises(SelectionError, match=r"matchExpressions\[0\]\.values: operator Exists takes no values"):
+    with pytest.raises(SelectionError, match=r"Expressions\[0\]\.values: operator Exists takes no values"):
         label_selector_query({}, [("a", "Exists", ["x"])])
     assert label_selector_query({"k": "v"}, [("t", "In", ["a", "b"])]) == "k=v,t in (a,b)"
 
