@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import pytest
 from kubernetes.client import ApiClient, CustomObjectsApi
 
+from oasis_operator.kube import reconnect
 from tests.cluster_fixtures import Cluster
 from tests.e2e.support import (
     OperatorProcess,
@@ -46,8 +47,8 @@ DOCUMENTED = {
 T = TypeVar("T")
 
 
-def _tolerant(call: Callable[[], T], timeout: float = 180) -> T:
-    """`call`, retried while the API server is away."""
+def _tolerant(api: ApiClient, call: Callable[[], T], timeout: float = 180) -> T:
+    """`call`, retried while the API server is away (following its kubeconfig if it moved)."""
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -55,6 +56,7 @@ def _tolerant(call: Callable[[], T], timeout: float = 180) -> T:
         except Exception:
             if time.monotonic() > deadline:
                 raise
+            reconnect(api)
             time.sleep(1)
 
 
@@ -64,12 +66,15 @@ def _finished(obj: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _inject(fault: str, cluster: Cluster, operator: OperatorProcess, marker: str, rng: random.Random) -> None:
+def _inject(
+    fault: str, cluster: Cluster, operator: OperatorProcess, marker: str, rng: random.Random, api: ApiClient
+) -> None:
     if fault == "apiserver":
         assert cluster.plane is not None
         cluster.plane.stop()
         time.sleep(rng.uniform(2, 8))
         cluster.plane.start()
+        reconnect(api)  # the test's own client follows the kubeconfig as the operator's do
     elif fault == "operator":
         operator.stop(signal.SIGKILL)
         time.sleep(rng.uniform(1, 4))
@@ -92,8 +97,8 @@ def test_faults_at_random_points_end_cleanly(
         fault = FAULTS[round_ % len(FAULTS)] if round_ < len(FAULTS) else rng.choice(FAULTS)
         create(custom, namespace, evaluation(name, agent_command("careful", marker), scenarios={"ids": IDS}))
         time.sleep(rng.uniform(3, 25))
-        before = _finished(_tolerant(lambda n=name: get(custom, namespace, n)))  # type: ignore[misc]
-        _inject(fault, cluster, operator, marker, rng)
+        before = _finished(_tolerant(api, lambda n=name: get(custom, namespace, n)))  # type: ignore[misc]
+        _inject(fault, cluster, operator, marker, rng, api)
 
         def ended(n: str = name) -> dict[str, Any] | None:
             obj = get(custom, namespace, n)
@@ -102,7 +107,7 @@ def test_faults_at_random_points_end_cleanly(
         deadline = time.monotonic() + 420
         obj = None
         while obj is None and time.monotonic() < deadline:
-            obj = _tolerant(ended)
+            obj = _tolerant(api, ended)
             if obj is None:
                 time.sleep(2)
         assert obj is not None, f"round {round_} ({fault}): {name} never reached a terminal phase"
@@ -117,6 +122,6 @@ def test_faults_at_random_points_end_cleanly(
         assert {k: after.get(k) for k in before} == before, (
             f"round {round_} ({fault}): a finished row ran again"
         )
-        assert _tolerant(lambda n=name: environments_of(api, namespace, n)) == []  # type: ignore[misc]
+        assert _tolerant(api, lambda n=name: environments_of(api, namespace, n)) == []  # type: ignore[misc]
         assert processes_with_marker(marker) == []
     assert len(ends) == ROUNDS, ends
