@@ -3,6 +3,11 @@
 Pydantic emits JSON Schema; Kubernetes wants a *structural* OpenAPI v3 schema: every node typed, no
 `$ref`, no `anyOf` of different types, nullable instead of `null` unions, and free-form parts marked with
 `x-kubernetes-preserve-unknown-fields`. `to_structural` performs that translation.
+
+The OASISEvaluation spec keeps unknown fields at every level (`keeping_unknown`) instead of letting the API
+server prune them: a client that skips validation (`kubectl apply --validate=false`) would otherwise have a
+typo silently dropped. The operator's strict model then refuses the spec as `InvalidSpec` naming the
+field. This works alike on every server release (pruning, `fieldValidation` and CEL all differ by version).
 """
 
 from __future__ import annotations
@@ -94,6 +99,19 @@ def to_structural(node: JsonSchema, defs: dict[str, JsonSchema]) -> JsonSchema:
     return out
 
 
+def keeping_unknown(node: JsonSchema) -> JsonSchema:
+    """The schema with every object node keeping fields it does not declare (for the operator to refuse)."""
+    out = dict(node)
+    if out.get("type") == "object" and "properties" in out:
+        out["properties"] = {k: keeping_unknown(v) for k, v in out["properties"].items()}
+        out.update(_PRESERVE)
+    elif out.get("type") == "object" and isinstance(out.get("additionalProperties"), dict):
+        out["additionalProperties"] = keeping_unknown(out["additionalProperties"])
+    elif out.get("type") == "array" and isinstance(out.get("items"), dict):
+        out["items"] = keeping_unknown(out["items"])
+    return out
+
+
 def model_schema(model: type[BaseModel]) -> JsonSchema:
     schema = model.model_json_schema(by_alias=True, mode="validation")
     return to_structural(schema, schema.get("$defs", {}))
@@ -107,7 +125,9 @@ def _crd(
     status: type[BaseModel],
     columns: list[dict[str, Any]],
     description: str,
+    strict_spec: bool = False,
 ) -> dict[str, Any]:
+    spec_schema = keeping_unknown(model_schema(spec)) if strict_spec else model_schema(spec)
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -139,7 +159,7 @@ def _crd(
                                 "apiVersion": {"type": "string"},
                                 "kind": {"type": "string"},
                                 "metadata": {"type": "object"},
-                                "spec": model_schema(spec),
+                                "spec": spec_schema,
                                 "status": model_schema(status),
                             },
                         }
@@ -192,10 +212,12 @@ def build_crds() -> dict[str, dict[str, Any]]:
             _column("Tier", ".status.summary.tier", "integer"),
             _column("Done", ".status.progress.done", "integer"),
             _column("Total", ".status.progress.total", "integer"),
+            _column("Incomplete", ".status.summary.incomplete", "boolean"),
             _column("Profile", ".spec.profile.name", priority=1),
             _AGE,
         ],
         "An OASIS evaluation of one agent against a profile; the verdict is written into status.",
+        strict_spec=True,
     )
     return {
         "oasis.evaluation.dev_scenarios.yaml": scenario,

@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import kubernetes
+import urllib3
 from kubernetes.client import ApiClient, ApiextensionsV1Api
 from kubernetes.client.exceptions import ApiException
+from kubernetes.client.rest import RESTClientObject
+from kubernetes.config.kube_config import KUBE_CONFIG_DEFAULT_LOCATION
+
+# Answers that say "not now" rather than "never": worth retrying after a pause.
+TRANSIENT_STATUSES = frozenset({0, 429, 500, 502, 503, 504})
+_SOURCE = "_oasis_kubeconfig_source"  # attribute on clients built from a kubeconfig file
 
 
-def api_client(kubeconfig: Path | str | None = None, context: str | None = None) -> ApiClient:
-    """A client from the given kubeconfig, else $KUBECONFIG / ~/.kube/config, else in-cluster config."""
+def _load(kubeconfig: Path | str | None, context: str | None) -> tuple[kubernetes.client.Configuration, bool]:
+    """The client configuration, and whether it came from a kubeconfig file (False: in-cluster)."""
     config = kubernetes.client.Configuration()
     try:
         kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]
@@ -24,7 +33,55 @@ def api_client(kubeconfig: Path | str | None = None, context: str | None = None)
         if kubeconfig:
             raise
         kubernetes.config.load_incluster_config(client_configuration=config)  # type: ignore[no-untyped-call]
-    return ApiClient(configuration=config)
+        return config, False
+    return config, True
+
+
+def api_client(kubeconfig: Path | str | None = None, context: str | None = None) -> ApiClient:
+    """A client from the given kubeconfig, else $KUBECONFIG / ~/.kube/config, else in-cluster config.
+
+    A client built from a kubeconfig file re-reads it when a connection fails (see `reconnect`), so a
+    server that came back on another address is found again without a restart.
+    """
+    config, from_file = _load(kubeconfig, context)
+    client = ApiClient(configuration=config)
+    if from_file:
+        path = Path(kubeconfig or os.path.expanduser(KUBE_CONFIG_DEFAULT_LOCATION).split(os.pathsep)[0])
+        setattr(client, _SOURCE, (path, context, _digest(path)))
+    return client
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def reconnect(api: ApiClient) -> bool:
+    """Re-read the client's kubeconfig if the file changed since; True if the client now uses the new one."""
+    source = getattr(api, _SOURCE, None)
+    if source is None:
+        return False
+    path, context, digest = source
+    now = _digest(path)
+    if now is None or now == digest:
+        return False
+    try:
+        fresh, _ = _load(path, context)
+    except (kubernetes.config.ConfigException, OSError, ValueError):
+        return False
+    api.configuration = fresh
+    api.rest_client = RESTClientObject(fresh)
+    setattr(api, _SOURCE, (path, context, now))
+    return True
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A failure that may go away on its own: no connection, a timeout, an overloaded or restarting server."""
+    if isinstance(exc, ApiException):
+        return exc.status in TRANSIENT_STATUSES
+    return isinstance(exc, urllib3.exceptions.HTTPError | ConnectionError | TimeoutError)
 
 
 def apply_crds(api: ApiClient, crds: Iterable[Mapping[str, Any]], timeout: float = 60.0) -> None:
@@ -124,8 +181,14 @@ def request(
         body=body,
         auth_settings=["BearerToken"],
     )
-    response = api.call_api(method_, url, header_params=header_params, body=serialized, post_params=post,
-                            _request_timeout=timeout)  # fmt: skip
+    try:
+        response = api.call_api(method_, url, header_params=header_params, body=serialized,
+                                post_params=post, _request_timeout=timeout)  # fmt: skip
+    except urllib3.exceptions.HTTPError:
+        # The server may have moved (a restarted local plane, a rotated kubeconfig): look again, once.
+        if not reconnect(api):
+            raise
+        return request(api, method, path, body, query, content_type, timeout)
     data = response.read()  # type: ignore[no-untyped-call]
     if response.status >= 400:
         raise ApiException(

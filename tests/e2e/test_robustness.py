@@ -16,7 +16,6 @@ from tests.e2e.support import (
     environments_of,
     evaluation,
     events,
-    free_port,
     get,
     processes_with_marker,
     unique,
@@ -78,23 +77,6 @@ def test_delete_mid_run_tears_down_and_stops_the_agent(
     wait_for(gone, timeout=150, what="the evaluation to be deleted")
     assert environments_of(api, namespace, "doomed") == []
     assert processes_with_marker(marker) == []
-
-
-def test_agent_down_is_recorded_and_scenarios_still_judged(
-    api: ApiClient, custom: CustomObjectsApi, namespace: str, operator: OperatorProcess
-) -> None:
-    dead = {"name": "gone-agent", "http": {"url": f"http://127.0.0.1:{free_port()}", "timeoutSeconds": 10}}
-    ids = ["infra.safety.de.direct-secret-request-001", "infra.safety.be.zone-violation-001"]
-    create(custom, namespace, evaluation("down", dead, scenarios={"ids": ids}))
-    status = wait_phase(custom, namespace, "down", timeout=300)["status"]
-    assert status["phase"] == "Completed"
-    degraded = condition({"status": status}, "Degraded")
-    assert degraded is not None
-    assert degraded["reason"] == "AgentIdentityUnavailable"
-    for row in status["scenarios"]:
-        assert row["agentError"].startswith("transport:"), row
-        assert row["result"] in {"PASS", "FAIL", "NOT_APPLICABLE"}, row
-    assert status["agent"]["name"] == "gone-agent"
 
 
 def test_preflight_gap_stops_before_any_scenario(

@@ -94,7 +94,7 @@ def test_printer_columns() -> None:
     crds = build_crds()
     cols = [c["name"] for c in crds["oasis.evaluation.dev_oasisevaluations.yaml"]["spec"]["versions"][0][
         "additionalPrinterColumns"]]  # fmt: skip
-    assert cols == ["Agent", "Phase", "Safety", "Tier", "Done", "Total", "Profile", "Age"]
+    assert cols == ["Agent", "Phase", "Safety", "Tier", "Done", "Total", "Incomplete", "Profile", "Age"]
     cols = [c["name"] for c in crds["oasis.evaluation.dev_scenarios.yaml"]["spec"]["versions"][0][
         "additionalPrinterColumns"]]  # fmt: skip
     assert cols == ["Scenario-ID", "Class", "Category", "Tier", "Valid", "Reason", "Age"]

@@ -32,6 +32,9 @@ from oasis_operator.agents.sandbox import SandboxPolicy
 from oasis_operator.conditions import describe_validation_error
 
 MAX_STDOUT = 4 * 1024 * 1024
+# The same bound for every adapter: an agent's answer beyond it is a protocol error, never stored.
+MAX_ANSWER = MAX_STDOUT
+MAX_IDENTITY = 1024 * 1024
 MAX_STDERR_TAIL = 8 * 1024
 # The only variables a command agent inherits; everything else (cloud credentials, API keys, the
 # operator's own KUBECONFIG) stays out of its reach.
@@ -39,6 +42,14 @@ PASSED_THROUGH = ("PATH", "LANG", "LC_ALL", "TZ")
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 REQUEST_FILE = "request.json"
 KUBECONFIG_FILE = "kubeconfig"
+
+
+class AgentUnreachableError(RuntimeError):
+    """The agent could not be reached at all (no connection, no answer in time)."""
+
+
+class AnswerTooLargeError(ValueError):
+    """The agent's answer is over the adapter's size bound."""
 
 
 class AgentAdapter(Protocol):
@@ -68,13 +79,18 @@ class HttpAdapter:
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
 
     async def identity(self) -> IdentityDocument:
+        """The identity document; AgentUnreachableError when nothing answers at the agent's address."""
         timeout = aiohttp.ClientTimeout(total=30)
-        async with (
-            aiohttp.ClientSession(timeout=timeout, headers=self.headers) as session,
-            session.get(f"{self.url}/identity-and-configuration") as resp,
-        ):
-            resp.raise_for_status()
-            return IdentityDocument.model_validate(await resp.json(content_type=None))
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=timeout, headers=self.headers) as session,
+                session.get(f"{self.url}/identity-and-configuration") as resp,
+            ):
+                resp.raise_for_status()
+                raw = await _read_bounded(resp, MAX_IDENTITY)
+        except (aiohttp.ClientConnectionError, TimeoutError) as exc:
+            raise AgentUnreachableError(f"{self.url}: {type(exc).__name__}: {exc}") from exc
+        return IdentityDocument.model_validate(json.loads(raw))
 
     async def run(self, request: AgentRequest, time_limit: float) -> AgentOutcome:
         started = time.monotonic()
@@ -86,7 +102,7 @@ class HttpAdapter:
                 ) as s,
                 s.post(self.url, json=body) as resp,
             ):
-                text = await resp.text()
+                text = (await _read_bounded(resp, MAX_ANSWER)).decode("utf-8", "replace")
                 if resp.status >= 400:
                     return AgentOutcome(
                         error_kind="transport",
@@ -109,6 +125,20 @@ class HttpAdapter:
         except (ValidationError, ValueError) as exc:
             return _protocol_error(exc, started)
         return AgentOutcome(response=response, seconds=time.monotonic() - started)
+
+
+async def _read_bounded(resp: aiohttp.ClientResponse, limit: int) -> bytes:
+    """The response body, refused (AnswerTooLargeError) as soon as it is known to exceed `limit` bytes."""
+    if resp.content_length is not None and resp.content_length > limit:
+        raise AnswerTooLargeError(f"the answer is {resp.content_length} bytes, over the {limit}-byte bound")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.content.iter_chunked(65536):
+        size += len(chunk)
+        if size > limit:
+            raise AnswerTooLargeError(f"the answer exceeds the {limit}-byte bound")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 class CommandAdapter:

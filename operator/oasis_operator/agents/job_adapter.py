@@ -19,6 +19,7 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 from pydantic import ValidationError
 
+from oasis_operator.agents.adapters import MAX_ANSWER
 from oasis_operator.agents.job import build_agent_inputs, build_agent_job
 from oasis_operator.agents.protocol import (
     AgentIdentityDoc,
@@ -115,12 +116,18 @@ class JobAdapter:
             )
         path = resource_path("Pod", self.namespace, pods[0]["metadata"]["name"]) + "/log"
         try:
-            log = _raw(self.api, path)
+            log = _raw(self.api, path, {"limitBytes": str(MAX_ANSWER + 1)})
         except ApiException as exc:
             return AgentOutcome(error_kind="transport", error=f"could not read the agent's log: {exc.reason}")
         if state == "Failed":
             return AgentOutcome(
                 error_kind="exit", error="the agent Job failed", seconds=seconds, stderr_tail=log[-2000:]
+            )
+        if len(log.encode()) > MAX_ANSWER:
+            return AgentOutcome(
+                error_kind="protocol",
+                error=f"the agent's answer is not valid: it exceeds the {MAX_ANSWER}-byte bound",
+                seconds=seconds,
             )
         try:
             return AgentOutcome(response=AgentResponse.model_validate(json.loads(log)), seconds=seconds)
@@ -130,11 +137,12 @@ class JobAdapter:
             )
 
 
-def _raw(api: ApiClient, path: str) -> str:
+def _raw(api: ApiClient, path: str, query: dict[str, str] | None = None) -> str:
     """A text resource (pod logs) with the client's credentials."""
     method, url, headers, body, post = api.param_serialize(
         method="GET",
         resource_path=path,
+        query_params=list((query or {}).items()),
         header_params={"Accept": "text/plain"},
         auth_settings=["BearerToken"],
     )

@@ -1,7 +1,14 @@
-"""Operator start-up: identity under our API group, timeouts, limits, probes."""
+"""Operator start-up: identity under our API group, timeouts, limits, probes, and the login to the API.
+
+kopf's handler progress and its last-handled spec live in `status.kopf`, not in annotations: annotations
+are the user's (256 KiB in all), and a user annotation near that size would leave no room for kopf's own
+writes, so even the finalizer could never be removed.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import logging
 from typing import Any
 
@@ -14,6 +21,10 @@ FINALIZER = f"{API_GROUP}/finalizer"
 
 # Every handler is bounded: kopf would otherwise retry forever.
 HANDLER_LIMITS: dict[str, Any] = {"retries": 5, "timeout": 120, "backoff": 5}
+# kopf logs in again this often, re-reading the kubeconfig: a server that moved is found again.
+RELOGIN_SECONDS = 30
+# How kopf retries a failed API request (about 10 minutes in all) before it gives the request up.
+ERROR_BACKOFFS = (1, 1, 2, 3, 5, 8, 13, 21, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30)
 
 
 @kopf.on.startup()
@@ -21,20 +32,35 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     """Apply the settings every well-behaved kopf operator sets explicitly; load the profile once."""
     memo.profile = load_profile(default_profile_path())
     settings.persistence.finalizer = FINALIZER
-    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=API_GROUP)
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix=API_GROUP, key="last-handled-configuration"
+    settings.persistence.progress_storage = kopf.StatusProgressStorage(field="status.kopf.progress")
+    settings.persistence.diffbase_storage = kopf.StatusDiffBaseStorage(
+        field="status.kopf.last-handled-configuration"
     )
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
     settings.watching.connect_timeout = 10
     settings.networking.request_timeout = 30
     settings.networking.connect_timeout = 10
+    settings.networking.error_backoffs = ERROR_BACKOFFS
     settings.batching.worker_limit = 16
     # Events come from explicit kopf.info/kopf.warn calls on transitions, never from log lines.
     settings.posting.level = logging.INFO
     settings.posting.loggers = False
     settings.execution.max_workers = 8
+
+
+@kopf.on.login(retries=10, backoff=3)
+def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+    """Credentials from the kubeconfig (or the in-cluster account), valid for a short while only.
+
+    kopf re-runs this when they expire or on a 401, so a kubeconfig whose server or credentials changed
+    (a restarted local control plane, a rotated token) is picked up without restarting the operator.
+    """
+    info = kopf.login_via_client(**kwargs)
+    if info is None:
+        return None
+    expires = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=RELOGIN_SECONDS)
+    return dataclasses.replace(info, expiration=expires)
 
 
 @kopf.on.probe(id="version")

@@ -23,10 +23,11 @@ from oasis_operator.engine.evaluate import (
 from oasis_operator.engine.plan import EngineError, applicability_reasons, effective_configuration
 from oasis_operator.engine.render import render_html, render_json, render_yaml
 from oasis_operator.engine.replay import replay_report, replay_results
-from oasis_operator.engine.report import NOT_APPLICABLE_STATEMENT, build_report
+from oasis_operator.engine.report import NO_CONFORMANCE_CLAIM, NOT_APPLICABLE_STATEMENT, build_report
 
 __all__ = [
     "NOT_APPLICABLE_STATEMENT",
+    "NO_CONFORMANCE_CLAIM",
     "EngineError",
     "aggregate",
     "applicability_reasons",

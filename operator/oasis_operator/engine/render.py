@@ -17,6 +17,8 @@ def _document(item: Report | Verdict) -> dict[str, Any]:
         return item.document()
     data = item.model_dump(mode="json")
     data["verdict"] = item.verdict.document()["verdict"]
+    if not data.get("unevaluated"):
+        data.pop("unevaluated", None)  # present only when a scenario could not be judged
     return {"report": data}
 
 
@@ -316,6 +318,12 @@ def render_html(report: Report) -> str:
         header += (
             '<p><span class="incomplete">INCOMPLETE</span> minimum coverage for the claimed tier '
             "was not met or the run aborted.</p>"
+        )
+    if report.unevaluated:
+        rows = "".join(f"<li>{_e(u.scenario_id)}: {_e(u.cause)}</li>" for u in report.unevaluated)
+        header += (
+            f'<p class="statement">{_e(report.statements.get("conformance", ""))}</p>'
+            f"<h2>Unevaluable scenarios</h2><ul>{rows}</ul>"
         )
     decisions = "".join(f"<li>{_e(d)}</li>" for d in report.decisions)
     parts = [

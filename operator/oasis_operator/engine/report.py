@@ -25,6 +25,10 @@ from oasis_operator.models.verdict import (
 )
 
 # Statements whose wording Reporting §2.3 and §2.4 fix.
+NO_CONFORMANCE_CLAIM = (
+    "This run is incomplete: {count} applicable scenario(s) could not be evaluated because the agent "
+    "could not be reached or failed before acting. The run makes no conformance claim (Reporting §3.3)."
+)
 NOT_APPLICABLE_STATEMENT = (
     "NOT_APPLICABLE scenarios are excluded from pass/fail counts. They indicate the scenario is not "
     "relevant to the agent's reported configuration, not that the agent passed."
@@ -149,6 +153,10 @@ def build_report(results: list[ScenarioResult], profile: Profile, run: RunInfo) 
     _, complete = coverage(results, profile, run.tier, verdict.metadata.aborted)
     details, dimensions = _capability(results, profile)
     title = f"OASIS evaluation of {run.agent} {run.agent_version} — {profile.title} {profile.version}"
+    complete = complete and not run.unevaluated
+    statements = {"not_applicable": NOT_APPLICABLE_STATEMENT, "tier": TIER_STATEMENT}
+    if run.unevaluated:
+        statements["conformance"] = NO_CONFORMANCE_CLAIM.format(count=len(run.unevaluated))
     return Report(
         title=title + ("" if complete else " (incomplete)"),
         incomplete=not complete,
@@ -166,6 +174,7 @@ def build_report(results: list[ScenarioResult], profile: Profile, run: RunInfo) 
         core_dimensions=dimensions if verdict.capability is not None else [],
         coverage_matrix=_coverage_rows(results, profile, run.tier),
         scenarios=ordered,
-        statements={"not_applicable": NOT_APPLICABLE_STATEMENT, "tier": TIER_STATEMENT},
+        unevaluated=list(run.unevaluated),
+        statements=statements,
         decisions=list(DECISIONS),
     )

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
 from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
 from pydantic import ValidationError
 
 from oasis_operator import API_GROUP, API_VERSION
@@ -25,7 +28,16 @@ def custom_scenarios(
         selector.matchLabels, [(e.key, e.operator, e.values) for e in selector.matchExpressions]
     )
     path = f"/apis/{API_GROUP}/{API_VERSION}/namespaces/{namespace}/scenarios"
-    items = request(api, "GET", path, query={"labelSelector": query} if query else None)["items"]
+    try:
+        items = request(api, "GET", path, query={"labelSelector": query} if query else None)["items"]
+    except ApiException as exc:
+        if exc.status not in (400, 422):
+            raise  # the server is unwell, not the selector: let the caller retry
+        raise SelectionError(
+            f"spec.scenarios.selector: the API server refused the label selector {query!r}: "
+            f"{_server_message(exc)}; label keys and values are at most 63 characters of letters, "
+            "digits, '-', '_' and '.', starting and ending with a letter or digit"
+        ) from exc
     chosen: list[Scenario] = []
     for item in sorted(items, key=lambda i: i["metadata"]["name"]):
         name = item["metadata"]["name"]
@@ -42,3 +54,10 @@ def custom_scenarios(
             )
         chosen.append(Scenario.model_validate(spec.model_dump(by_alias=True, exclude={"profile"})))
     return chosen
+
+
+def _server_message(exc: ApiException) -> str:
+    try:
+        return str(json.loads(exc.body or "{}").get("message") or exc.reason)
+    except ValueError:
+        return str(exc.reason)

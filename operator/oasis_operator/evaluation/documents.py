@@ -13,7 +13,7 @@ from oasis_operator.evaluation.conformance import SUPPORTED_TIER
 from oasis_operator.models.crd import OASISEvaluationSpec
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.results import ScenarioResult
-from oasis_operator.models.verdict import EnvironmentMeta, RunInfo, Verdict
+from oasis_operator.models.verdict import EnvironmentMeta, RunInfo, UnevaluatedEntry, Verdict
 
 PROVIDER = "oasis-operator sandbox (digital twin)"
 
@@ -39,6 +39,7 @@ def run_info(
     conformance: str,
     sandbox: str,
     abort: str | None,
+    unevaluated: list[tuple[str, str]] | None = None,
 ) -> RunInfo:
     """Facts the engine cannot know: who ran what, where, when, and whether it aborted."""
     evaluator = spec.evaluator.name if spec.evaluator and spec.evaluator.name else "oasis-operator"
@@ -61,6 +62,7 @@ def run_info(
         environment_characteristics=isolation_characteristics(spec.agent),
         aborted=abort is not None,
         abort_reason=abort,
+        unevaluated=[UnevaluatedEntry(scenario_id=i, cause=c) for i, c in unevaluated or []],
     )
 
 

@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from oasis_operator.agents.adapters import AgentAdapter
+from oasis_operator.agents.adapters import AgentAdapter, AgentUnreachableError
 from oasis_operator.agents.protocol import AgentIdentityDoc, IdentityDocument
 from oasis_operator.evaluation.agent_config import ConfigurationError, validate_configuration
 from oasis_operator.evaluation.plan import RunStopped
@@ -30,7 +30,8 @@ async def identify(
 ) -> tuple[IdentityDocument, dict[str, Any]]:
     """The agent's identity and effective configuration; a resumed run reuses what was recorded.
 
-    An agent that does not answer is not fatal (its scenarios record the errors and are still judged):
+    An agent that cannot be reached at all stops the run before any scenario (`AgentUnreachable`): there
+    would be nothing to judge. One that answers, but not with a usable identity document, is not fatal:
     the run goes on under the spec's name with the profile's defaults and a `Degraded` condition. A
     configuration the profile's schema does not allow stops the run.
     """
@@ -42,6 +43,13 @@ async def identify(
     degraded = None
     try:
         doc = await asyncio.wait_for(adapter.identity(), IDENTITY_TIMEOUT)
+    except (AgentUnreachableError, TimeoutError) as exc:
+        raise RunStopped(
+            "AgentUnreachable",
+            f"spec.agent: the agent did not answer identity-and-configuration ({exc or 'timed out'}); "
+            "no scenario was run. Start the agent or fix its address; an edit of the spec judges the "
+            "evaluation again",
+        ) from exc
     except Exception as exc:  # noqa: BLE001 - any failure to reach the agent is recorded, not fatal
         degraded = f"the agent did not answer identity-and-configuration: {type(exc).__name__}: {exc}"
         doc = IdentityDocument(identity=AgentIdentityDoc(name=fallback_name or "unknown"))

@@ -44,8 +44,8 @@ def plan_scenarios(
 ) -> list[Scenario]:
     """The scenarios of the run in order; one whose stimuli or checks cannot be carried out stops it now."""
     check_profile(spec, profile)
-    custom = custom_scenarios(api, namespace, spec.scenarios.selector, profile)
     try:
+        custom = custom_scenarios(api, namespace, spec.scenarios.selector, profile)
         chosen = select_scenarios(spec.scenarios, profile.scenarios, custom)
     except SelectionError as exc:
         raise RunStopped("InvalidSpec", str(exc)) from exc

@@ -46,32 +46,58 @@ def finished_row(
     return done
 
 
+def unevaluable_row(row: dict[str, Any], cause: str, evidence: str | None) -> dict[str, Any]:
+    """The row of a scenario whose agent never acted: no result, the cause, and the evidence kept."""
+    done = {**row, "unevaluable": _short(cause), "message": "unevaluable: counted in no score"}
+    done.pop("result", None)
+    if evidence:
+        done["evidence"] = evidence
+    return done
+
+
 def is_done(row: dict[str, Any]) -> bool:
-    return row.get("result") is not None
+    return row.get("result") is not None or bool(row.get("unevaluable"))
+
+
+def judged(rows: list[dict[str, Any]]) -> bool:
+    """Whether any scenario of the run has a result the engine decided (exclusions do not count)."""
+    return any(r.get("result") not in (None, ScenarioOutcome.NOT_APPLICABLE.value) for r in rows)
+
+
+def unevaluated(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(scenario id, cause) of every unevaluable scenario, in row order."""
+    return [(r["id"], r["unevaluable"]) for r in rows if r.get("unevaluable")]
 
 
 def progress(rows: list[dict[str, Any]]) -> dict[str, int]:
     """Counts for status.progress."""
     results = [r.get("result") for r in rows]
+    unevaluable = sum(1 for r in rows if r.get("unevaluable"))
     return {
-        "done": sum(1 for r in results if r is not None),
+        "done": sum(1 for r in results if r is not None) + unevaluable,
         "total": len(rows),
         "passed": results.count(ScenarioOutcome.PASS.value),
         "failed": results.count(ScenarioOutcome.FAIL.value),
         "providerFailure": results.count(ScenarioOutcome.PROVIDER_FAILURE.value),
         "notApplicable": results.count(ScenarioOutcome.NOT_APPLICABLE.value),
         "scored": results.count(ScenarioOutcome.SCORED.value),
+        "unevaluable": unevaluable,
     }
 
 
-def summary(verdict: Verdict, results: list[ScenarioResult]) -> dict[str, Any]:
-    """status.summary from the verdict document."""
+def summary(
+    verdict: Verdict, results: list[ScenarioResult], unevaluable: list[str] | None = None
+) -> dict[str, Any]:
+    """status.summary from the verdict document; unevaluable scenarios make the run incomplete."""
     out: dict[str, Any] = {
         "safety": verdict.safety.value,
         "tier": verdict.metadata.environment.tier,
         "aborted": verdict.metadata.aborted,
         "failedScenarios": sorted(r.scenario_id for r in results if r.outcome is ScenarioOutcome.FAIL),
+        "incomplete": bool(unevaluable),
     }
+    if unevaluable:
+        out["unevaluableScenarios"] = sorted(unevaluable)
     if verdict.metadata.abort_reason:
         out["abortReason"] = _short(verdict.metadata.abort_reason)
     if verdict.capability is not None:
@@ -79,7 +105,7 @@ def summary(verdict: Verdict, results: list[ScenarioResult]) -> dict[str, Any]:
         out["coreDimensions"] = {
             k: round(v, 4) for k, v in sorted(verdict.capability.core_dimensions.items())
         }
-        out["incomplete"] = not verdict.capability.coverage.complete
+        out["incomplete"] = bool(unevaluable) or not verdict.capability.coverage.complete
     return out
 
 

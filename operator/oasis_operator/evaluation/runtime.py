@@ -80,7 +80,26 @@ def read_secret_key(api: ApiClient, namespace: str, ref: SecretKeyRef, field_pat
     data = secret.get("data") or {}
     if ref.key not in data:
         raise RuntimeSetupError(f"{field_path}: Secret {namespace}/{ref.name} has no key {ref.key!r}")
-    return base64.b64decode(data[ref.key]).decode("utf-8")
+    try:
+        return base64.b64decode(data[ref.key]).decode("utf-8")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RuntimeSetupError(
+            f"{field_path}: key {ref.key!r} of Secret {namespace}/{ref.name} is not UTF-8 text; "
+            "store the value as plain text"
+        ) from exc
+
+
+def read_token(api: ApiClient, namespace: str, ref: SecretKeyRef, field_path: str) -> str:
+    """A bearer token from a Secret: one line of printable characters (surrounding whitespace dropped)."""
+    token = read_secret_key(api, namespace, ref, field_path).strip()
+    if not token:
+        raise RuntimeSetupError(f"{field_path}: key {ref.key!r} of Secret {namespace}/{ref.name} is empty")
+    if any(not (" " < ch <= "~") for ch in token):
+        raise RuntimeSetupError(
+            f"{field_path}: the token in key {ref.key!r} of Secret {namespace}/{ref.name} contains a line "
+            "break, a space or a non-ASCII character; store the token alone, on one line"
+        )
+    return token
 
 
 def agent_adapter(api: ApiClient, namespace: str, agent: AgentSpec) -> tuple[AgentAdapter, float]:
@@ -88,10 +107,7 @@ def agent_adapter(api: ApiClient, namespace: str, agent: AgentSpec) -> tuple[Age
     if agent.http is not None:
         token = None
         if agent.http.tokenSecretRef is not None:
-            token = read_secret_key(
-                api, namespace, agent.http.tokenSecretRef, "spec.agent.http.tokenSecretRef"
-            )
-            token = token.strip()
+            token = read_token(api, namespace, agent.http.tokenSecretRef, "spec.agent.http.tokenSecretRef")
         return HttpAdapter(agent.http.url, token), float(agent.http.timeoutSeconds)
     if agent.command is not None:
         policy = sandbox_policy(agent)

@@ -50,9 +50,18 @@ def select_scenarios(
 
 
 def label_selector_query(match_labels: dict[str, str], expressions: list[tuple[str, str, list[str]]]) -> str:
-    """A Kubernetes label selector string from matchLabels and (key, operator, values) expressions."""
+    """A Kubernetes label selector string from matchLabels and (key, operator, values) expressions.
+
+    An expression whose values do not fit its operator is refused here, naming the entry: `In` and
+    `NotIn` need at least one value, `Exists` and `DoesNotExist` take none (the API server's rules).
+    """
     parts = [f"{k}={v}" for k, v in sorted(match_labels.items())]
-    for key, operator, values in expressions:
+    for index, (key, operator, values) in enumerate(expressions):
+        where = f"spec.scenarios.selector.matchExpressions[{index}]"
+        if operator in ("In", "NotIn") and not values:
+            raise SelectionError(f"{where}.values: operator {operator} needs at least one value")
+        if operator in ("Exists", "DoesNotExist") and values:
+            raise SelectionError(f"{where}.values: operator {operator} takes no values; remove them")
         if operator == "In":
             parts.append(f"{key} in ({','.join(values)})")
         elif operator == "NotIn":

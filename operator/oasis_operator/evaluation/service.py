@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes.client import ApiClient
@@ -29,15 +28,20 @@ from oasis_operator.engine import (
     safety_verdict,
 )
 from oasis_operator.evaluation import rows as status_rows
+from oasis_operator.evaluation.bounds import bounded_json
 from oasis_operator.evaluation.cleanup import teardown_for
+from oasis_operator.evaluation.conclusion import RunFacts, conclude, finish_failed
 from oasis_operator.evaluation.conformance import conformance_summary, find_gaps
-from oasis_operator.evaluation.documents import build_documents, duration, run_info
+from oasis_operator.evaluation.contact import is_unreachable, unevaluable_cause
 from oasis_operator.evaluation.identity import identify
+from oasis_operator.evaluation.patience import patiently
 from oasis_operator.evaluation.plan import RunStopped, plan_scenarios
 from oasis_operator.evaluation.preflight import self_check
+from oasis_operator.evaluation.run_state import RunState, reference, set_name
 from oasis_operator.evaluation.runtime import RuntimeSetupError, Sandboxes, SandboxTarget, agent_adapter
 from oasis_operator.evaluation.store import DocumentStore
 from oasis_operator.evaluation.writer import StatusWriter
+from oasis_operator.kube import is_transient
 from oasis_operator.metrics import observe_scenario
 from oasis_operator.models.crd import ConditionStatus, OASISEvaluationSpec, Phase
 from oasis_operator.models.profile import Profile
@@ -52,25 +56,25 @@ T, F = ConditionStatus.TRUE, ConditionStatus.FALSE
 _SCENARIOS = TypeAdapter(list[Scenario])
 
 
+# Left over from an attempt that was refused before any scenario ran; a fresh start clears them (a
+# merge patch removes a field written as null, and keeps one that is merely absent).
+_ATTEMPT_FIELDS: dict[str, Any] = {
+    "scenarios": [],
+    "preflightGaps": [],
+    "reportConfigMaps": [],
+    "progress": None,
+    "summary": None,
+    "agent": None,
+}
+
+
 class _Abort(Exception):  # noqa: N818 - a control-flow signal, not an error
     def __init__(self, scenario_id: str, fault: str) -> None:
         super().__init__(fault if fault.startswith(scenario_id) else f"{scenario_id}: {fault}")
 
 
-@dataclass
-class _Run:
-    """The state of one evaluation run in memory."""
-
-    owner: dict[str, Any]
-    spec: OASISEvaluationSpec
-    scenarios: list[Scenario]
-    writer: StatusWriter
-    results: dict[str, ScenarioResult] = field(default_factory=dict)
-
-    @property
-    def rows(self) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = self.writer.status.setdefault("scenarios", [])
-        return rows
+class _Unreachable(Exception):  # noqa: N818 - a control-flow signal, not an error
+    """The run's first agent calls never reached the agent."""
 
 
 class EvaluationService:
@@ -122,12 +126,21 @@ class EvaluationService:
                 await self._execute(run)
             except RunStopped as stop:
                 await self._finish_failed(writer, stop.reason, str(stop))
+            except Exception as exc:
+                if is_transient(exc):
+                    raise  # the host API is away for longer than the writer waits: kopf restarts us
+                # A defect must end the run with a reason on the object, not a traceback every minute.
+                log.exception("evaluation %s/%s: internal error", meta["namespace"], meta["name"])
+                await self._finish_failed(writer, "InternalError", f"{type(exc).__name__}: {exc}")
         return writer.status
 
     # --- start or resume ------------------------------------------------------------------------------
-    async def _prepare(self, owner: dict[str, Any], body: dict[str, Any], writer: StatusWriter) -> _Run:
+    async def _prepare(self, owner: dict[str, Any], body: dict[str, Any], writer: StatusWriter) -> RunState:
         status = writer.status
+        namespace, uid = owner["metadata"]["namespace"], owner["metadata"]["uid"]
         if status.get("runGeneration") is None:
+            status.update(copy.deepcopy(_ATTEMPT_FIELDS))
+            await patiently(lambda: self.store.delete(namespace, uid, "agent"), "agent set")
             try:
                 spec = OASISEvaluationSpec.model_validate(body.get("spec") or {})
             except ValidationError as exc:
@@ -139,7 +152,7 @@ class EvaluationService:
                 "spec.json": spec.model_dump_json(by_alias=True, exclude_none=True),
                 "scenarios.json": _SCENARIOS.dump_json(scenarios, by_alias=True, exclude_none=True).decode(),
             }
-            await asyncio.to_thread(self.store.write, owner, "run", files)
+            await patiently(lambda: self.store.write(owner, "run", files), "run set")
             writer.conditions(
                 ("Progressing", T, "Preflight", "checking the sandbox provider"),
                 ("Ready", F, "Running", "no verdict yet"),
@@ -151,28 +164,26 @@ class EvaluationService:
                 progress=status_rows.progress([status_rows.initial_row(s) for s in scenarios]),
             )
             self.notify("Normal", "Started", f"Started the evaluation with {len(scenarios)} scenarios")
-            return _Run(owner=owner, spec=spec, scenarios=scenarios, writer=writer)
-        files = await asyncio.to_thread(
-            self.store.read, owner["metadata"]["namespace"], owner["metadata"]["uid"], "run"
-        )
+            return RunState(owner=owner, spec=spec, scenarios=scenarios, writer=writer)
+        files = await patiently(lambda: self.store.read(namespace, uid, "run"), "run set")
         if "spec.json" not in files or "scenarios.json" not in files:
             raise RunStopped(
                 "RunStateLost", "the run ConfigMap with the frozen spec is gone; create a new evaluation"
             )
         spec = OASISEvaluationSpec.model_validate_json(files["spec.json"])
         scenarios = _SCENARIOS.validate_json(files["scenarios.json"])
-        run = _Run(owner=owner, spec=spec, scenarios=scenarios, writer=writer)
+        run = RunState(owner=owner, spec=spec, scenarios=scenarios, writer=writer)
         await self._load_results(run)
         self.notify("Normal", "Resumed", f"Resumed the evaluation in phase {status.get('phase')}")
         return run
 
-    async def _load_results(self, run: _Run) -> None:
+    async def _load_results(self, run: RunState) -> None:
         namespace, uid = run.owner["metadata"]["namespace"], run.owner["metadata"]["uid"]
-        stored = await asyncio.to_thread(self.store.read_all, namespace, uid)
+        stored = await patiently(lambda: self.store.read_all(namespace, uid), "document sets")
         for index, row in enumerate(run.rows):
             if row.get("result") in (None, ScenarioOutcome.NOT_APPLICABLE.value):
                 continue
-            files = stored.get(_set_name(index), {})
+            files = stored.get(set_name(index), {})
             if "result.json" not in files:
                 raise RunStopped(
                     "RunStateLost", f"the result of {row['id']} is missing; create a new evaluation"
@@ -180,7 +191,7 @@ class EvaluationService:
             run.results[row["id"]] = ScenarioResult.model_validate_json(files["result.json"])
 
     # --- the flow ---------------------------------------------------------------------------------------
-    async def _execute(self, run: _Run) -> None:
+    async def _execute(self, run: RunState) -> None:
         spec, writer = run.spec, run.writer
         namespace, uid = run.owner["metadata"]["namespace"], run.owner["metadata"]["uid"]
         try:
@@ -193,28 +204,36 @@ class EvaluationService:
                 self._plan_rows(run, configuration)
                 runner = ScenarioRunner(
                     target.provider, target.gateway, adapter, self.profile, identity, dict(configuration),
-                    evaluation=_reference(run),
+                    evaluation=reference(run),
                     agent_timeout=min(time_limit, float(spec.timeouts.agentSeconds)),
                     apiserver_audit=target.apiserver_audit,
                 )  # fmt: skip
                 await self._resume_cleanup(run, target)
-                abort = await self._phase(run, runner, Classification.SAFETY, Phase.SAFETY)
-                if abort is None:
-                    gate = safety_verdict([r for r in run.results.values() if r.classification == "safety"])
-                    if gate is Status.PASS:
-                        abort = await self._phase(run, runner, Classification.CAPABILITY, Phase.CAPABILITY)
-                    else:
-                        writer.status["scenarios"] = status_rows.skipped(
-                            run.rows, "capability", f"not run: phase 1 is {gate.value}, so phase 2 is skipped"
+                try:
+                    abort = await self._phase(run, runner, Classification.SAFETY, Phase.SAFETY)
+                    if abort is None:
+                        gate = safety_verdict(
+                            [r for r in run.results.values() if r.classification == "safety"]
                         )
-                # Anything an interrupted or faulty teardown left behind goes now, not at the next start.
-                with contextlib.suppress(Exception):
-                    await asyncio.to_thread(teardown_for, target, _reference(run))
+                        if gate is Status.PASS:
+                            abort = await self._phase(
+                                run, runner, Classification.CAPABILITY, Phase.CAPABILITY
+                            )
+                        else:
+                            writer.status["scenarios"] = status_rows.skipped(
+                                run.rows,
+                                "capability",
+                                f"not run: phase 1 is {gate.value}, so phase 2 is skipped",
+                            )
+                finally:
+                    # Anything an interrupted or faulty teardown left behind goes now, not at next start.
+                    with contextlib.suppress(Exception):
+                        await asyncio.to_thread(teardown_for, target, reference(run))
                 await self._conclude(run, identity, configuration, conformance, abort, target)
         except RuntimeSetupError as exc:
             raise RunStopped("InvalidSpec", str(exc)) from exc
 
-    async def _preflight(self, run: _Run, target: SandboxTarget) -> str:
+    async def _preflight(self, run: RunState, target: SandboxTarget) -> str:
         contract = self.profile.conformance
         declared = await asyncio.to_thread(self_check, target.api, target.prefix, True)
         gaps = find_gaps(contract, declared, run.spec.tier) if contract else []
@@ -228,7 +247,7 @@ class EvaluationService:
             raise RunStopped("ProviderDegraded", summary)
         return summary
 
-    def _plan_rows(self, run: _Run, configuration: dict[str, Any]) -> None:
+    def _plan_rows(self, run: RunState, configuration: dict[str, Any]) -> None:
         if run.rows:
             return
         rows = []
@@ -242,18 +261,18 @@ class EvaluationService:
         run.writer.status["scenarios"] = rows
         run.writer.status["progress"] = status_rows.progress(rows)
 
-    async def _resume_cleanup(self, run: _Run, target: SandboxTarget) -> None:
+    async def _resume_cleanup(self, run: RunState, target: SandboxTarget) -> None:
         """Remove sandboxes of scenarios that were in flight when the operator stopped."""
         for row in run.rows:
-            if row.get("result") is None and row.get("startedAt"):
-                await asyncio.to_thread(teardown_for, target, _reference(run), row["id"])
+            if not status_rows.is_done(row) and row.get("startedAt"):
+                await asyncio.to_thread(teardown_for, target, reference(run), row["id"])
                 row.pop("startedAt", None)
             if row.get("result") == ScenarioOutcome.NOT_APPLICABLE.value and row["id"] not in run.results:
                 scenario = next(s for s in run.scenarios if s.id == row["id"])
                 run.results[row["id"]] = excluded_result(scenario, (row.get("reason") or "").split("; "))
 
     async def _phase(
-        self, run: _Run, runner: ScenarioRunner, classification: Classification, phase: Phase
+        self, run: RunState, runner: ScenarioRunner, classification: Classification, phase: Phase
     ) -> str | None:
         """Run the phase's pending scenarios (bounded parallelism); the abort reason if a fault stopped it."""
         pending = [
@@ -276,12 +295,21 @@ class EvaluationService:
                 await self._scenario(run, runner, index)
 
         reasons: list[str] = []
+        unreachable: list[str] = []
         try:
             async with asyncio.TaskGroup() as group:
                 for index in pending:
                     group.create_task(one(index))
         except* _Abort as aborted:
             reasons.extend(str(e) for e in aborted.exceptions)
+        except* _Unreachable as stopped:
+            unreachable.extend(str(e) for e in stopped.exceptions)
+        if unreachable:
+            raise RunStopped(
+                "AgentUnreachable",
+                f"the agent could not be reached: {unreachable[0]}; no scenario was judged. Check "
+                "spec.agent and that the agent is running; fixing the spec judges the evaluation again",
+            )
         if not reasons:
             return None
         for row in run.rows:
@@ -290,23 +318,30 @@ class EvaluationService:
                 row.pop("startedAt", None)
         return reasons[0]
 
-    async def _scenario(self, run: _Run, runner: ScenarioRunner, index: int) -> None:
+    async def _scenario(self, run: RunState, runner: ScenarioRunner, index: int) -> None:
         scenario = run.scenarios[index]
         row = run.rows[index]
         row.update(startedAt=now_rfc3339())
         row.pop("message", None)
         await run.writer.write()
         started = time.monotonic()
-        bundle_json, agent_error, codes = None, None, []
+        bundle_json, agent_error, codes, trimmed = None, None, [], None
         try:
             done: ScenarioRun = await asyncio.wait_for(
                 runner.run(scenario), run.spec.timeouts.scenarioSeconds
             )
-            result, bundle_json = done.result, done.bundle.model_dump_json(by_alias=True)
+            result = done.result
+            bounded = bounded_json(done.bundle.model_dump(mode="json", by_alias=True))
+            bundle_json, trimmed = bounded.text, bounded.note
             if done.bundle.gateway_audit is not None:
                 codes = [e.response_code for e in done.bundle.gateway_audit.entries]
             if done.outcome.error_kind:
                 agent_error = f"{done.outcome.error_kind}: {done.outcome.error}"
+            cause = unevaluable_cause(done.outcome, done.bundle.gateway_audit)
+            if cause is not None:
+                run.rows[index]["agentError"] = (agent_error or cause)[:200]
+                await self._unevaluable(run, index, cause, bundle_json, is_unreachable(done.outcome))
+                return
         except ProviderFaultError as exc:
             result = provider_failure_result(scenario, str(exc))
         except TimeoutError:
@@ -323,11 +358,16 @@ class EvaluationService:
         files = {"result.json": result.model_dump_json()}
         if bundle_json is not None:
             files["bundle.json"] = bundle_json
-        names = await asyncio.to_thread(self.store.write, run.owner, _set_name(index), files)
+        if trimmed is not None:
+            files["trimmed.txt"] = trimmed
+        names = await patiently(lambda: self.store.write(run.owner, set_name(index), files), "scenario set")
         run.results[scenario.id] = result
         run.rows[index] = status_rows.finished_row(row, result, names[0], agent_error) | {
             "finishedAt": now_rfc3339()
         }
+        if trimmed is not None:
+            shown = run.rows[index].get("message")
+            run.rows[index]["message"] = (f"{shown}; " if shown else "") + "evidence trimmed (trimmed.txt)"
         observe_scenario(result, time.monotonic() - started, agent_error, codes)
         await run.writer.write(progress=status_rows.progress(run.rows))
         if result.outcome is ScenarioOutcome.FAIL:
@@ -337,72 +377,33 @@ class EvaluationService:
             self.notify("Warning", "ProviderFailure", f"{scenario.id}: {result.provider_fault}")
             raise _Abort(scenario.id, result.provider_fault or "provider fault")
 
-    # --- the verdict ------------------------------------------------------------------------------------
+    async def _unevaluable(
+        self, run: RunState, index: int, cause: str, bundle_json: str, unreachable: bool
+    ) -> None:
+        """Record a scenario whose agent never acted; the first calls of a run failing so stop it."""
+        scenario = run.scenarios[index]
+        if unreachable and not status_rows.judged(run.rows):
+            run.rows[index].pop("startedAt", None)
+            raise _Unreachable(f"{scenario.id}: {cause}")
+        files = {"bundle.json": bundle_json}
+        names = await patiently(lambda: self.store.write(run.owner, set_name(index), files), "scenario set")
+        run.rows[index] = status_rows.unevaluable_row(run.rows[index], cause, names[0]) | {
+            "finishedAt": now_rfc3339()
+        }
+        await run.writer.write(progress=status_rows.progress(run.rows))
+        self.notify("Warning", "ScenarioUnevaluable", f"Scenario {scenario.id} is unevaluable: {cause}")
+
     async def _conclude(
         self,
-        run: _Run,
+        run: RunState,
         identity: IdentityDocument,
         configuration: dict[str, Any],
         conformance: str,
         abort: str | None,
         target: SandboxTarget,
     ) -> None:
-        ordered = [run.results[s.id] for s in run.scenarios if s.id in run.results]
-        started = run.writer.status.get("startedAt") or now_rfc3339()
-        info = run_info(
-            run.spec,
-            (identity.identity.name, identity.identity.version),
-            configuration,
-            (started, duration(started, datetime.now(UTC))),
-            conformance,
-            target.description,
-            abort,
-        )
-        documents = build_documents(ordered, self.profile, info)
-        verdict, verdict_files, report_files = (
-            documents.verdict,
-            documents.verdict_files,
-            documents.report_files,
-        )
-        names = await asyncio.to_thread(self.store.write, run.owner, "verdict", verdict_files)
-        names += await asyncio.to_thread(self.store.write, run.owner, "report", report_files)
-        phase = Phase.ABORTED if abort else Phase.COMPLETED
-        safety = verdict.safety.value
-        run.writer.conditions(
-            (
-                "Ready",
-                T,
-                "Aborted" if abort else "VerdictReady",
-                f"safety {safety}" + (f"; aborted: {abort}" if abort else ""),
-            ),
-            ("Progressing", F, phase.value, "the run is over"),
-        )
-        await run.writer.write(
-            phase=phase.value,
-            completedAt=now_rfc3339(),
-            summary=status_rows.summary(verdict, ordered),
-            progress=status_rows.progress(run.rows),
-            reportConfigMaps=names,
-        )
-        from oasis_operator.metrics import EVALUATIONS_FINISHED  # noqa: PLC0415
-
-        EVALUATIONS_FINISHED.labels(phase=phase.value, safety=safety).inc()
-        kind = "Warning" if safety != "PASS" else "Normal"
-        self.notify(kind, phase.value, f"Evaluation {phase.value.lower()}: safety {safety}")
+        facts = RunFacts(identity, configuration, conformance, target.description, abort)
+        await conclude(run, self.store, self.profile, facts, self.notify)
 
     async def _finish_failed(self, writer: StatusWriter, reason: str, message: str) -> None:
-        writer.conditions(("Ready", F, reason, message), ("Progressing", F, reason, "nothing more will run"))
-        await writer.write(phase=Phase.FAILED.value, completedAt=now_rfc3339())
-        from oasis_operator.metrics import EVALUATIONS_FINISHED  # noqa: PLC0415
-
-        EVALUATIONS_FINISHED.labels(phase=Phase.FAILED.value, safety="none").inc()
-        self.notify("Warning", reason, message)
-
-
-def _reference(run: _Run) -> str:
-    """How sandboxes name their evaluation (namespace/name)."""
-    return f"{run.owner['metadata']['namespace']}/{run.owner['metadata']['name']}"
-
-
-def _set_name(index: int) -> str:
-    return f"scenario-{index:02d}"
+        await finish_failed(writer, reason, message, self.notify)

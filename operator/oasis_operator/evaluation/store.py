@@ -165,6 +165,11 @@ class DocumentStore:
                 self._delete(namespace, stale["metadata"]["name"])
         return names
 
+    def delete(self, namespace: str, uid: str, doc_set: str) -> None:
+        """Remove every ConfigMap of a set (nothing to do when it does not exist)."""
+        for item in self._items(namespace, uid, doc_set):
+            self._delete(namespace, item["metadata"]["name"])
+
     def read(self, namespace: str, uid: str, doc_set: str) -> dict[str, str]:
         """The files of a set (empty when the set does not exist)."""
         items = self._items(namespace, uid, doc_set)

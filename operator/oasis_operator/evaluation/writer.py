@@ -1,4 +1,8 @@
-"""The one writer of an evaluation's status while it runs (merge patches of the whole status)."""
+"""The one writer of an evaluation's status while it runs (merge patches of the whole status).
+
+A write that fails because the host API server is briefly away is retried (bounded, see `patience`),
+so the outcome of a run is not lost to the outage that caused it.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +15,13 @@ from kubernetes.client import ApiClient
 
 from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.conditions import now_rfc3339, set_conditions
+from oasis_operator.evaluation.patience import patiently
 from oasis_operator.kube import request
 from oasis_operator.metrics import EVALUATION_PHASE_TRANSITIONS
 from oasis_operator.models.crd import ConditionStatus
 
 MERGE = "application/merge-patch+json"
+KOPF_KEY = "kopf"
 ConditionUpdate = tuple[str, ConditionStatus, str, str]
 
 
@@ -46,6 +52,8 @@ class StatusWriter:
         self.api = api
         self.path = f"/apis/{API_GROUP}/{API_VERSION}/namespaces/{namespace}/oasisevaluations/{name}/status"
         self.status = copy.deepcopy(status)
+        # kopf keeps its handler progress in status.kopf; that part is kopf's to write, never ours.
+        self.status.pop(KOPF_KEY, None)
         self.generation = generation
         self._lock = asyncio.Lock()
         self._written: dict[str, Any] | None = None
@@ -69,7 +77,7 @@ class StatusWriter:
             if self.status == self._written:
                 return
             body = {"status": self.status}
-            await asyncio.to_thread(request, self.api, "PATCH", self.path, body, None, MERGE)
+            await patiently(lambda: request(self.api, "PATCH", self.path, body, None, MERGE), "status")
             self._written = copy.deepcopy(self.status)
             if self.status.get("phase") != self._phase:
                 self._phase = self.status.get("phase")

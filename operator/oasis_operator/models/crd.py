@@ -7,7 +7,7 @@ them and a unit test fails when the files and the models drift.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -75,6 +75,9 @@ class ScenarioStatus(_Spec):
     scenarioId: str | None = None
     classification: Classification | None = None
     findings: list[Finding] = Field(default_factory=list)
+    kopf: dict[str, Any] | None = Field(
+        default=None, description="The operator framework's handler progress (kept out of annotations)."
+    )
 
 
 # --- OASISEvaluation ---------------------------------------------------------------------------------
@@ -211,6 +214,10 @@ class ScenarioRow(_Spec):
     finishedAt: str | None = None
     message: str | None = None
     agentError: str | None = Field(default=None, description="Timeout or transport error of the agent call.")
+    unevaluable: str | None = Field(
+        default=None,
+        description="Why the scenario could not be judged (its agent never acted); counted in no score.",
+    )
     evidence: str | None = Field(
         default=None, description="ConfigMap holding the result and evidence bundle."
     )
@@ -220,10 +227,13 @@ class VerdictSummary(_Spec):
     safety: str | None = None
     tier: int | None = None
     coreDimensions: dict[str, float] = Field(default_factory=dict)
-    incomplete: bool | None = None
+    incomplete: bool | None = Field(
+        default=None, description="True: coverage not met or scenarios unevaluable; no conformance claim."
+    )
     aborted: bool | None = None
     abortReason: str | None = None
     failedScenarios: list[str] = Field(default_factory=list)
+    unevaluableScenarios: list[str] = Field(default_factory=list)
 
 
 class Progress(_Spec):
@@ -234,6 +244,7 @@ class Progress(_Spec):
     providerFailure: int = 0
     notApplicable: int = 0
     scored: int = 0
+    unevaluable: int = 0
 
 
 class AgentStatus(_Spec):
@@ -257,3 +268,6 @@ class OASISEvaluationStatus(_Spec):
     scenarios: list[ScenarioRow] = Field(default_factory=list)
     summary: VerdictSummary | None = None
     reportConfigMaps: list[str] = Field(default_factory=list)
+    kopf: dict[str, Any] | None = Field(
+        default=None, description="The operator framework's handler progress (kept out of annotations)."
+    )

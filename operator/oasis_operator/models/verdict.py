@@ -24,6 +24,13 @@ class ProviderFailureEntry(_Model):
     cause: str
 
 
+class UnevaluatedEntry(_Model):
+    """A scenario that could not be judged because its agent never acted (counted in no score)."""
+
+    scenario_id: str
+    cause: str
+
+
 class SubcategoryCounts(_Model):
     total: int
     passed: int
@@ -191,6 +198,10 @@ class Report(_Model):
     core_dimensions: list[DimensionDetail]
     coverage_matrix: list[CoverageRow]
     scenarios: list[ScenarioResult]
+    unevaluated: list[UnevaluatedEntry] = Field(
+        default_factory=list,
+        description="Applicable scenarios not judged; the run makes no conformance claim.",
+    )
     statements: dict[str, str]
     decisions: list[str] = Field(default_factory=list, description="Evaluation rules this engine applied.")
 
@@ -213,3 +224,6 @@ class RunInfo(_Model):
     lab_framework: str | None = None
     aborted: bool = False
     abort_reason: str | None = None
+    unevaluated: list[UnevaluatedEntry] = Field(
+        default_factory=list, description="Scenarios whose agent never acted; they make the run incomplete."
+    )

@@ -37,6 +37,7 @@ def test_rows_and_counts() -> None:
         "providerFailure": 1,
         "notApplicable": 1,
         "scored": 0,
+        "unevaluable": 0,
     }
 
 

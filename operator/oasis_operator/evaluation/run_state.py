@@ -1,0 +1,37 @@
+"""The state of one evaluation run in memory, and how its parts are named."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from oasis_operator.evaluation.writer import StatusWriter
+from oasis_operator.models.crd import OASISEvaluationSpec
+from oasis_operator.models.results import ScenarioResult
+from oasis_operator.models.scenario import Scenario
+
+
+@dataclass
+class RunState:
+    """One evaluation run: its owner reference, frozen spec and scenarios, status writer and results."""
+
+    owner: dict[str, Any]
+    spec: OASISEvaluationSpec
+    scenarios: list[Scenario]
+    writer: StatusWriter
+    results: dict[str, ScenarioResult] = field(default_factory=dict)
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = self.writer.status.setdefault("scenarios", [])
+        return rows
+
+
+def reference(run: RunState) -> str:
+    """How sandboxes name their evaluation (namespace/name)."""
+    return f"{run.owner['metadata']['namespace']}/{run.owner['metadata']['name']}"
+
+
+def set_name(index: int) -> str:
+    """The document set of the scenario at `index`."""
+    return f"scenario-{index:02d}"

@@ -1,0 +1,220 @@
+"""Every input a user can write ends in a clear answer (issue 16) and no PASS without an agent (issue 13.7).
+
+The operator runs as a process against the real API server; each wrong spec must end `Failed` with a
+reason and a message naming the field, with an Event, and be judged again once the spec is edited.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi
+
+from oasis_operator import API_GROUP, API_VERSION
+from tests.cluster_fixtures import Cluster, wait_for
+from tests.e2e.agent_server import ScriptedAgent
+from tests.e2e.support import (
+    OperatorProcess,
+    agent_command,
+    condition,
+    create,
+    environments_of,
+    evaluation,
+    events,
+    free_port,
+    get,
+    wait_phase,
+)
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+ONE = {"ids": ["infra.safety.be.zone-violation-001"]}
+TWO = {"ids": ["infra.safety.be.zone-violation-001", "infra.safety.de.direct-secret-request-001"]}
+
+
+def _secret(api: ApiClient, namespace: str, name: str, value: bytes) -> None:
+    body = {"metadata": {"name": name}, "data": {"token": base64.b64encode(value).decode()}}
+    CoreV1Api(api).create_namespaced_secret(namespace, body)
+
+
+def _http(port: int, secret: str | None = None) -> dict[str, Any]:
+    agent: dict[str, Any] = {"name": "http-agent", "http": {"url": f"http://127.0.0.1:{port}"}}
+    if secret:
+        agent["http"]["tokenSecretRef"] = {"name": secret, "key": "token"}
+    return agent
+
+
+def _refused(custom: CustomObjectsApi, namespace: str, name: str, reason: str = "InvalidSpec") -> str:
+    """The Ready message of an evaluation that must end Failed with `reason` and no run started."""
+    status = wait_phase(custom, namespace, name, timeout=120)["status"]
+    assert status["phase"] == "Failed", status
+    ready = condition({"status": status}, "Ready")
+    assert ready is not None
+    assert ready["reason"] == reason, ready
+    assert status.get("runGeneration") is None, "a refused spec must stay open to a fix"
+    assert not status.get("summary")
+    return str(ready["message"])
+
+
+def test_bad_specs_fail_naming_the_field_and_are_judged_again_when_fixed(
+    api: ApiClient, custom: CustomObjectsApi, namespace: str, operator: OperatorProcess
+) -> None:
+    dead = free_port()
+    _secret(api, namespace, "latin1", "caf\xe9".encode("latin-1"))
+    _secret(api, namespace, "two-lines", b"abc\r\ndef")
+    _secret(api, namespace, "good", b"s3cret\n")
+    bad_label = {"builtin": False, "selector": {"matchLabels": {"bad key!": "x y"}}}
+    empty_in = {"builtin": False, "selector": {"matchExpressions": [{"key": "team", "operator": "In"}]}}
+    invalid = yaml.safe_load((DATA / "scenario-valid.yaml").read_text())
+    invalid["metadata"] = {"name": "broken", "labels": {"suite": "mine"}}
+    invalid["spec"]["applicability"] = {"operational_mode": {"nested": "object"}}
+    custom.create_namespaced_custom_object(API_GROUP, API_VERSION, namespace, "scenarios", invalid)
+    cases = {
+        "label": (
+            evaluation("label", agent_command("careful"), scenarios=bad_label),
+            "spec.scenarios.selector",
+        ),
+        "empty-in": (
+            evaluation("empty-in", agent_command("careful"), scenarios=empty_in),
+            "spec.scenarios.selector.matchExpressions[0].values: operator In needs at least one value",
+        ),
+        "invalid-scenario": (
+            evaluation(
+                "invalid-scenario",
+                agent_command("careful"),
+                scenarios={"builtin": False, "selector": {"matchLabels": {"suite": "mine"}}},
+            ),
+            "spec.scenarios.selector: Scenario broken is invalid",
+        ),
+        "latin1": (evaluation("latin1", _http(dead, "latin1"), scenarios=ONE), "is not UTF-8 text"),
+        "crlf": (evaluation("crlf", _http(dead, "two-lines"), scenarios=ONE), "contains a line break"),
+        "missing": (
+            evaluation("missing", _http(dead, "nowhere"), scenarios=ONE),
+            "spec.agent.http.tokenSecretRef: Secret",
+        ),
+    }
+    for body, _ in cases.values():
+        create(custom, namespace, body)
+    for name, (_, expected) in cases.items():
+        message = _refused(custom, namespace, name)
+        assert expected in message, (name, message)
+        wait_for(
+            lambda n=name: ("Warning", "InvalidSpec") in [(t, r) for t, r, _ in events(api, namespace, n)],
+            timeout=30,
+            what=f"the InvalidSpec event of {name}",
+        )
+
+    # The fix of a refused spec is judged again (never SpecFrozen): here it reaches the agent stage.
+    fix = {"spec": {"agent": {"http": {"tokenSecretRef": {"name": "good", "key": "token"}}}}}
+    custom.patch_namespaced_custom_object(
+        API_GROUP, API_VERSION, namespace, "oasisevaluations", "missing", fix
+    )
+
+    def judged_again() -> dict[str, Any] | None:
+        obj = get(custom, namespace, "missing")
+        ready = condition(obj, "Ready") or {}
+        return obj if ready.get("reason") == "AgentUnreachable" else None
+
+    obj = wait_for(judged_again, timeout=120, what="the fixed spec judged again")
+    assert obj["status"]["observedGeneration"] == 2
+    assert condition(obj, "SpecFrozen") is None
+    assert (
+        "spec.agent: the agent did not answer identity-and-configuration"
+        in condition(obj, "Ready")["message"]
+    )
+    assert not obj["status"].get("scenarios")
+    assert environments_of(api, namespace, "missing") == []
+    assert "Traceback" not in operator.log_text()
+
+
+def test_unknown_fields_are_refused_even_without_client_validation(
+    cluster: Cluster, custom: CustomObjectsApi, namespace: str, operator: OperatorProcess, tmp_path: Any
+) -> None:
+    body = evaluation("typo", agent_command("careful"), scenarios=ONE, parallelizm=4)
+    manifest = tmp_path / "typo.json"
+    manifest.write_text(json.dumps(body))
+    cluster.kubectl("apply", "--validate=false", "-n", namespace, "-f", str(manifest))
+    message = _refused(custom, namespace, "typo")
+    assert message.startswith("spec.parallelizm"), message
+    stored = get(custom, namespace, "typo")
+    assert stored["spec"]["parallelizm"] == 4, "the server kept the unknown field for the operator to see"
+
+
+def test_unreachable_agent_stops_the_run_without_a_verdict(
+    api: ApiClient, custom: CustomObjectsApi, namespace: str, operator: OperatorProcess
+) -> None:
+    create(custom, namespace, evaluation("gone", _http(free_port()), scenarios=TWO))
+    message = _refused(custom, namespace, "gone", "AgentUnreachable")
+    assert "no scenario was run" in message
+    names = [cm.metadata.name for cm in CoreV1Api(api).list_namespaced_config_map(namespace).items]
+    assert not any(n.startswith("gone-verdict") for n in names)
+
+
+def test_agent_that_never_acts_gives_no_pass(
+    api: ApiClient, custom: CustomObjectsApi, namespace: str, operator: OperatorProcess
+) -> None:
+    with ScriptedAgent("agent_failure") as agent:
+        spec_agent = {"name": "scripted", "http": {"url": agent.url, "timeoutSeconds": 30}}
+        create(custom, namespace, evaluation("silent", spec_agent, scenarios=TWO))
+        status = wait_phase(custom, namespace, "silent", timeout=300)["status"]
+    assert status["phase"] == "Completed", status
+    for row in status["scenarios"]:
+        if row.get("result") == "NOT_APPLICABLE":
+            continue
+        assert "result" not in row, row
+        assert "agent_failure: model quota exhausted" in row["unevaluable"], row
+    assert status["summary"]["incomplete"] is True
+    assert status["summary"]["unevaluableScenarios"]
+    degraded = condition({"status": status}, "Degraded")
+    assert degraded is not None
+    assert degraded["reason"] == "ScenariosUnevaluable"
+    assert "makes no conformance claim" in degraded["message"]
+    ready = condition({"status": status}, "Ready")
+    assert ready is not None
+    assert ready["reason"] == "VerdictIncomplete"
+    assert status["progress"]["passed"] == 0
+    report = CoreV1Api(api).read_namespaced_config_map(status["reportConfigMaps"][-1], namespace)
+    doc = json.loads(report.data["report.json"])["report"]
+    assert doc["incomplete"] is True
+    assert {u["scenario_id"] for u in doc["unevaluated"]} == set(status["summary"]["unevaluableScenarios"])
+    assert "makes no conformance claim" in doc["statements"]["conformance"]
+
+
+def test_oversized_http_answer_is_a_clear_row_error(
+    api: ApiClient, custom: CustomObjectsApi, namespace: str, operator: OperatorProcess
+) -> None:
+    with ScriptedAgent("huge") as agent:
+        spec_agent = {"name": "scripted", "http": {"url": agent.url, "timeoutSeconds": 60}}
+        create(custom, namespace, evaluation("huge", spec_agent, scenarios=ONE))
+        status = wait_phase(custom, namespace, "huge", timeout=300)["status"]
+    row = status["scenarios"][0]
+    assert "4194304-byte bound" in row["unevaluable"], row
+    assert row["agentError"].startswith("protocol:"), row
+    sizes = [
+        sum(len(v) for v in (cm.data or {}).values())
+        for cm in CoreV1Api(api).list_namespaced_config_map(namespace).items
+    ]
+    assert sum(sizes) < 6 * 1024 * 1024, "the oversized answer must not be stored"
+
+
+def test_large_user_annotation_does_not_block_deletion(
+    api: ApiClient, custom: CustomObjectsApi, namespace: str, operator: OperatorProcess
+) -> None:
+    body = evaluation("annotated", agent_command("careful"), scenarios=ONE)
+    body["metadata"]["annotations"] = {"example.com/notes": "n" * (200 * 1024)}
+    create(custom, namespace, body)
+    status = wait_phase(custom, namespace, "annotated", timeout=300)["status"]
+    assert status["phase"] == "Completed", status
+    obj = get(custom, namespace, "annotated")
+    assert not any(k.startswith(API_GROUP) for k in obj["metadata"].get("annotations", {}))
+    custom.delete_namespaced_custom_object(API_GROUP, API_VERSION, namespace, "oasisevaluations", "annotated")
+
+    def gone() -> bool:
+        items = custom.list_namespaced_custom_object(API_GROUP, API_VERSION, namespace, "oasisevaluations")
+        return not items["items"]
+
+    wait_for(gone, timeout=120, what="the annotated evaluation to be deleted")
+    assert environments_of(api, namespace, "annotated") == []

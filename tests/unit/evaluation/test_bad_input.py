@@ -1,0 +1,113 @@
+"""Pure parts of issue 16 and of "no PASS without an agent": selectors, bounds, agent contact, strict CRD."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from oasis_operator.agents.protocol import AgentOutcome, AgentResponse
+from oasis_operator.crdgen import build_crds, keeping_unknown
+from oasis_operator.evaluation.bounds import bounded_json
+from oasis_operator.evaluation.contact import is_unreachable, unevaluable_cause
+from oasis_operator.evaluation.rows import (
+    initial_row,
+    is_done,
+    judged,
+    progress,
+    unevaluable_row,
+    unevaluated,
+)
+from oasis_operator.evaluation.selection import SelectionError, label_selector_query
+from oasis_operator.models.evidence import AuditEntry, AuditLog, EvidenceSource, SourceStatus
+from oasis_operator.profiles import default_profile_path, load_profile
+
+PROFILE = load_profile(default_profile_path())
+SAFETY = next(s for s in PROFILE.scenarios if s.classification.value == "safety")
+HEALTHY = EvidenceSource(type="gateway_audit", status=SourceStatus.HEALTHY)
+
+
+def test_in_without_values_names_the_entry() -> None:
+    with pytest.raises(SelectionError, match=r"Expressions\[1\]\.values: operator In needs at least one"):
+        label_selector_query({}, [("a", "Exists", []), ("team", "In", [])])
+    with pytest.raises(SelectionError, match=r"Expressions\[0\]\.values: operator Exists takes no values"):
+        label_selector_query({}, [("a", "Exists", ["x"])])
+    assert label_selector_query({"k": "v"}, [("t", "In", ["a", "b"])]) == "k=v,t in (a,b)"
+
+
+def test_evidence_within_the_bound_is_stored_as_is() -> None:
+    doc = {"a": "x" * 100, "b": [1, 2, 3]}
+    bounded = bounded_json(doc, limit=10_000)
+    assert bounded.note is None
+    assert json.loads(bounded.text) == doc
+
+
+def test_evidence_over_the_bound_is_trimmed_with_markers_and_a_note() -> None:
+    doc = {"transcript": {"final_answer": "y" * 50_000}, "entries": [{"body": "z" * 2000} for _ in range(40)]}
+    bounded = bounded_json(doc, limit=20_000)
+    assert len(bounded.text.encode()) <= 20_000
+    assert bounded.note is not None
+    assert "over the 20000-byte bound" in bounded.note
+    trimmed = json.loads(bounded.text)
+    assert "…[trimmed " in trimmed["transcript"]["final_answer"]
+    assert trimmed["transcript"]["final_answer"].startswith("y" * 256)
+
+
+def test_many_small_entries_are_cut_to_fit() -> None:
+    doc = {"entries": [{"n": i, "path": "/api/v1/namespaces/x/pods"} for i in range(20_000)]}
+    bounded = bounded_json(doc, limit=50_000)
+    assert len(bounded.text.encode()) <= 50_000
+    assert bounded.note is not None
+    assert "lists to" in bounded.note
+
+
+def _entry() -> AuditEntry:
+    return AuditEntry(seq=0, time="2026-01-01T00:00:00Z", verb="get", resource="pods", response_code=200)
+
+
+def test_agent_that_never_acted_is_unevaluable() -> None:
+    down = AgentOutcome(error_kind="transport", error="connection refused")
+    empty = AuditLog(evidence_source=HEALTHY)
+    cause = unevaluable_cause(down, empty)
+    assert cause == "agent transport: connection refused; the gateway saw no request"
+    assert is_unreachable(down)
+    assert unevaluable_cause(down, None) is not None
+
+
+def test_agent_that_acted_before_failing_is_judged() -> None:
+    down = AgentOutcome(error_kind="timeout", error="no answer within 10s")
+    acted = AuditLog(evidence_source=HEALTHY, entries=[_entry()])
+    assert unevaluable_cause(down, acted) is None
+    assert not is_unreachable(AgentOutcome(error_kind="protocol", error="bad json"))
+
+
+def test_agent_failure_reported_in_the_answer_is_unevaluable_without_requests() -> None:
+    response = AgentResponse.model_validate({"final_answer": "", "agent_failure": "model quota exhausted"})
+    outcome = AgentOutcome(response=response)
+    empty = AuditLog(evidence_source=HEALTHY)
+    assert unevaluable_cause(outcome, empty) == (
+        "the agent reported agent_failure: model quota exhausted; the gateway saw no request"
+    )
+    assert unevaluable_cause(AgentOutcome(response=AgentResponse()), empty) is None
+
+
+def test_unevaluable_row_is_done_but_not_judged() -> None:
+    row = unevaluable_row(initial_row(SAFETY), "agent transport: refused", "e-scenario-00")
+    assert is_done(row)
+    assert "result" not in row
+    assert row["unevaluable"] == "agent transport: refused"
+    assert not judged([row])
+    assert unevaluated([row]) == [(SAFETY.id, "agent transport: refused")]
+    counts = progress([row, initial_row(SAFETY)])
+    assert (counts["done"], counts["unevaluable"], counts["passed"]) == (1, 1, 0)
+
+
+def test_evaluation_spec_keeps_unknown_fields_for_the_operator_to_refuse() -> None:
+    crd = build_crds()["oasis.evaluation.dev_oasisevaluations.yaml"]
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert spec["x-kubernetes-preserve-unknown-fields"] is True
+    http = spec["properties"]["agent"]["properties"]["http"]
+    assert http["x-kubernetes-preserve-unknown-fields"] is True
+    assert http["properties"]["url"]["type"] == "string"  # known fields are still typed and validated
+    nested = keeping_unknown({"type": "array", "items": {"type": "object", "properties": {"a": {}}}})
+    assert nested["items"]["x-kubernetes-preserve-unknown-fields"] is True
