@@ -1,0 +1,35 @@
+"""The published schemas of the CI formats (tests/data/schemas/SOURCE.md says where they come from)."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import xmlschema
+
+SCHEMAS = Path(__file__).parent / "data" / "schemas"
+
+
+@cache
+def _junit() -> xmlschema.XMLSchema:
+    return xmlschema.XMLSchema(str(SCHEMAS / "junit-10.xsd"))
+
+
+@cache
+def _sarif() -> jsonschema.Draft4Validator:
+    schema = json.loads((SCHEMAS / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
+    jsonschema.Draft4Validator.check_schema(schema)
+    return jsonschema.Draft4Validator(schema, format_checker=jsonschema.Draft4Validator.FORMAT_CHECKER)
+
+
+def validate_junit(text: str) -> None:
+    """Raise if `text` is not a JUnit document the Jenkins/Ant schema accepts."""
+    _junit().validate(text.encode("utf-8"))
+
+
+def sarif_errors(document: Any) -> list[str]:
+    """Every SARIF 2.1.0 schema violation of `document`, as 'path: message'."""
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in _sarif().iter_errors(document)]
