@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import urllib3
 import yaml
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
@@ -95,6 +96,13 @@ def _api_message(exc: ApiException) -> str:
     return f"{exc.status} {exc.reason}" + (f": {message}" if message else "")
 
 
+def _transport_message(exc: Exception) -> str:
+    if isinstance(exc, ApiException):
+        return _api_message(exc)
+    reason = getattr(exc, "reason", None)
+    return f"cannot reach the API server: {reason or exc}"
+
+
 def _wait_gone(api: ApiClient, path: str, deadline: float) -> None:
     while time.monotonic() < deadline:
         try:
@@ -154,12 +162,12 @@ def follow(api: ApiClient, path: str, name: str, deadline: float, interval: floa
         try:
             current: dict[str, Any] = request(api, "GET", path)
             failures = 0
-        except ApiException as exc:
-            if exc.status == 404:
+        except (ApiException, urllib3.exceptions.HTTPError) as exc:
+            if isinstance(exc, ApiException) and exc.status == 404:
                 raise EvaluateError(f"{name} was deleted while it ran") from exc
             failures += 1
             if failures >= 5:
-                raise EvaluateError(f"reading {name}: {_api_message(exc)} (5 times in a row)") from exc
+                raise EvaluateError(f"reading {name}: {_transport_message(exc)} (5 times in a row)") from exc
             current = {}
         status = current.get("status") or {}
         if current:
@@ -204,8 +212,8 @@ def run(args: argparse.Namespace) -> int:
         raise EvaluateError(f"no usable kubeconfig: {exc}") from exc
     try:
         created = apply_evaluation(api, body, namespace, args.replace, deadline)
-    except ApiException as exc:
-        raise EvaluateError(f"replacing the evaluation: {_api_message(exc)}") from exc
+    except (ApiException, urllib3.exceptions.HTTPError) as exc:
+        raise EvaluateError(f"applying the evaluation in {namespace}: {_transport_message(exc)}") from exc
     name = f"{namespace}/{created['metadata']['name']}"
     print(f"oasis: created OASISEvaluation {name}", file=sys.stderr)
     if not args.wait:
@@ -247,6 +255,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return run(args)
     except EvaluateError as exc:
         print(f"oasis: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except (ApiException, urllib3.exceptions.HTTPError) as exc:
+        where = args.namespace or "the evaluation's namespace"
+        print(f"oasis: {where}: {_transport_message(exc)}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("oasis: interrupted; the evaluation keeps running in the cluster", file=sys.stderr)
