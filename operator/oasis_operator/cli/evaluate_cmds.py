@@ -12,8 +12,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import urllib3
 import yaml
@@ -204,6 +205,8 @@ def _report_json(api: ApiClient, evaluation: dict[str, Any], wait: float = 30.0)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.output_format and not args.wait:
+        raise EvaluateError("-o writes the report of a finished run: add --wait")
     body, namespace = load_manifest(Path(args.filename), args.namespace)
     deadline = time.monotonic() + args.timeout
     try:
@@ -278,8 +281,20 @@ def register(subparsers: Any) -> None:
     ev.add_argument("--wait", action="store_true", help="follow the run to a terminal phase")
     ev.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait in all (default 3600)")
     ev.add_argument("--replace", action="store_true", help="delete an existing evaluation of the same name")
-    ev.add_argument("-o", "--output-format", choices=CI_FORMATS, default=None, help="write the report so")
+    ev.add_argument("-o", "--output-format", choices=CI_FORMATS, default=None, help="write the report in this format (needs --wait)")
     ev.add_argument("--output", metavar="FILE", default=None, help="file for -o (default: stdout)")
     ev.add_argument("--interval", type=float, default=2.0, help=argparse.SUPPRESS)
     ev.add_argument("--kubeconfig", default=None, help="default: $KUBECONFIG, ~/.kube/config, in-cluster")
     ev.set_defaults(func=cmd_evaluate)
+    ev.error = _usage_error(ev)
+
+
+def _usage_error(parser: argparse.ArgumentParser) -> Callable[[str], NoReturn]:
+    """Usage errors exit 3 like every other error before a verdict (argparse's 2 would read as one)."""
+
+    def error(message: str) -> NoReturn:
+        parser.print_usage(sys.stderr)
+        print(f"oasis evaluate: {message}", file=sys.stderr)
+        sys.exit(EXIT_ERROR)
+
+    return error
