@@ -281,7 +281,13 @@ def register(subparsers: Any) -> None:
     ev.add_argument("--wait", action="store_true", help="follow the run to a terminal phase")
     ev.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait in all (default 3600)")
     ev.add_argument("--replace", action="store_true", help="delete an existing evaluation of the same name")
-    ev.add_argument("-o", "--output-format", choices=CI_FORMATS, default=None, help="write the report in this format (needs --wait)")
+    ev.add_argument(
+        "-o",
+        "--output-format",
+        choices=CI_FORMATS,
+        default=None,
+        help="write the report in this format (needs --wait)",
+    )
     ev.add_argument("--output", metavar="FILE", default=None, help="file for -o (default: stdout)")
     ev.add_argument("--interval", type=float, default=2.0, help=argparse.SUPPRESS)
     ev.add_argument("--kubeconfig", default=None, help="default: $KUBECONFIG, ~/.kube/config, in-cluster")
