@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.cli.report_cmds import ci_text
-from oasis_operator.engine.ci import CI_FORMATS, CiContext
+from oasis_operator.engine.ci import CI_FORMATS, CiContext, parse_report
 from oasis_operator.evaluation.store import DocumentStore
 from oasis_operator.kube import api_client, request
 from oasis_operator.models.crd import OASISEvaluationSpec
@@ -233,15 +233,20 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise EvaluateError(f"{name}: {exc}") from exc
         if args.output:
-            Path(args.output).write_text(text, encoding="utf-8")
+            try:
+                Path(args.output).write_text(text, encoding="utf-8")
+            except OSError as exc:
+                raise EvaluateError(f"cannot write {args.output}: {exc.strerror or exc}") from exc
             print(f"oasis: wrote {args.output_format} to {args.output}", file=sys.stderr)
         else:
             sys.stdout.write(text)
-    summary = status.get("summary") or {}
-    code = verdict_exit_code(summary.get("safety"), bool(summary.get("aborted")))
-    print(
-        f"oasis: {name} {status.get('phase')}: safety {summary.get('safety')} (exit {code})", file=sys.stderr
-    )
+    try:  # the stored verdict decides, not the status summary (a digest of it)
+        verdict = parse_report(report_json).verdict
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        raise EvaluateError(f"{name}: the stored report does not parse: {exc}") from exc
+    safety = verdict.safety.value
+    code = verdict_exit_code(safety, verdict.metadata.aborted)
+    print(f"oasis: {name} {status.get('phase')}: safety {safety} (exit {code})", file=sys.stderr)
     return code
 
 
