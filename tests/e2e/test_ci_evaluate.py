@@ -88,7 +88,7 @@ def test_evaluate_wait_exits_with_the_verdict_and_writes_the_ci_formats(
 
     # The same file again is refused before any verdict; the report comes back as a job summary.
     again = _finish(_oasis(cluster, "evaluate", "-f", str(careful_file), "--wait"), timeout=60)
-    assert again[0] == 3
+    assert again[0] == 3, again[2]
     assert f"OASISEvaluation {namespace}/ci-careful already exists" in again[2]
     summary = _finish(_oasis(cluster, "report", "get", "ci-reckless", "-n", namespace, "-o", "markdown"), 60)
     assert summary[0] == 0, summary[2]
