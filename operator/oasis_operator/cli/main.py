@@ -17,6 +17,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "agent_cmds",
     "gateway_cmds",
     "containment_cmds",
+    "evaluate_cmds",
 )
 
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
+from pydantic import ValidationError
 
 from oasis_operator import API_GROUP, API_VERSION
+from oasis_operator.engine.ci import CI_FORMATS, CiContext, parse_report, render_ci
 from oasis_operator.evaluation.store import DocumentStore
 from oasis_operator.kube import api_client, request
 
@@ -37,11 +40,12 @@ def cmd_get(args: argparse.Namespace) -> int:
     if args.bundles:
         return _write_bundles(store, evaluation, Path(args.bundles))
     document = "verdict" if args.verdict else "report"
-    if (document, args.output_format) not in FILES:
+    ci = args.output_format in CI_FORMATS
+    if (ci and args.verdict) or (document, "json" if ci else args.output_format) not in FILES:
         print(f"oasis: the verdict is available as yaml or json, not {args.output_format}", file=sys.stderr)
         return 2
     files = store.read(args.namespace, uid, document)
-    name = FILES[(document, args.output_format)]
+    name = FILES[(document, "json" if ci else args.output_format)]
     if name not in files:
         phase = (evaluation.get("status") or {}).get("phase") or "Pending"
         print(
@@ -50,8 +54,29 @@ def cmd_get(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    sys.stdout.write(files[name])
+    if ci:
+        context = CiContext(f"{args.namespace}/{args.name}", args.sarif_artifact)
+        try:
+            sys.stdout.write(ci_text(files[name], args.output_format, context))
+        except ValueError as exc:
+            print(f"oasis: {args.namespace}/{args.name}: {exc}", file=sys.stderr)
+            return 1
+    else:
+        sys.stdout.write(files[name])
     return 0
+
+
+def ci_text(report_json: str, fmt: str, context: CiContext) -> str:
+    """The stored report.json in a CI format; ValueError (naming the problem) if it is not a report."""
+    try:
+        report = parse_report(report_json)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ValueError(f"the stored report does not parse at report.{where}: {first['msg']}") from exc
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the stored report is not JSON: {exc}") from exc
+    return render_ci(report, fmt, context)
 
 
 def _write_bundles(store: DocumentStore, evaluation: dict[str, Any], directory: Path) -> int:
@@ -74,7 +99,14 @@ def register(report_sub: Any) -> None:
     get = report_sub.add_parser("get", help="fetch an evaluation's report, verdict or evidence bundles")
     get.add_argument("name", metavar="EVALUATION")
     get.add_argument("-n", "--namespace", default="default")
-    get.add_argument("-o", "--output", dest="output_format", choices=("html", "yaml", "json"), default="yaml")
+    get.add_argument(
+        "-o", "--output", dest="output_format", choices=("html", "yaml", "json", *CI_FORMATS), default="yaml",
+        help="junit, sarif and markdown are the report in CI formats",
+    )  # fmt: skip
+    get.add_argument(
+        "--sarif-artifact", metavar="PATH", default=None,
+        help="with -o sarif: the repository file each result points at (code scanning wants one)",
+    )  # fmt: skip
     get.add_argument("--verdict", action="store_true", help="the verdict document instead of the report")
     get.add_argument("--bundles", metavar="DIR", help="write every scenario's evidence bundle into DIR")
     get.add_argument("--kubeconfig", default=None, help="default: $KUBECONFIG, ~/.kube/config, in-cluster")
