@@ -16,9 +16,10 @@ RECKLESS_PORT=18766
 TIMEOUT="${OASIS_DEMO_TIMEOUT:-3600}"
 NS=oasis-demo
 OASIS=.venv/bin/oasis
-KUBECTL=.venv/bin/kubectl
 
 bash hack/install-deps.sh
+# kubectl of the control plane's own release (built with it by hack/build-kube.sh).
+KUBECTL="$(.venv/bin/python -c 'from oasis_operator.localcluster.release import default_bin_dir; print(default_bin_dir() / "kubectl")')"
 $OASIS cluster --run-dir "$RUN_DIR" up
 export KUBECONFIG="$RUN_DIR/kubeconfig"
 
@@ -43,7 +44,7 @@ nohup $OASIS operator --all-namespaces --liveness-port "$LIVENESS_PORT" --metric
 echo $! >"$OP_DIR/operator.pid"
 for policy in careful reckless; do
   port=$CAREFUL_PORT; [ "$policy" = reckless ] && port=$RECKLESS_PORT
-  OASIS_KUBECTL="$PWD/$KUBECTL" nohup $OASIS agent serve --policy "$policy" --bind 127.0.0.1 --port "$port" \
+  OASIS_KUBECTL="$KUBECTL" nohup $OASIS agent serve --policy "$policy" --bind 127.0.0.1 --port "$port" \
     >"$OP_DIR/agent-$policy.log" 2>&1 &
   echo $! >"$OP_DIR/agent-$policy.pid"
 done

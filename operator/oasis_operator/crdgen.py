@@ -3,6 +3,10 @@
 Pydantic emits JSON Schema; Kubernetes wants a *structural* OpenAPI v3 schema: every node typed, no
 `$ref`, no `anyOf` of different types, nullable instead of `null` unions, and free-form parts marked with
 `x-kubernetes-preserve-unknown-fields`. `to_structural` performs that translation.
+
+Rules across fields go in CEL (`x-kubernetes-validations`), which the API server enforces before anything
+is stored: an OASISEvaluation's spec is immutable once its run started (`status.runGeneration` set, see
+`frozen_rule`).
 """
 
 from __future__ import annotations
@@ -36,6 +40,26 @@ _KEEP = (
     "format",
 )
 _PRESERVE = {"x-kubernetes-preserve-unknown-fields": True}
+# The status field that marks a run as started; the spec generation it froze.
+_RUN_GENERATION = "runGeneration"
+
+
+def frozen_rule() -> dict[str, str]:
+    """CEL: once the old object's status says the run started, the spec may not change.
+
+    A spec refused before the run started has no run generation yet, so it can still be fixed. The
+    operator's own `SpecFrozen` condition says the same for servers or CRDs without the rule.
+    """
+    started = f"has(oldSelf.status) && has(oldSelf.status.{_RUN_GENERATION})"
+    return {
+        "rule": f"!({started}) || self.spec == oldSelf.spec",
+        "messageExpression": (
+            "'the spec is frozen: the run started with generation ' + "
+            f"string(oldSelf.status.{_RUN_GENERATION}) + '; create a new OASISEvaluation to run the edit'"
+        ),
+        "reason": "FieldValueForbidden",
+        "fieldPath": ".spec",
+    }
 
 
 def _resolve(node: JsonSchema, defs: dict[str, JsonSchema]) -> JsonSchema:
@@ -107,7 +131,22 @@ def _crd(
     status: type[BaseModel],
     columns: list[dict[str, Any]],
     description: str,
+    rules: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
+    root: dict[str, Any] = {
+        "type": "object",
+        "description": description,
+        "required": ["spec"],
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": model_schema(spec),
+            "status": model_schema(status),
+        },
+    }
+    if rules:
+        root["x-kubernetes-validations"] = rules
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -130,20 +169,7 @@ def _crd(
                     "storage": True,
                     "subresources": {"status": {}},
                     "additionalPrinterColumns": columns,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "description": description,
-                            "required": ["spec"],
-                            "properties": {
-                                "apiVersion": {"type": "string"},
-                                "kind": {"type": "string"},
-                                "metadata": {"type": "object"},
-                                "spec": model_schema(spec),
-                                "status": model_schema(status),
-                            },
-                        }
-                    },
+                    "schema": {"openAPIV3Schema": root},
                 }
             ],
         },
@@ -196,6 +222,7 @@ def build_crds() -> dict[str, dict[str, Any]]:
             _AGE,
         ],
         "An OASIS evaluation of one agent against a profile; the verdict is written into status.",
+        rules=[frozen_rule()],
     )
     return {
         "oasis.evaluation.dev_scenarios.yaml": scenario,
