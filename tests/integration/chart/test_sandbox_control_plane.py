@@ -1,4 +1,4 @@
-"""The chart's sandbox control plane, run from its rendered commands with the local 1.20 binaries.
+"""The chart's sandbox control plane, run from its rendered commands with the local control plane's binaries.
 
 No kubelet runs here, so the chart's etcd, kube-apiserver and kube-controller-manager pods cannot start;
 their containers' commands are taken from the rendered chart and run as local processes instead, with the
@@ -23,9 +23,9 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 
 from oasis_operator.kube import api_client, request, resource_path
-from oasis_operator.localcluster.control_plane import default_bin_dir
+from oasis_operator.localcluster.release import default_bin_dir
 from oasis_operator.sandbox.provider import SandboxProvider
-from tests.cluster_fixtures import REPO, wait_for
+from tests.cluster_fixtures import REPO, SERVER_RELEASE, wait_for
 from tests.unit.chart.chart_render import find, render
 from tests.unit.sandbox.test_twin import scenario
 
@@ -105,7 +105,7 @@ def sandbox_plane(tmp_path: Path) -> Iterator[SandboxPlane]:
          f"https://{FULL}-sandbox-etcd.{NS}.svc:2379": f"https://127.0.0.1:{etcd_port}",
          "127.0.0.1:2380": f"127.0.0.1:{peer}", "http://0.0.0.0:2381": f"http://127.0.0.1:{metrics}",
          "/var/lib/etcd/data": str(tmp_path / "etcd")},
-        "etcd",
+        "etcd" if SERVER_RELEASE.etcd is None else str(default_bin_dir() / "etcd"),
     )  # fmt: skip
     apiserver = [
         *_localise(
