@@ -62,8 +62,8 @@ def test_spec_edit_after_start_is_refused_by_the_server(custom: CustomObjectsApi
         _patch(custom, namespace, {"spec": {"parallelism": 4}})
     assert refused.value.status == 422
     assert (
-        "spec: Forbidden: the spec is frozen: the run started with generation 1; "
-        "create a new OASISEvaluation to run the edit" in str(refused.value.body)
+        "spec: Forbidden: the spec is frozen: the run started (status.runGeneration is set) and keeps "
+        "its spec; create a new OASISEvaluation to run the edit" in str(refused.value.body)
     )
     after = custom.get_namespaced_custom_object(API_GROUP, API_VERSION, namespace, PLURAL, "frozen")
     assert after["spec"] == created["spec"]
