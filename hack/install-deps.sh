@@ -3,8 +3,11 @@
 # the Kubernetes release pinned in operator/oasis_operator/localcluster/release.env (kube-apiserver,
 # kube-controller-manager, kubectl and etcd, built once from the official Go modules by build-kube.sh and
 # cached outside the repo), and the Python virtual environment with the project.
-#   OASIS_KUBE_VERSION=1.20  the legacy plane instead: Debian's etcd-server and kubectl 1.20, and
-#                            kube-apiserver/kube-controller-manager from Debian's source (build-kube-1.20.sh)
+# The pinned release is always built (the chart's sandbox images are that release and its test runs them).
+# Which release the local control plane runs is OASIS_KUBE_VERSION (see localcluster/release.py): unset or
+# 1.20 is still the legacy plane, so that is installed too: Debian's etcd-server and kubectl 1.20, and
+# kube-apiserver/kube-controller-manager from Debian's source (build-kube-1.20.sh). `current` or the pinned
+# version needs only the pinned build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,13 +20,14 @@ apt_install() {
 }
 
 legacy=0
-case "${OASIS_KUBE_VERSION:-}" in 1.20|v1.20) legacy=1 ;; esac
+case "${OASIS_KUBE_VERSION:-1.20}" in 1.20|v1.20) legacy=1 ;; esac
 
 need_pkgs=()
 command -v openssl >/dev/null 2>&1 || need_pkgs+=(openssl)
 if [ "$legacy" = 1 ]; then command -v etcd >/dev/null 2>&1 || need_pkgs+=(etcd-server); fi
 if [ ${#need_pkgs[@]} -gt 0 ]; then apt_install "${need_pkgs[@]}"; fi
 
+bash hack/build-kube.sh
 if [ "$legacy" = 1 ]; then
   bash hack/build-kube-1.20.sh
   # kubectl 1.20 (matches the server) from Debian's kubernetes-client, unpacked into the cache rather than
@@ -36,8 +40,6 @@ if [ "$legacy" = 1 ]; then
     cp "$tmp/x/usr/bin/kubectl" "$CACHE_DIR/bin/kubectl"
     rm -rf "$tmp"
   fi
-else
-  bash hack/build-kube.sh
 fi
 
 PY="${PYTHON:-python3}"

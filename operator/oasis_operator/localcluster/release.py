@@ -1,8 +1,9 @@
 """Which Kubernetes release the local control plane runs, and where its binaries are cached.
 
 The versions are pinned once, in `release.env` beside this module (hack/build-kube.sh reads the same file
-and builds them from the official Go modules). `OASIS_KUBE_VERSION=1.20` selects the legacy plane built
-from Debian's source package instead (hack/build-kube-1.20.sh), kept while the current one is proven.
+and builds them from the official Go modules). Until the whole suite has been seen green on it, the
+default is still the legacy 1.20 plane built from Debian's source package (hack/build-kube-1.20.sh);
+`OASIS_KUBE_VERSION=current` (or the pinned version, e.g. `1.37.2`) selects the pinned release.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from pathlib import Path
 RELEASE_FILE = Path(__file__).with_name("release.env")
 CACHE_ROOT = Path("/var/cache/oasis-operator")
 LEGACY = "1.20"
+# What an unset OASIS_KUBE_VERSION selects (LEGACY, or CURRENT once the suite is green on it).
+DEFAULT = LEGACY
+CURRENT = "current"
 
 
 class ReleaseError(ValueError):
@@ -59,15 +63,15 @@ def pinned() -> Release:
 
 
 def selected() -> Release:
-    """The release `OASIS_KUBE_VERSION` asks for: the pinned one unless it says `1.20`."""
-    wanted = os.environ.get("OASIS_KUBE_VERSION", "").strip().removeprefix("v")
+    """The release `OASIS_KUBE_VERSION` asks for: `current` or the pinned version, `1.20`, else DEFAULT."""
+    wanted = os.environ.get("OASIS_KUBE_VERSION", "").strip().removeprefix("v") or DEFAULT
     current = pinned()
-    if wanted in ("", current.kubernetes.removeprefix("v")):
+    if wanted in (CURRENT, current.kubernetes.removeprefix("v")):
         return current
     if wanted == LEGACY:
         return Release(kubernetes=f"v{LEGACY}", etcd=None)
     raise ReleaseError(
-        f"OASIS_KUBE_VERSION={wanted!r} is not built by this project: use "
+        f"OASIS_KUBE_VERSION={wanted!r} is not built by this project: use {CURRENT} or "
         f"{current.kubernetes.removeprefix('v')} (the pinned release) or {LEGACY} (legacy)"
     )
 

@@ -10,6 +10,8 @@ import pytest
 
 from oasis_operator.localcluster.control_plane import ControlPlaneError, LocalControlPlane, choose_ports
 from oasis_operator.localcluster.release import (
+    CURRENT,
+    DEFAULT,
     Release,
     ReleaseError,
     default_bin_dir,
@@ -62,8 +64,11 @@ def test_selection_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OASIS_KUBE_BIN_DIR", raising=False)
     monkeypatch.delenv("OASIS_KUBE_VERSION", raising=False)
     current = pinned()
-    assert selected() == current
-    assert default_bin_dir() == Path(f"/var/cache/oasis-operator/kube-{current.kubernetes[1:]}/bin")
+    assert selected().kubernetes == (current.kubernetes if DEFAULT == CURRENT else f"v{DEFAULT}")
+    for name in (CURRENT, current.kubernetes, current.kubernetes[1:]):
+        monkeypatch.setenv("OASIS_KUBE_VERSION", name)
+        assert selected() == current
+        assert default_bin_dir() == Path(f"/var/cache/oasis-operator/kube-{current.kubernetes[1:]}/bin")
     monkeypatch.setenv("OASIS_KUBE_VERSION", "1.20")
     assert selected() == Release(kubernetes="v1.20", etcd=None)
     assert selected().legacy
