@@ -138,8 +138,8 @@ class LocalControlPlane:
         path = self.bin_dir / component
         if not os.access(path, os.X_OK):
             raise ControlPlaneError(
-                f"{path} missing: run hack/install-deps.sh, which builds Kubernetes "
-                f"{self.release.kubernetes} (or set OASIS_KUBE_BIN_DIR)"
+                f"{path} missing: run hack/install-deps.sh (hack/build-kube.sh builds Kubernetes "
+                f"{self.release.kubernetes}), or set OASIS_KUBE_BIN_DIR"
             )
         return path
 
