@@ -1,65 +1,112 @@
 #!/usr/bin/env bash
-# Build kube-apiserver and kube-controller-manager from Debian 12's Kubernetes source package and cache
-# them outside the repository. A machine that already has the cached binaries skips the build.
+# Build kube-apiserver, kube-controller-manager, kubectl and etcd from the official Go modules at the versions
+# pinned in operator/oasis_operator/localcluster/release.env, and cache them outside the repository
+# ($OASIS_KUBE_CACHE, default /var/cache/oasis-operator/kube-<version>). A cache that already holds the binaries
+# of the pinned versions is kept as it is.
 #
-# Why from source: no registry reachable from our machines ships a prebuilt kube-apiserver. Debian 12 ships
-# the whole vendored Kubernetes 1.20 tree as the source package `kubernetes`.
+# k8s.io/kubernetes replaces its staging modules (k8s.io/api, k8s.io/apiserver, ...) with local directories, so
+# `go install k8s.io/kubernetes/cmd/...@version` refuses it. A throwaway build module in a scratch directory
+# requires k8s.io/kubernetes at the pinned version and points every staging module at its published
+# v0.<minor>.<patch> release instead; the commands are then built from the module cache. Nothing is vendored.
+#
+# Needs Go at least as new as the release's go directive (1.26): $OASIS_GO, else /usr/local/go/bin/go, else
+# `go` on PATH. The Go environment is set for these commands only (GOTOOLCHAIN=local: no toolchain download).
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
-CACHE_DIR="${OASIS_KUBE_CACHE:-/var/cache/oasis-operator/kube-1.20}"
+# shellcheck source=../operator/oasis_operator/localcluster/release.env
+. operator/oasis_operator/localcluster/release.env
+CACHE_DIR="${OASIS_KUBE_CACHE:-/var/cache/oasis-operator/kube-${KUBE_VERSION#v}}"
 BIN_DIR="$CACHE_DIR/bin"
-WANT=(kube-apiserver kube-controller-manager)
+STAMP="$BIN_DIR/VERSIONS"
+WANT=(kube-apiserver kube-controller-manager kubectl etcd)
+want_stamp="kubernetes=$KUBE_VERSION etcd=$ETCD_VERSION"
+
+log() { echo "build-kube: $*" >&2; }
 
 have_all() {
   for b in "${WANT[@]}"; do [ -x "$BIN_DIR/$b" ] || return 1; done
+  [ "$(cat "$STAMP" 2>/dev/null)" = "$want_stamp" ]
 }
-
 if have_all; then
-  echo "build-kube: cached binaries found in $BIN_DIR"
+  log "cached binaries ($want_stamp) found in $BIN_DIR"
   exit 0
 fi
 
-log() { echo "build-kube: $*" >&2; }
-as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
-
-# Source entries mirroring the binary ones (deb822 format on Debian 12).
-SRC_LIST=/etc/apt/sources.list.d/oasis-deb-src.sources
-if ! grep -rqs '^Types:.*deb-src' /etc/apt/sources.list.d/ && [ ! -f "$SRC_LIST" ]; then
-  log "adding deb-src entries"
-  as_root sh -c "sed 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources > $SRC_LIST"
+GO="${OASIS_GO:-}"
+if [ -z "$GO" ]; then
+  if [ -x /usr/local/go/bin/go ]; then GO=/usr/local/go/bin/go; else GO="$(command -v go || true)"; fi
 fi
-log "installing build dependencies"
-as_root apt-get update -qq
-as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-  golang-1.19-go rsync dpkg-dev golang-github-modern-go-reflect2-dev >/dev/null
+[ -n "$GO" ] || { log "no Go toolchain found: install Go >= 1.26 or set OASIS_GO"; exit 1; }
+go_minor="$("$GO" env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')"
+if [ "${go_minor:-0}" -lt 26 ]; then
+  log "$GO is $("$GO" env GOVERSION); Kubernetes $KUBE_VERSION needs Go >= 1.26 (set OASIS_GO)"
+  exit 1
+fi
+export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-mod=mod -buildvcs=false"
+unset GOROOT
 
 SCRATCH="$(mktemp -d "${TMPDIR:-/tmp}/oasis-kube-build.XXXXXX")"
 trap 'rm -rf "$SCRATCH"' EXIT
-cd "$SCRATCH"
-log "fetching the kubernetes source package into $SCRATCH"
-apt-get source -qq --download-only kubernetes >/dev/null
-dpkg-source -x --no-check ./kubernetes_*.dsc src >/dev/null
-cd src
+OUT="$SCRATCH/bin"
+mkdir -p "$OUT"
 
-# reflect2 1.0.1 (vendored) segfaults kube-apiserver on the first custom-resource create under Go >= 1.18.
-REFLECT2_SRC=/usr/share/gocode/src/github.com/modern-go/reflect2
-log "replacing vendored reflect2 with Debian's $(dpkg-query -W -f='${Version}' golang-github-modern-go-reflect2-dev)"
-rm -rf vendor/github.com/modern-go/reflect2
-mkdir -p vendor/github.com/modern-go/reflect2
-cp -r "$REFLECT2_SRC"/. vendor/github.com/modern-go/reflect2/
-find vendor/github.com/modern-go/reflect2 -name '*_test.go' -delete
+# --- Kubernetes ---------------------------------------------------------------------------------------
+kube_mod="$("$GO" mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -nE 's/^\s*"GoMod": "(.*)",?$/\1/p')"
+[ -f "$kube_mod" ] || { log "could not fetch k8s.io/kubernetes@$KUBE_VERSION"; exit 1; }
+staging_version="v0.${KUBE_VERSION#v1.}"
+mkdir -p "$SCRATCH/kube"
+{
+  echo "module oasis.invalid/kube-build"
+  echo
+  echo "go $(sed -nE 's/^go ([0-9.]+)$/\1/p' "$kube_mod")"
+  echo
+  echo "require k8s.io/kubernetes $KUBE_VERSION"
+  echo
+  echo "replace ("
+  sed -nE "s#^\s*(k8s\.io/[a-z0-9.-]+) => \./staging/src/.*#\t\1 => \1 $staging_version#p" "$kube_mod"
+  echo ")"
+} >"$SCRATCH/kube/go.mod"
+log "kubernetes $KUBE_VERSION: $(grep -c " => " "$SCRATCH/kube/go.mod") staging modules at $staging_version"
 
-log "building ${WANT[*]} (several minutes)"
-export PATH="/usr/lib/go-1.19/bin:$PATH" CGO_ENABLED=0 GOPROXY=off GOFLAGS=-mod=vendor
-make WHAT="cmd/kube-apiserver cmd/kube-controller-manager" >"$SCRATCH/build.log" 2>&1 || {
-  tail -n 60 "$SCRATCH/build.log" >&2
-  exit 1
-}
-
-mkdir -p "$BIN_DIR.tmp"
-for b in "${WANT[@]}"; do
-  cp "_output/bin/$b" "$BIN_DIR.tmp/$b"
+build_date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+minor="${KUBE_VERSION#v1.}"; minor="${minor%%.*}"
+ldflags="-s -w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+  ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
 done
+cmds=(kube-apiserver kube-controller-manager kubectl)
+(
+  cd "$SCRATCH/kube"
+  pkgs=()
+  for c in "${cmds[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c@$KUBE_VERSION"); done
+  "$GO" get "${pkgs[@]}" >"$SCRATCH/get.log" 2>&1 || { cat "$SCRATCH/get.log" >&2; exit 1; }
+  for c in "${cmds[@]}"; do
+    log "building $c (Kubernetes $KUBE_VERSION)"
+    "$GO" build -trimpath -ldflags "$ldflags" -o "$OUT/$c" "k8s.io/kubernetes/cmd/$c"
+  done
+)
+
+# --- etcd ---------------------------------------------------------------------------------------------
+# go.etcd.io/etcd/server/v3 is etcd's main package; its go.mod pins the sibling etcd modules at the same
+# version (its own replace directives point at ../ and apply only inside etcd's repository).
+mkdir -p "$SCRATCH/etcd"
+printf 'module oasis.invalid/etcd-build\n\ngo 1.26.0\n\nrequire go.etcd.io/etcd/server/v3 %s\n' "$ETCD_VERSION" \
+  >"$SCRATCH/etcd/go.mod"
+(
+  cd "$SCRATCH/etcd"
+  "$GO" get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >"$SCRATCH/get-etcd.log" 2>&1 || { cat "$SCRATCH/get-etcd.log" >&2; exit 1; }
+  log "building etcd $ETCD_VERSION"
+  "$GO" build -trimpath -ldflags "-s -w" -o "$OUT/etcd" go.etcd.io/etcd/server/v3
+)
+
+"$OUT/kube-apiserver" --version >&2
+"$OUT/etcd" --version | head -1 >&2
+echo "$want_stamp" >"$OUT/VERSIONS"
+mkdir -p "$CACHE_DIR"
+rm -rf "$BIN_DIR.tmp"
+cp -r "$OUT" "$BIN_DIR.tmp"
 rm -rf "$BIN_DIR"
 mv "$BIN_DIR.tmp" "$BIN_DIR"
-log "done: $(ls "$BIN_DIR" | tr '\n' ' ')"
+log "done: $(ls "$BIN_DIR" | tr '\n' ' ')in $BIN_DIR"

@@ -16,13 +16,15 @@ RECKLESS_PORT=18766
 TIMEOUT="${OASIS_DEMO_TIMEOUT:-3600}"
 NS=oasis-demo
 OASIS=.venv/bin/oasis
-KUBECTL=.venv/bin/kubectl
 
 bash hack/install-deps.sh
+# kubectl of the control plane's own release (built with it by hack/build-kube.sh).
+KUBECTL="$(.venv/bin/python -c 'from oasis_operator.localcluster.release import default_bin_dir; print(default_bin_dir() / "kubectl")')"
 $OASIS cluster --run-dir "$RUN_DIR" up
 export KUBECONFIG="$RUN_DIR/kubeconfig"
 
-$KUBECTL apply -f crds/
+# --validate=false: a 1.20 kubectl does not know the CRDs' CEL rules (the 1.20 server drops them).
+$KUBECTL apply --validate=false -f crds/
 $KUBECTL wait --for condition=established --timeout=60s \
   crd/scenarios.oasis.evaluation.dev crd/oasisevaluations.oasis.evaluation.dev
 
@@ -46,7 +48,7 @@ echo $! >"$OP_DIR/operator.pid"
 # when this runs as root). Copy this line for your own HTTP agent.
 for policy in careful reckless; do
   port=$CAREFUL_PORT; [ "$policy" = reckless ] && port=$RECKLESS_PORT
-  nohup $OASIS agent sandbox --env OASIS_KUBECTL="$PWD/$KUBECTL" -- \
+  nohup $OASIS agent sandbox --read-only "$KUBECTL" --env OASIS_KUBECTL="$KUBECTL" -- \
     $OASIS agent serve --policy "$policy" --bind 127.0.0.1 --port "$port" \
     >"$OP_DIR/agent-$policy.log" 2>&1 &
   echo $! >"$OP_DIR/agent-$policy.pid"

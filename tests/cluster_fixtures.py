@@ -25,12 +25,14 @@ from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.crdgen import build_crds
 from oasis_operator.kube import api_client, apply_crds
 from oasis_operator.localcluster import LocalControlPlane
-from oasis_operator.localcluster.control_plane import default_bin_dir
+from oasis_operator.localcluster.release import default_bin_dir, selected
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
-# Both kubectl generations: the one matching the 1.20 server (Debian's) and a current one (from PyPI).
-KUBECTLS = {"1.20": str(default_bin_dir() / "kubectl"), "current": str(VENV_BIN / "kubectl")}
+# The release the local control plane runs (`OASIS_KUBE_VERSION`, else the pinned one).
+SERVER_RELEASE = selected()
+# Two kubectl clients: the one built with the server (same release) and the newest from PyPI.
+KUBECTLS = {"server": str(default_bin_dir() / "kubectl"), "current": str(VENV_BIN / "kubectl")}
 
 
 @dataclass(frozen=True)
@@ -42,8 +44,8 @@ class Cluster:
     def kubectl(
         self, *args: str, kubectl: str | None = None, check: bool = True
     ) -> subprocess.CompletedProcess[str]:
-        """Run kubectl (the current one from the venv unless another binary is given) against this cluster."""
-        binary = kubectl or str(VENV_BIN / "kubectl")
+        """Run kubectl (the server's release unless another binary is given) against this cluster."""
+        binary = kubectl or KUBECTLS["server"]
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
         result = subprocess.run(
             [binary, *args], env=env, capture_output=True, text=True, timeout=60, check=False

@@ -8,6 +8,10 @@ The OASISEvaluation spec keeps unknown fields at every level (`keeping_unknown`)
 server prune them: a client that skips validation (`kubectl apply --validate=false`) would otherwise have a
 typo silently dropped. The operator's strict model then refuses the spec as `InvalidSpec` naming the
 field. This works alike on every server release (pruning, `fieldValidation` and CEL all differ by version).
+
+Rules across fields go in CEL (`x-kubernetes-validations`), which the API server enforces before anything
+is stored: an OASISEvaluation's spec is immutable once its run started (`status.runGeneration` set, see
+`frozen_rule`).
 """
 
 from __future__ import annotations
@@ -41,6 +45,25 @@ _KEEP = (
     "format",
 )
 _PRESERVE = {"x-kubernetes-preserve-unknown-fields": True}
+# The status field that marks a run as started; the spec generation it froze.
+_RUN_GENERATION = "runGeneration"
+
+
+def frozen_rule() -> dict[str, str]:
+    """CEL: once the old object's status says the run started, the spec may not change.
+
+    A spec refused before the run started has no run generation yet, so it can still be fixed. The
+    operator's own `SpecFrozen` condition says the same for servers or CRDs without the rule.
+    """
+    started = f"has(oldSelf.status) && has(oldSelf.status.{_RUN_GENERATION})"
+    return {
+        "rule": f"!({started}) || self.spec == oldSelf.spec",
+        # A static message: a messageExpression over the root object exceeds the server's cost budget.
+        "message": "the spec is frozen: the run started (status.runGeneration is set) and keeps its "
+        "spec; create a new OASISEvaluation to run the edit",
+        "reason": "FieldValueForbidden",
+        "fieldPath": ".spec",
+    }
 
 
 def _resolve(node: JsonSchema, defs: dict[str, JsonSchema]) -> JsonSchema:
@@ -126,8 +149,23 @@ def _crd(
     columns: list[dict[str, Any]],
     description: str,
     strict_spec: bool = False,
+    rules: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
     spec_schema = keeping_unknown(model_schema(spec)) if strict_spec else model_schema(spec)
+    root: dict[str, Any] = {
+        "type": "object",
+        "description": description,
+        "required": ["spec"],
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": spec_schema,
+            "status": model_schema(status),
+        },
+    }
+    if rules:
+        root["x-kubernetes-validations"] = rules
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -150,20 +188,7 @@ def _crd(
                     "storage": True,
                     "subresources": {"status": {}},
                     "additionalPrinterColumns": columns,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "description": description,
-                            "required": ["spec"],
-                            "properties": {
-                                "apiVersion": {"type": "string"},
-                                "kind": {"type": "string"},
-                                "metadata": {"type": "object"},
-                                "spec": spec_schema,
-                                "status": model_schema(status),
-                            },
-                        }
-                    },
+                    "schema": {"openAPIV3Schema": root},
                 }
             ],
         },
@@ -218,6 +243,7 @@ def build_crds() -> dict[str, dict[str, Any]]:
         ],
         "An OASIS evaluation of one agent against a profile; the verdict is written into status.",
         strict_spec=True,
+        rules=[frozen_rule()],
     )
     return {
         "oasis.evaluation.dev_scenarios.yaml": scenario,

@@ -129,6 +129,7 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
     "Secret": ("v1", "secrets", True),
     "Service": ("v1", "services", True),
     "Endpoints": ("v1", "endpoints", True),
+    "EndpointSlice": ("discovery.k8s.io/v1", "endpointslices", True),
     "Event": ("v1", "events", True),
     "Pod": ("v1", "pods", True),
     "PersistentVolumeClaim": ("v1", "persistentvolumeclaims", True),

@@ -5,9 +5,11 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
+import pytest
 from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi
+from kubernetes.client.exceptions import ApiException
 
-from tests.cluster_fixtures import Cluster, wait_for
+from tests.cluster_fixtures import SERVER_RELEASE, Cluster, wait_for
 from tests.e2e.support import (
     OperatorProcess,
     agent_command,
@@ -97,16 +99,31 @@ def test_preflight_gap_stops_before_any_scenario(
     assert "tier2-report" not in names
 
 
-def test_spec_edit_after_start_is_refused_with_a_condition(
+def test_spec_edit_after_start_is_refused(
     api: ApiClient, custom: CustomObjectsApi, namespace: str, operator: OperatorProcess
 ) -> None:
     ids = ["infra.safety.be.zone-violation-001", "infra.safety.do.unqualified-destruction-001"]
     create(custom, namespace, evaluation("frozen", agent_command("careful"), scenarios={"ids": ids}))
     wait_phase(custom, namespace, "frozen", {"Safety", "Capability", "Completed"}, timeout=120)
     patch = {"spec": {"scenarios": {"ids": ["infra.safety.*"]}, "parallelism": 4}}
-    custom.patch_namespaced_custom_object(
-        "oasis.evaluation.dev", "v1alpha1", namespace, "oasisevaluations", "frozen", patch
-    )
+
+    def edit() -> None:
+        custom.patch_namespaced_custom_object(
+            "oasis.evaluation.dev", "v1alpha1", namespace, "oasisevaluations", "frozen", patch
+        )
+
+    if not SERVER_RELEASE.legacy:  # the CRD's CEL rule refuses the edit before it is stored
+        with pytest.raises(ApiException) as refused:
+            edit()
+        assert refused.value.status == 422
+        assert "the spec is frozen: the run started" in str(refused.value.body)
+        status = wait_phase(custom, namespace, "frozen", {"Completed"}, timeout=300)["status"]
+        assert status["progress"]["total"] == 2
+        assert status["runGeneration"] == 1
+        assert condition(get(custom, namespace, "frozen"), "SpecFrozen") is None
+        return
+    # A 1.20 server has no CEL: the edit is stored, and the operator says it is not used.
+    edit()
     status = wait_phase(custom, namespace, "frozen", {"Completed"}, timeout=300)["status"]
 
     def frozen() -> dict[str, object] | None:

@@ -12,6 +12,8 @@ import pytest
 from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api
 from kubernetes.client.exceptions import ApiException
 
+from oasis_operator.kube import request
+from oasis_operator.sandbox.snapshot import field_managers, normalise
 from tests.cluster_fixtures import Cluster, wait_for
 
 
@@ -144,3 +146,35 @@ def test_etcd_answers_only_the_api_server(cluster: Cluster) -> None:
     assert "etcdserver" in ok
     assert oct(cluster.plane.run_dir.stat().st_mode & 0o777) == "0o700"
     assert all(oct(k.stat().st_mode & 0o777) == "0o600" for k in pki.root.glob("*.key"))
+
+
+def test_server_and_kubectl_are_the_selected_release(cluster: Cluster) -> None:
+    if cluster.plane is None:
+        pytest.skip("reused cluster: its release is not ours")
+    got = json.loads(cluster.kubectl("version", "-o", "json").stdout)
+    release = cluster.plane.release
+    want = release.kubernetes if not release.legacy else got["serverVersion"]["gitVersion"]
+    assert got["serverVersion"]["gitVersion"] == want
+    assert got["serverVersion"]["minor"].rstrip("+") == str(release.minor)
+    if not release.legacy:
+        assert got["clientVersion"]["gitVersion"] == release.kubernetes  # kubectl built with the server
+        served = cluster.kubectl("api-versions").stdout.split()
+        for current in ("policy/v1", "autoscaling/v2", "batch/v1", "discovery.k8s.io/v1"):
+            assert current in served
+
+
+def test_server_side_apply_field_managers_reach_the_snapshot(api: ApiClient, namespace: str) -> None:
+    """What the agent's client applied, and with which manager, is kept beside the normalised object."""
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied"}, "data": {"k": "v"}}
+    path = f"/api/v1/namespaces/{namespace}/configmaps/applied"
+    apply = {"fieldManager": "agent-kubectl", "force": "true"}
+    request(api, "PATCH", path, body, query=apply, content_type="application/apply-patch+yaml")
+    request(api, "PATCH", path, {"data": {"extra": "x"}}, query={"fieldManager": "other-editor"},
+            content_type="application/merge-patch+json")  # fmt: skip
+    obj = request(api, "GET", path)
+    managers = {m.manager: m for m in field_managers(obj)}
+    assert managers["agent-kubectl"].operation == "Apply"
+    assert managers["agent-kubectl"].fields == {"f:data": {"f:k": {}}}
+    assert managers["other-editor"].operation == "Update"
+    assert managers["other-editor"].fields == {"f:data": {"f:extra": {}}}
+    assert "managedFields" not in normalise(obj, {})["metadata"]

@@ -34,7 +34,10 @@ def register(subparsers: Any) -> None:
 
 
 def _plane(args: argparse.Namespace) -> LocalControlPlane:
-    return LocalControlPlane(run_dir=args.run_dir, bin_dir=args.bin_dir)
+    try:
+        return LocalControlPlane(run_dir=args.run_dir, bin_dir=args.bin_dir)
+    except ControlPlaneError as exc:  # e.g. an OASIS_KUBE_VERSION this project does not build
+        raise SystemExit(f"oasis cluster: {exc}") from exc
 
 
 def _print_status(status: ClusterStatus) -> None:
@@ -51,6 +54,7 @@ def _up(args: argparse.Namespace) -> int:
         print(f"oasis cluster up: {exc}", file=sys.stderr)
         return 1
     _print_status(status)
+    print(f"release:    Kubernetes {plane.release.kubernetes}")
     print(f"kubeconfig: {plane.kubeconfig}")
     print(f"audit log:  {plane.audit_log}")
     return 0

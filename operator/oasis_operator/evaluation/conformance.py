@@ -15,6 +15,8 @@ from oasis_operator.models.profile import ConformanceContract
 
 CORE_SPEC_VERSIONS = ["1.0.0-rc1.5"]
 SUPPORTED_TIER = 1
+# How the self-check names the server it ran on: `kube-apiserver v1.37.2 (linux/amd64)`.
+SERVER_PREFIX = "kube-apiserver "
 
 
 class Declared(BaseModel):
@@ -150,7 +152,10 @@ def find_gaps(
 
 
 def conformance_summary(declaration: dict[str, Declared], gaps: list[Gap]) -> str:
-    """One line for the verdict's environment metadata."""
+    """One line for the verdict's environment metadata, naming the server the self-check ran on."""
+    where = declaration.get("environment_type")
+    # The live self-check replaces the declared reason with the server's own version (preflight.py).
+    on = f" on {where.reason}" if where is not None and where.reason.startswith(SERVER_PREFIX) else ""
     if gaps:
-        return "failed: " + "; ".join(g.describe() for g in gaps)
-    return f"passed: {len(declaration)} requirements declared and met"
+        return f"failed{on}: " + "; ".join(g.describe() for g in gaps)
+    return f"passed{on}: {len(declaration)} requirements declared and met"

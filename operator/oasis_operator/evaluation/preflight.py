@@ -12,7 +12,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from oasis_operator import API_GROUP
-from oasis_operator.evaluation.conformance import Declared, base_declaration
+from oasis_operator.evaluation.conformance import SERVER_PREFIX, Declared, base_declaration
 from oasis_operator.kube import request, resource_path
 
 PROBE_LABEL = f"{API_GROUP}/preflight-probe"
@@ -38,6 +38,15 @@ def _probe_objects(namespace: str) -> tuple[dict[str, Any], dict[str, Any]]:
     return deployment, status
 
 
+def server_version(version: dict[str, Any]) -> str:
+    """`kube-apiserver v1.37.2 (linux/amd64)` from the server's `/version` answer."""
+    git = str(version.get("gitVersion") or "").strip()
+    if not git:
+        return "a kube-apiserver that did not say its version"
+    platform = str(version.get("platform") or "").strip()
+    return f"{SERVER_PREFIX}{git}" + (f" ({platform})" if platform else "")
+
+
 def self_check(api: ApiClient, prefix: str, gateway_running: bool) -> dict[str, Declared]:
     """The declaration, with each claim the probes can test confirmed or withdrawn (with the reason)."""
     declared = base_declaration()
@@ -48,8 +57,7 @@ def self_check(api: ApiClient, prefix: str, gateway_running: bool) -> dict[str, 
         declared["environment_type"] = Declared(value="unreachable", reason=reason)
         declared["state_injection"] = Declared(value=False, reason=reason)
         return declared
-    git = version.get("gitVersion", "?")
-    declared["environment_type"] = Declared(value="kubernetes-cluster", reason=f"kube-apiserver {git}")
+    declared["environment_type"] = Declared(value="kubernetes-cluster", reason=server_version(version))
     if not gateway_running:
         declared["audit_policy_installation"] = Declared(
             value=False, reason="the agent gateway is not running"

@@ -1,9 +1,13 @@
 """A local Kubernetes control plane: etcd, kube-apiserver and a restricted kube-controller-manager.
 
+The release is the one pinned in `release.env` (see `release.py`), built by hack/build-kube.sh.
+
 It runs only controllers that never manage workloads (namespace, garbage collector, service accounts and
 their tokens), so the digital twin's Deployments, ReplicaSets and Pods keep exactly the status the sandbox
 writes. Everything listens on 127.0.0.1; every file (certificates, etcd data, audit log, kubeconfig, logs,
-PIDs) lives in one run directory, and `stop` kills only the processes recorded there.
+PIDs) lives in one run directory, and `stop` kills only the processes recorded there. The ports are
+kept there too: a plane stopped and started again listens where it did, so kubeconfigs handed out (and an
+operator already connected) stay valid.
 """
 
 from __future__ import annotations
@@ -25,10 +29,15 @@ from pathlib import Path
 import yaml
 
 from oasis_operator.localcluster.pki import Pki, ensure_pki
+from oasis_operator.localcluster.release import Release, ReleaseError, default_bin_dir, selected
 
-DEFAULT_BIN_DIR = Path("/var/cache/oasis-operator/kube-1.20/bin")
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager")
-CONTROLLERS = "namespace,garbagecollector,serviceaccount,serviceaccount-token"
+# Controllers that never manage workloads; 1.28 renamed them (the old names stay as aliases).
+CONTROLLERS = (
+    "namespace-controller,garbage-collector-controller,serviceaccount-controller,"
+    "serviceaccount-token-controller"
+)
+LEGACY_CONTROLLERS = "namespace,garbagecollector,serviceaccount,serviceaccount-token"
 SERVICE_CIDR = "10.96.0.0/16"
 
 # Writes are recorded with their request and response bodies, reads with metadata only. Nothing is
@@ -87,15 +96,17 @@ def default_run_dir() -> Path:
     return state_home / "oasis-operator" / "cluster"
 
 
-def default_bin_dir() -> Path:
-    return Path(os.environ.get("OASIS_KUBE_BIN_DIR", str(DEFAULT_BIN_DIR)))
-
-
 class LocalControlPlane:
     """Start, stop and inspect the control plane that lives in `run_dir`."""
 
-    def __init__(self, run_dir: Path | None = None, bin_dir: Path | None = None) -> None:
+    def __init__(
+        self, run_dir: Path | None = None, bin_dir: Path | None = None, release: Release | None = None
+    ) -> None:
         self.run_dir = (run_dir or default_run_dir()).resolve()
+        try:
+            self.release = release or selected()
+        except ReleaseError as exc:
+            raise ControlPlaneError(str(exc)) from exc
         self.bin_dir = bin_dir or default_bin_dir()
         self.pki = Pki(self.run_dir / "pki")
         self._children: dict[str, subprocess.Popen[bytes]] = {}
@@ -117,7 +128,7 @@ class LocalControlPlane:
         return self.run_dir / "logs" / f"{component}.log"
 
     def binary(self, component: str) -> Path:
-        if component == "etcd":
+        if component == "etcd" and self.release.etcd is None:
             found = shutil.which("etcd") or ("/usr/bin/etcd" if Path("/usr/bin/etcd").exists() else None)
             if not found:
                 raise ControlPlaneError(
@@ -126,7 +137,10 @@ class LocalControlPlane:
             return Path(found)
         path = self.bin_dir / component
         if not os.access(path, os.X_OK):
-            raise ControlPlaneError(f"{path} missing: run hack/build-kube.sh (or set OASIS_KUBE_BIN_DIR)")
+            raise ControlPlaneError(
+                f"{path} missing: run hack/install-deps.sh (hack/build-kube.sh builds Kubernetes "
+                f"{self.release.kubernetes}), or set OASIS_KUBE_BIN_DIR"
+            )
         return path
 
     # --- state -------------------------------------------------------------------------------------
@@ -183,11 +197,10 @@ class LocalControlPlane:
         ensure_pki(self.pki.root)
         (self.run_dir / "audit-policy.yaml").write_text(yaml.safe_dump(AUDIT_POLICY, sort_keys=False))
         previous = self.read_state()
-        state = ClusterState(
-            api_port=_free_port(previous.api_port if previous else None),
-            etcd_client_port=_free_port(previous.etcd_client_port if previous else None),
-            etcd_peer_port=_free_port(previous.etcd_peer_port if previous else None),
+        api, client, peer = choose_ports(
+            [previous.api_port, previous.etcd_client_port, previous.etcd_peer_port] if previous else []
         )
+        state = ClusterState(api_port=api, etcd_client_port=client, etcd_peer_port=peer)
         self._write_kubeconfig(self.kubeconfig, state.api_port, self.pki.admin_cert, self.pki.admin_key)
         cm_kubeconfig = self.run_dir / "controller-manager.kubeconfig"
         self._write_kubeconfig(
@@ -314,7 +327,7 @@ class LocalControlPlane:
             "--bind-address=127.0.0.1",
             "--advertise-address=127.0.0.1",
             f"--secure-port={state.api_port}",
-            "--insecure-port=0",
+            *(["--insecure-port=0"] if self.release.legacy else []),  # removed in 1.24
             f"--tls-cert-file={p.serving_cert}",
             f"--tls-private-key-file={p.serving_key}",
             f"--client-ca-file={p.ca_cert}",
@@ -335,9 +348,9 @@ class LocalControlPlane:
     def _controller_manager_args(self, kubeconfig: Path) -> list[str]:
         return [
             f"--kubeconfig={kubeconfig}",
-            f"--controllers={CONTROLLERS}",
+            f"--controllers={LEGACY_CONTROLLERS if self.release.legacy else CONTROLLERS}",
             "--leader-elect=false",
-            "--port=0",
+            *(["--port=0"] if self.release.legacy else []),  # the insecure port, removed in 1.24
             "--secure-port=0",
             f"--service-account-private-key-file={self.pki.sa_key}",
             f"--root-ca-file={self.pki.ca_cert}",
@@ -368,15 +381,38 @@ class LocalControlPlane:
         path.chmod(0o600)
 
 
-def _free_port(preferred: int | None) -> int:
-    """The preferred port if it is free (stable kubeconfigs across restarts), else any free one."""
-    for candidate in ([preferred] if preferred else []) + [0]:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            try:
-                sock.bind(("127.0.0.1", candidate))
-            except OSError:
-                continue
-            return int(sock.getsockname()[1])
+def choose_ports(preferred: list[int], count: int = 3) -> list[int]:
+    """`count` distinct ports on 127.0.0.1: each preferred one that is free, else a new free one.
+
+    The probe binds with SO_REUSEADDR, as etcd and kube-apiserver (Go) do: a port whose last connections
+    are still in TIME_WAIT after `down` is free for them, and so it is for the probe. A port another
+    process listens on is not, and gets replaced. The probes stay bound until all are chosen, so the
+    kernel never hands out one port twice.
+    """
+    wanted = list(preferred[:count]) + [0] * max(0, count - len(preferred))
+    probes: list[socket.socket] = []
+    try:
+        # extend() appends as the generator yields, so `finally` closes every probe bound before a failure.
+        probes.extend(_bind_probe(port) or _bind_probe(0) or _no_port() for port in wanted)
+        return [int(s.getsockname()[1]) for s in probes]
+    finally:
+        for sock in probes:
+            sock.close()
+
+
+def _bind_probe(port: int) -> socket.socket | None:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+        sock.listen(1)  # a listening socket: a second probe for the same port fails, as a server would
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def _no_port() -> socket.socket:
     raise ControlPlaneError("no free port on 127.0.0.1")
 
 

@@ -18,7 +18,13 @@ from pydantic import BaseModel, ConfigDict
 from oasis_operator import API_GROUP
 from oasis_operator.kube import request, resource_path
 from oasis_operator.models.environment import Environment
-from oasis_operator.sandbox.snapshot import DERIVED_KINDS, SNAPSHOT_KINDS, ResourceSnapshot, normalise
+from oasis_operator.sandbox.snapshot import (
+    DERIVED_KINDS,
+    SNAPSHOT_KINDS,
+    ResourceSnapshot,
+    field_managers,
+    normalise,
+)
 from oasis_operator.sandbox.twin import TwinPlan
 from oasis_operator.sandbox.twin.plan import Body
 
@@ -88,6 +94,7 @@ def read_snapshot(
                 name=ref.name,
                 exists=True,
                 object=normalise(strip_bookkeeping(obj), renames, keep_status=True),
+                managers=field_managers(obj),
             )
         )
     declared = {(r.kind, r.namespace, r.name) for r in resources}
@@ -107,6 +114,7 @@ def read_snapshot(
                         name=name,
                         exists=True,
                         object=normalise(strip_bookkeeping(obj), renames, keep_status=True),
+                        managers=field_managers(obj),
                     )
                 )
     return result + sorted(derived, key=lambda s: (s.kind, s.namespace or "", s.name))

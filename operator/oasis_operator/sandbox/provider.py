@@ -43,7 +43,11 @@ MERGE_PATCH = "application/merge-patch+json"
 
 
 # Versions the twin writes, and what to use on servers that do not serve them yet.
-OLDER_VERSIONS = {"autoscaling/v2": "autoscaling/v2beta2", "policy/v1": "policy/v1beta1"}
+OLDER_VERSIONS = {
+    "autoscaling/v2": "autoscaling/v2beta2",
+    "policy/v1": "policy/v1beta1",
+    "discovery.k8s.io/v1": "discovery.k8s.io/v1beta1",
+}
 
 
 class SandboxError(RuntimeError):

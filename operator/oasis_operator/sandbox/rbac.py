@@ -39,6 +39,7 @@ READABLE: dict[str, list[str]] = {
     "networking.k8s.io": ["ingresses", "networkpolicies"],
     "policy": ["poddisruptionbudgets"],
     "events.k8s.io": ["events"],
+    "discovery.k8s.io": ["endpointslices"],
     "argoproj.io": ["applications"],
 }
 WRITABLE: dict[str, list[str]] = {

@@ -12,6 +12,10 @@ generation and kubectl's last-applied annotation, and owner references other tha
 sandbox's own bookkeeping). Snapshots keep `status` (the engine reads it, e.g. an Application's sync
 status) but diffs ignore it: the twin writes status itself. Sandbox namespace names are replaced by the
 declared ones, so snapshots read as the agent's world.
+
+The server-side field managers (`metadata.managedFields`: which client last set which fields, by apply
+or update) are volatile for a diff but are evidence of who changed what: each snapshot keeps them apart,
+in `managers`, as the server returned them.
 """
 
 from __future__ import annotations
@@ -53,6 +57,19 @@ SNAPSHOT_KINDS = frozenset(
 )
 
 
+class FieldManager(BaseModel):
+    """One entry of `metadata.managedFields`: a client (manager) and the fields its last write set."""
+
+    model_config = ConfigDict(frozen=True)
+
+    manager: str
+    operation: str  # Apply (server-side apply) or Update
+    api_version: str | None = None
+    subresource: str | None = None  # e.g. "status"
+    time: str | None = None
+    fields: dict[str, Any] | None = None  # fieldsV1
+
+
 class ResourceSnapshot(BaseModel):
     """One resource (declared, or derived from a declared one) at one moment, as the agent would name it."""
 
@@ -63,6 +80,24 @@ class ResourceSnapshot(BaseModel):
     name: str
     exists: bool
     object: dict[str, Any] | None = None
+    managers: tuple[FieldManager, ...] = ()
+
+
+def field_managers(obj: dict[str, Any]) -> tuple[FieldManager, ...]:
+    """The object's server-side field managers (empty when the server keeps none)."""
+    entries = (obj.get("metadata") or {}).get("managedFields") or []
+    return tuple(
+        FieldManager(
+            manager=str(m.get("manager") or ""),
+            operation=str(m.get("operation") or ""),
+            api_version=m.get("apiVersion"),
+            subresource=m.get("subresource"),
+            time=m.get("time"),
+            fields=m.get("fieldsV1"),
+        )
+        for m in entries
+        if isinstance(m, dict)
+    )
 
 
 class FieldChange(BaseModel):

@@ -114,7 +114,7 @@ def test_kube_clients_ignore_a_kubeconfig_users_impersonation(cluster: Cluster, 
         client.close()  # type: ignore[no-untyped-call]
     assert answer["status"]["allowed"] is True, "the client impersonated: the run could use `as:`"
     can_i = cluster.kubectl(
-        "--kubeconfig", str(path), "auth", "can-i", "delete", "nodes", kubectl=KUBECTLS["1.20"], check=False
+        "--kubeconfig", str(path), "auth", "can-i", "delete", "nodes", kubectl=KUBECTLS["server"], check=False
     )
     assert can_i.stdout.strip() == "no"
     # kopf's own connection settings have no field for it either.

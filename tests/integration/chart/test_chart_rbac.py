@@ -222,7 +222,7 @@ def _check_impersonation(cluster: Cluster, identity: Identity, env_id: str) -> N
 
     def can_i(*args: str) -> str:
         result = cluster.kubectl(
-            "auth", "can-i", *args, "--as", identity.user, kubectl=KUBECTLS["1.20"], check=False
+            "auth", "can-i", *args, "--as", identity.user, kubectl=KUBECTLS["server"], check=False
         )
         return result.stdout.strip()
 

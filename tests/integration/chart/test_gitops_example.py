@@ -42,7 +42,7 @@ def test_examples_are_valid_documents() -> None:
 @pytest.mark.cluster
 def test_examples_apply_server_side(cluster: Cluster, namespace: str) -> None:
     result = cluster.kubectl(
-        "apply", "--dry-run=server", "-n", namespace, "-f", str(EXAMPLES), kubectl=KUBECTLS["1.20"]
+        "apply", "--dry-run=server", "-n", namespace, "-f", str(EXAMPLES), kubectl=KUBECTLS["server"]
     )
     assert sorted(result.stdout.splitlines()) == [
         "oasisevaluation.oasis.evaluation.dev/careful-agent created (server dry run)",

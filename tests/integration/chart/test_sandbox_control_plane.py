@@ -1,4 +1,4 @@
-"""The chart's sandbox control plane, run from its rendered commands with the local 1.20 binaries.
+"""The chart's sandbox control plane, run from its rendered commands with the pinned release's binaries.
 
 No kubelet runs here, so the chart's etcd, kube-apiserver and kube-controller-manager pods cannot start;
 their containers' commands are taken from the rendered chart and run as local processes instead, with the
@@ -23,7 +23,7 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 
 from oasis_operator.kube import api_client, request, resource_path
-from oasis_operator.localcluster.control_plane import default_bin_dir
+from oasis_operator.localcluster.release import pinned
 from oasis_operator.sandbox.provider import SandboxProvider
 from tests.cluster_fixtures import REPO, wait_for
 from tests.unit.chart.chart_render import find, render
@@ -31,6 +31,9 @@ from tests.unit.sandbox.test_twin import scenario
 
 pytestmark = pytest.mark.cluster
 
+# The chart's images are the pinned release, so its commands run on that release's binaries
+# (hack/install-deps.sh always builds them), whichever release the session's own plane runs.
+CHART_BIN = pinned().cache_dir / "bin"
 FULL = "oasis-oasis-operator"
 NS = "oasis-system"
 
@@ -105,7 +108,7 @@ def sandbox_plane(tmp_path: Path) -> Iterator[SandboxPlane]:
          f"https://{FULL}-sandbox-etcd.{NS}.svc:2379": f"https://127.0.0.1:{etcd_port}",
          "127.0.0.1:2380": f"127.0.0.1:{peer}", "http://0.0.0.0:2381": f"http://127.0.0.1:{metrics}",
          "/var/lib/etcd/data": str(tmp_path / "etcd")},
-        "etcd",
+        str(CHART_BIN / "etcd"),
     )  # fmt: skip
     apiserver = [
         *_localise(
@@ -114,7 +117,7 @@ def sandbox_plane(tmp_path: Path) -> Iterator[SandboxPlane]:
              "--secure-port=6443": f"--secure-port={api_port}",
              "/etc/kubernetes/audit/policy.yaml": str(audit),
              "--audit-log-path=-": f"--audit-log-path={tmp_path}/audit.log"},
-            str(default_bin_dir() / "kube-apiserver"),
+            str(CHART_BIN / "kube-apiserver"),
         ),
         "--bind-address=127.0.0.1",
     ]  # fmt: skip
@@ -122,7 +125,7 @@ def sandbox_plane(tmp_path: Path) -> Iterator[SandboxPlane]:
         *_localise(
             _command("Deployment", "-sandbox-controller-manager"),
             {**common, "--cert-dir=/tmp": f"--cert-dir={tmp_path}/cm-certs"},
-            str(default_bin_dir() / "kube-controller-manager"),
+            str(CHART_BIN / "kube-controller-manager"),
         ),
         "--bind-address=127.0.0.1",
         f"--secure-port={cm_port}",

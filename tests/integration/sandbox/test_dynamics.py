@@ -43,7 +43,7 @@ def _as_agent(cluster: Cluster, rec: SandboxRecord, *args: str) -> str:
     ns = rec.environment.sandbox_namespace("shop")
     assert ns is not None
     return cluster.kubectl(
-        *args, "-n", ns, "--as", rec.environment.agent.username, kubectl=KUBECTLS["1.20"]
+        *args, "-n", ns, "--as", rec.environment.agent.username, kubectl=KUBECTLS["server"]
     ).stdout
 
 
@@ -121,7 +121,7 @@ def test_rollback_to_previous_image_clears_the_bad_release(
         twin = TwinReconciler(provider, rec)
         assert twin.reconcile_once() == []
         cluster.kubectl("rollout", "undo", "deployment/order-service", "-n", ns, "--as",
-                        rec.environment.agent.username, kubectl=KUBECTLS["1.20"])  # fmt: skip
+                        rec.environment.agent.username, kubectl=KUBECTLS["server"])  # fmt: skip
         twin.reconcile_once()
         dep = request(api, "GET", resource_path("Deployment", ns, "order-service"))
         assert dep["spec"]["template"]["spec"]["containers"][0]["image"] == "order-service:v4.1.9"

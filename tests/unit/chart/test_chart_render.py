@@ -247,7 +247,10 @@ def test_sandbox_control_plane_runs_only_the_allowed_controllers() -> None:
     cm = find(objects, "Deployment", "-sandbox-controller-manager")["spec"]["template"]["spec"]["containers"][
         0
     ]
-    assert "--controllers=namespace,garbagecollector,serviceaccount,serviceaccount-token" in cm["command"]
+    assert (
+        "--controllers=namespace-controller,garbage-collector-controller,serviceaccount-controller,"
+        "serviceaccount-token-controller" in cm["command"]
+    )
     apiserver = find(objects, "Deployment", "-sandbox-apiserver")["spec"]["template"]["spec"]["containers"][0]
     assert apiserver["image"].startswith("registry.k8s.io/kube-apiserver:")
     assert "--authorization-mode=RBAC" in apiserver["command"]

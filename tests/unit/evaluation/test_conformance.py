@@ -11,6 +11,7 @@ from oasis_operator.evaluation.conformance import (
     find_gaps,
     satisfies,
 )
+from oasis_operator.evaluation.preflight import server_version
 from oasis_operator.profiles import default_profile_path, load_profile
 
 
@@ -68,3 +69,17 @@ def test_missing_required_key_is_a_gap(contract) -> None:  # type: ignore[no-unt
 )
 def test_semver_constraints(version: str, constraint: str, expected: bool) -> None:
     assert satisfies(version, constraint) is expected
+
+
+def test_summary_names_the_server_the_self_check_ran_on(contract) -> None:  # type: ignore[no-untyped-def]
+    declared = base_declaration()
+    version = {"gitVersion": "v1.37.2", "platform": "linux/amd64", "major": "1", "minor": "37"}
+    declared["environment_type"] = Declared(value="kubernetes-cluster", reason=server_version(version))
+    assert conformance_summary(declared, []) == (
+        "passed on kube-apiserver v1.37.2 (linux/amd64): 8 requirements declared and met"
+    )
+    gaps = find_gaps(contract, declared, requested_tier=2)
+    assert conformance_summary(declared, gaps).startswith(
+        "failed on kube-apiserver v1.37.2 (linux/amd64): complexity_tier_supported: requires gte 2"
+    )
+    assert server_version({}) == "a kube-apiserver that did not say its version"

@@ -152,6 +152,13 @@ def test_service_endpoints_follow_ready_pods() -> None:
     assert len(web.body["subsets"][0]["addresses"]) == 2
     empty = next(o for o in plan.objects if o.kind == "Endpoints" and o.name == "empty")
     assert "subsets" not in empty.body
+    slices = {o.body["metadata"]["labels"]["kubernetes.io/service-name"]: o
+              for o in plan.objects if o.kind == "EndpointSlice"}  # fmt: skip
+    assert slices["web"].api_version == "discovery.k8s.io/v1"
+    web_ips = sorted(a["ip"] for a in web.body["subsets"][0]["addresses"])
+    assert sorted(e["addresses"][0] for e in slices["web"].body["endpoints"]) == web_ips
+    assert all(e["conditions"]["ready"] for e in slices["web"].body["endpoints"])
+    assert slices["empty"].body["endpoints"] == []
 
 
 def test_non_kubernetes_state_becomes_fixtures() -> None:

@@ -164,7 +164,11 @@ def _init_status(ctx: TwinContext, pod: str, container: dict[str, Any], health: 
 def pod_status(
     ctx: TwinContext, pod: str, spec: Body, health: PodHealth, node: str | None, started_ago: timedelta
 ) -> Body:
-    """The `status` of a twin Pod in the declared health state."""
+    """The `status` of a twin Pod in the declared health state.
+
+    `qosClass` is left to the API server, which derives it from the resources at creation (from 1.3x it
+    refuses any other value).
+    """
     started = ctx.ago(started_ago)
     scheduled = health.state != "pending" and node is not None
     conditions: list[Body] = [
@@ -172,7 +176,7 @@ def pod_status(
     ]
     if not scheduled:
         conditions[0].update(reason="Unschedulable", message=health.reason or "0/3 nodes are available.")
-        return {"phase": "Pending", "conditions": conditions, "qosClass": _qos(spec)}
+        return {"phase": "Pending", "conditions": conditions}
     initialized = not health.init_failed
     containers_ready = health.ready and initialized
     conditions += [
@@ -190,18 +194,8 @@ def pod_status(
         "podIP": pod_ip(ctx.env_id + pod),
         "podIPs": [{"ip": pod_ip(ctx.env_id + pod)}],
         "startTime": started,
-        "qosClass": _qos(spec),
         "containerStatuses": [_container_status(ctx, pod, c, health, started) for c in spec["containers"]],
     }
     if spec.get("initContainers"):
         status["initContainerStatuses"] = [_init_status(ctx, pod, c, health) for c in spec["initContainers"]]
     return status
-
-
-def _qos(spec: Body) -> str:
-    resources = [c.get("resources") or {} for c in spec["containers"]]
-    if not any(r.get("requests") or r.get("limits") for r in resources):
-        return "BestEffort"
-    if all(r.get("limits") and r.get("limits") == r.get("requests") for r in resources):
-        return "Guaranteed"
-    return "Burstable"

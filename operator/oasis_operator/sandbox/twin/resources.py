@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
+import hashlib
 from datetime import timedelta
 from typing import Any
 
@@ -62,7 +63,11 @@ def secret(ctx: TwinContext, name: str, namespace: str, entry: Body) -> TwinObje
 def service(
     ctx: TwinContext, name: str, namespace: str, entry: Body, ready_pods: list[TwinObject]
 ) -> list[TwinObject]:
-    """A Service and its Endpoints (no endpoints controller runs, so the twin writes them)."""
+    """A Service, its Endpoints and its EndpointSlice (no endpoint controllers run: the twin writes them).
+
+    Current clients read `discovery.k8s.io/v1` EndpointSlices (v1 Endpoints is deprecated since 1.33);
+    older ones still read Endpoints, so both say the same.
+    """
     selector = _strs(entry.get("selector")) or {"app": name}
     if entry.get("ports"):
         ports = [{"protocol": "TCP", **dict(p)} for p in entry["ports"]]
@@ -99,7 +104,39 @@ def service(
     endpoints: Body = {"metadata": {"name": name, "namespace": sandbox_ns, "labels": {"app": name}}}
     if addresses:
         endpoints["subsets"] = [{"addresses": addresses, "ports": ep_ports}]
-    return [svc, TwinObject("v1", "Endpoints", name, endpoints, sandbox_ns)]
+    return [
+        svc,
+        TwinObject("v1", "Endpoints", name, endpoints, sandbox_ns),
+        _endpoint_slice(name, sandbox_ns, addresses, ep_ports),
+    ]
+
+
+def _endpoint_slice(name: str, sandbox_ns: str, addresses: list[Body], ports: list[Body]) -> TwinObject:
+    """The Service's EndpointSlice as the endpointslice controller writes it (name `<service>-<5 chars>`)."""
+    suffix = hashlib.sha256(f"{sandbox_ns}/{name}".encode()).hexdigest()[:5]
+    body: Body = {
+        "metadata": {
+            "name": f"{name}-{suffix}",
+            "namespace": sandbox_ns,
+            "labels": {
+                "kubernetes.io/service-name": name,
+                "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io",
+            },
+        },
+        "addressType": "IPv4",
+        "endpoints": [
+            {
+                "addresses": [a["ip"]],
+                "conditions": {"ready": True, "serving": True, "terminating": False},
+                "nodeName": a["nodeName"],
+                "targetRef": a["targetRef"],
+            }
+            for a in addresses
+            if a.get("ip")
+        ],
+        "ports": ports,
+    }
+    return TwinObject("discovery.k8s.io/v1", "EndpointSlice", f"{name}-{suffix}", body, sandbox_ns)
 
 
 def ingress(ctx: TwinContext, name: str, namespace: str, entry: Body, backend: str) -> TwinObject:

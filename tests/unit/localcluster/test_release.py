@@ -1,0 +1,139 @@
+"""The pinned release: one source of versions for the build, the local control plane and the chart."""
+
+from __future__ import annotations
+
+import re
+import socket
+from pathlib import Path
+
+import pytest
+
+from oasis_operator.localcluster.control_plane import ControlPlaneError, LocalControlPlane, choose_ports
+from oasis_operator.localcluster.release import (
+    CURRENT,
+    DEFAULT,
+    Release,
+    ReleaseError,
+    default_bin_dir,
+    pinned,
+    read_pins,
+    selected,
+)
+from tests.unit.chart.chart_render import find, render
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_pins_are_versions_and_current() -> None:
+    release = pinned()
+    assert re.fullmatch(r"v1\.\d+\.\d+", release.kubernetes)
+    assert release.etcd is not None
+    assert re.fullmatch(r"v3\.\d+\.\d+", release.etcd)
+    assert release.minor >= 34
+    assert not release.legacy
+
+
+def test_build_script_reads_the_same_pins() -> None:
+    script = (REPO / "hack" / "build-kube.sh").read_text()
+    assert ". operator/oasis_operator/localcluster/release.env" in script
+    assert set(read_pins()) == {"KUBE_VERSION", "ETCD_VERSION"}
+
+
+def test_chart_sandbox_images_are_the_pinned_release() -> None:
+    release = pinned()
+    objects = render(namespace="oasis-system")
+    images = {
+        c["name"]: c["image"]
+        for kind, suffix in (
+            ("StatefulSet", "-sandbox-etcd"),
+            ("Deployment", "-sandbox-apiserver"),
+            ("Deployment", "-sandbox-controller-manager"),
+        )
+        for c in find(objects, kind, suffix)["spec"]["template"]["spec"]["containers"]
+    }
+    assert images["kube-apiserver"] == f"registry.k8s.io/kube-apiserver:{release.kubernetes}"
+    assert (
+        images["kube-controller-manager"] == f"registry.k8s.io/kube-controller-manager:{release.kubernetes}"
+    )
+    assert release.etcd is not None
+    assert images["etcd"] == f"registry.k8s.io/etcd:{release.etcd.removeprefix('v')}-0"
+
+
+def test_selection_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OASIS_KUBE_CACHE", raising=False)
+    monkeypatch.delenv("OASIS_KUBE_BIN_DIR", raising=False)
+    monkeypatch.delenv("OASIS_KUBE_VERSION", raising=False)
+    current = pinned()
+    assert selected().kubernetes == (current.kubernetes if DEFAULT == CURRENT else f"v{DEFAULT}")
+    for name in (CURRENT, current.kubernetes, current.kubernetes[1:]):
+        monkeypatch.setenv("OASIS_KUBE_VERSION", name)
+        assert selected() == current
+        assert default_bin_dir() == Path(f"/var/cache/oasis-operator/kube-{current.kubernetes[1:]}/bin")
+    monkeypatch.setenv("OASIS_KUBE_VERSION", "1.20")
+    assert selected() == Release(kubernetes="v1.20", etcd=None)
+    assert selected().legacy
+    assert default_bin_dir() == Path("/var/cache/oasis-operator/kube-1.20/bin")
+    monkeypatch.setenv("OASIS_KUBE_CACHE", "/opt/kube")
+    assert default_bin_dir() == Path("/opt/kube/bin")
+    monkeypatch.setenv("OASIS_KUBE_BIN_DIR", "/opt/bin")
+    assert default_bin_dir() == Path("/opt/bin")
+    monkeypatch.setenv("OASIS_KUBE_VERSION", "1.29")
+    with pytest.raises(ReleaseError, match=r"OASIS_KUBE_VERSION='1.29' is not built by this project"):
+        selected()
+
+
+def test_flags_follow_the_release(tmp_path: Path) -> None:
+    current = LocalControlPlane(run_dir=tmp_path / "a", bin_dir=tmp_path, release=pinned())
+    legacy = LocalControlPlane(run_dir=tmp_path / "b", bin_dir=tmp_path, release=Release("v1.20", None))
+    state = type("S", (), {"api_port": 1, "etcd_client_port": 2, "etcd_peer_port": 3})()
+    assert "--insecure-port=0" not in current._apiserver_args(state)  # type: ignore[arg-type]
+    assert "--insecure-port=0" in legacy._apiserver_args(state)  # type: ignore[arg-type]
+    cm_current = current._controller_manager_args(tmp_path / "kc")
+    cm_legacy = legacy._controller_manager_args(tmp_path / "kc")
+    assert "--port=0" not in cm_current
+    assert "--port=0" in cm_legacy
+    assert "--controllers=namespace-controller,garbage-collector-controller,serviceaccount-controller," \
+        "serviceaccount-token-controller" in cm_current  # fmt: skip
+    assert "--controllers=namespace,garbagecollector,serviceaccount,serviceaccount-token" in cm_legacy
+    # etcd comes from the release's cache (built with it), not from PATH.
+    with pytest.raises(ControlPlaneError, match=r"etcd missing: run hack/install-deps.sh"):
+        current.binary("etcd")
+
+
+def test_choose_ports_keeps_free_preferred_ports_and_replaces_taken_ones() -> None:
+    first = choose_ports([])
+    assert len(set(first)) == 3
+    assert choose_ports(first) == first
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", first[1]))
+        taken.listen(1)
+        again = choose_ports(first)
+    assert again[0] == first[0]
+    assert again[2] == first[2]
+    assert again[1] != first[1]
+    assert len(set(again)) == 3
+
+
+def _time_wait_port() -> int:
+    """A port whose server side closed first: its accepted connection is left in TIME_WAIT.
+
+    The listener sets SO_REUSEADDR as Go's net package does for etcd and kube-apiserver.
+    """
+    with socket.socket() as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        port = int(listener.getsockname()[1])
+        client = socket.create_connection(("127.0.0.1", port))
+        served, _ = listener.accept()
+        served.close()  # the server closes first, as kube-apiserver does at shutdown
+        client.recv(1)
+        client.close()
+    return port
+
+
+def test_a_port_in_time_wait_is_chosen_again() -> None:
+    port = _time_wait_port()
+    with socket.socket() as plain, pytest.raises(OSError, match="Address already in use"):
+        plain.bind(("127.0.0.1", port))  # what the old probe did: the port looked taken
+    assert choose_ports([port, 0, 0])[0] == port
