@@ -103,6 +103,12 @@ def belongs_to(event: Mapping[str, Any], env: Environment) -> bool:
     return False
 
 
+def declared_path(uri: str, env: Environment) -> str:
+    """The request path with sandbox names replaced by the ones the agent knows (no query)."""
+    renames = env.renames()
+    return "/".join(renames.get(part, part) for part in urlsplit(uri).path.split("/"))
+
+
 def _query(uri: str) -> dict[str, str]:
     return dict(parse_qsl(urlsplit(uri).query, keep_blank_values=True))
 
@@ -138,7 +144,7 @@ def to_entry(
         seq=seq,
         time=str(event.get("requestReceivedTimestamp") or event.get("stageTimestamp") or ""),
         method=_METHODS.get(verb, verb.upper()),
-        path=urlsplit(uri).path,
+        path=declared_path(uri, env),
         verb=verb,
         group=str(ref.get("apiGroup") or ""),
         version=str(ref.get("apiVersion") or "v1"),

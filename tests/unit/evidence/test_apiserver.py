@@ -48,7 +48,8 @@ def test_entry_carries_query_response_and_declared_names() -> None:
         1, verb="create", name="cfg", level="RequestResponse",
         uri="/api/v1/namespaces/sbx-e1234567-shop/configmaps?dryRun=All&fieldManager=kubectl",
         requestObject={"metadata": {"name": "cfg"}},
-        responseObject={"kind": "ConfigMap", "metadata": {"name": "cfg", "uid": "u-1", "resourceVersion": "42"}},
+        responseObject={"kind": "ConfigMap",
+                        "metadata": {"name": "cfg", "uid": "u-1", "resourceVersion": "42"}},
     )  # fmt: skip
     refused = event(2, verb="delete", responseObject={"kind": "Status", "code": 403})
     node = event(3, namespace=None, resource="nodes", name="sbx-e1234567-node-1")
@@ -56,7 +57,7 @@ def test_entry_carries_query_response_and_declared_names() -> None:
     first, second, third = log.entries
     assert (first.verb, first.path, first.method) == (
         "create",
-        "/api/v1/namespaces/sbx-e1234567-shop/configmaps",
+        "/api/v1/namespaces/shop/configmaps",
         "POST",
     )
     assert first.query == {"dryRun": "All", "fieldManager": "kubectl"}
@@ -64,7 +65,8 @@ def test_entry_carries_query_response_and_declared_names() -> None:
     assert (first.response_uid, first.response_resource_version) == ("u-1", "42")
     assert first.response_body["metadata"]["name"] == "cfg"
     assert (first.namespace, first.sandbox_namespace) == ("shop", "sbx-e1234567-shop")
-    assert second.response_uid is None and second.response_body is None  # a Status is no object
+    assert second.response_uid is None  # a Status is no object
+    assert second.response_body is None
     assert third.name == "node-1"
 
 
