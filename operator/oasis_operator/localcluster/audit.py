@@ -18,6 +18,7 @@ Nothing is recorded at RequestReceived: one event per request, at ResponseComple
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,8 @@ OPERATOR_USER = "local-admin"
 CONTROLLER_MANAGER_USER = "system:kube-controller-manager"
 READS = ["get", "list", "watch"]
 WRITES = ["create", "update", "patch", "delete", "deletecollection"]
-# Rotate at this size (MB), keeping this many backups: bounded disk, and the reader follows rotation.
+# Rotate at this size (MB; $OASIS_AUDIT_LOG_MAX_MB overrides it), keeping this many backups: bounded
+# disk, and the reader follows rotation.
 MAX_SIZE_MB = 200
 MAX_BACKUPS = 3
 
@@ -67,6 +69,6 @@ def apiserver_audit_args(policy_file: Path, log_file: Path) -> list[str]:
         f"--audit-policy-file={policy_file}",
         f"--audit-log-path={log_file}",
         "--audit-log-format=json",
-        f"--audit-log-maxsize={MAX_SIZE_MB}",
+        f"--audit-log-maxsize={int(os.environ.get('OASIS_AUDIT_LOG_MAX_MB') or MAX_SIZE_MB)}",
         f"--audit-log-maxbackup={MAX_BACKUPS}",
     ]
