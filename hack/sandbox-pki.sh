@@ -2,24 +2,29 @@
 # Make the certificates and kubeconfigs of the chart's sandbox control plane (sandbox.mode=controlPlane)
 # and print the Secret that holds them.
 #
-#   hack/sandbox-pki.sh FULLNAME NAMESPACE [OUT_DIR] [API_PORT] > sandbox-pki.yaml
+#   hack/sandbox-pki.sh FULLNAME NAMESPACE [OUT_DIR] [API_PORT] [AUDIT_PORT] > sandbox-pki.yaml
 #   kubectl -n NAMESPACE apply -f sandbox-pki.yaml      # or seal/encrypt it first for GitOps
 #
 # FULLNAME is the release's full name (release `oasis` of chart `oasis-operator` gives
 # `oasis-oasis-operator`); the Secret is `FULLNAME-sandbox-pki`, the chart's default. Two CAs: one for the
 # API server and its clients, one for etcd, which answers only the API server's client certificate.
 # The operator's identity is in group system:masters of this dedicated, otherwise empty API server.
+# The API server posts its audit to the operator (Service FULLNAME-audit, AUDIT_PORT, the chart's
+# sandbox.controlPlane.auditWebhook.port): the operator serves it with a certificate of the first CA and
+# accepts only client certificates of a third CA, which signs nothing but the API server's audit client.
 # Keys stay in OUT_DIR (mode 0700); keep or delete them as your policy says.
 set -euo pipefail
 
-full=${1:?usage: $0 FULLNAME NAMESPACE [OUT_DIR] [API_PORT]}
-ns=${2:?usage: $0 FULLNAME NAMESPACE [OUT_DIR] [API_PORT]}
+full=${1:?usage: $0 FULLNAME NAMESPACE [OUT_DIR] [API_PORT] [AUDIT_PORT]}
+ns=${2:?usage: $0 FULLNAME NAMESPACE [OUT_DIR] [API_PORT] [AUDIT_PORT]}
 out=${3:-$(mktemp -d)}
 port=${4:-6443}
+audit_port=${5:-8444}
 days=825
 api_svc="${full}-sandbox-apiserver"
 etcd_svc="${full}-sandbox-etcd"
 server="https://${api_svc}.${ns}.svc:${port}"
+audit_svc="${full}-audit"
 
 mkdir -p "$out" && chmod 700 "$out" && cd "$out"
 umask 077
@@ -41,14 +46,14 @@ extendedKeyUsage=$4"
   rm -f "$2.csr"
 }
 
-kubeconfig() {  # kubeconfig FILE CERT_NAME USER
+kubeconfig() {  # kubeconfig FILE CERT_NAME USER [SERVER]
   cat > "$1" <<YAML
 apiVersion: v1
 kind: Config
 clusters:
   - name: sandbox
     cluster:
-      server: ${server}
+      server: ${4:-$server}
       certificate-authority-data: $(base64 -w0 < ca.crt)
 users:
   - name: $3
@@ -64,6 +69,7 @@ YAML
 
 ca ca oasis-sandbox-ca
 ca etcd-ca oasis-sandbox-etcd-ca
+ca audit-ca oasis-sandbox-audit-ca
 local_names="DNS:localhost,IP:127.0.0.1"
 cert ca apiserver "/CN=kube-apiserver" serverAuth \
   "DNS:${api_svc},DNS:${api_svc}.${ns},DNS:${api_svc}.${ns}.svc,DNS:${api_svc}.${ns}.svc.cluster.local,${local_names}"
@@ -72,10 +78,15 @@ cert etcd-ca etcd-server "/CN=${etcd_svc}" serverAuth \
 cert etcd-ca etcd-client "/CN=kube-apiserver-etcd-client" clientAuth
 cert ca controller-manager "/CN=system:kube-controller-manager" clientAuth
 cert ca operator "/O=system:masters/CN=oasis-operator" clientAuth
+cert ca audit-webhook "/CN=${audit_svc}" serverAuth \
+  "DNS:${audit_svc},DNS:${audit_svc}.${ns},DNS:${audit_svc}.${ns}.svc,DNS:${audit_svc}.${ns}.svc.cluster.local,${local_names}"
+cert audit-ca audit-client "/CN=kube-apiserver-audit" clientAuth
 openssl genrsa -out sa.key 2048 2>/dev/null
 openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
 kubeconfig controller-manager.kubeconfig controller-manager system:kube-controller-manager
 kubeconfig kubeconfig operator oasis-operator
+kubeconfig audit-webhook.kubeconfig audit-client kube-apiserver-audit \
+  "https://${audit_svc}.${ns}.svc:${audit_port}/audit/events"
 
 echo "apiVersion: v1"
 echo "kind: Secret"
@@ -86,7 +97,8 @@ echo "  labels: {app.kubernetes.io/name: oasis-operator, app.kubernetes.io/compo
 echo "type: Opaque"
 echo "data:"
 for key in ca.crt apiserver.crt apiserver.key etcd-ca.crt etcd-server.crt etcd-server.key etcd-client.crt \
-           etcd-client.key sa.key sa.pub controller-manager.kubeconfig kubeconfig; do
+           etcd-client.key sa.key sa.pub controller-manager.kubeconfig kubeconfig audit-ca.crt \
+           audit-webhook.crt audit-webhook.key audit-webhook.kubeconfig; do
   echo "  ${key}: $(base64 -w0 < "$key")"
 done
 echo "pki files in ${out}" >&2

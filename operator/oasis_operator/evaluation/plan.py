@@ -9,10 +9,10 @@ from kubernetes.client import ApiClient
 from oasis_operator.engine import check_scenario
 from oasis_operator.evaluation.custom import custom_scenarios
 from oasis_operator.evaluation.selection import SelectionError, select_scenarios
+from oasis_operator.evaluation.stimuli import StimulusFactsError, stimulus_plan
 from oasis_operator.models.crd import OASISEvaluationSpec
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.scenario import Scenario
-from oasis_operator.runner.stimuli import StimulusFactsError, stimulus_plan
 
 log = logging.getLogger(__name__)
 

@@ -18,6 +18,9 @@ from kubernetes.client.exceptions import ApiException
 from oasis_operator.agents.adapters import AgentAdapter, CommandAdapter, HttpAdapter
 from oasis_operator.agents.job_adapter import JobAdapter
 from oasis_operator.agents.sandbox import SandboxUnavailableError, sandbox_policy
+from oasis_operator.evaluation.apiserver_audit import ApiServerAudit
+from oasis_operator.evidence.audit_webhook import AuditWebhook, server_ssl
+from oasis_operator.evidence.stream import AuditStream
 from oasis_operator.gateway import Gateway
 from oasis_operator.kube import api_client, request, resource_path
 from oasis_operator.models.crd import AgentSpec, EnvironmentSpec, SecretKeyRef
@@ -40,6 +43,8 @@ class OperatorConfig:
     gateway_url: str | None = None
     data_dir: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "oasis-operator")
     apiserver_audit: tuple[Path, ...] = ()
+    # The audit webhook the sandbox API server posts to (the chart's sandbox control plane).
+    audit_webhook: AuditWebhookConfig | None = None
 
     @classmethod
     def from_env(cls) -> OperatorConfig:
@@ -54,6 +59,43 @@ class OperatorConfig:
             gateway_url=env.get("OASIS_GATEWAY_URL") or None,
             data_dir=Path(env.get("OASIS_DATA_DIR") or Path(tempfile.gettempdir()) / "oasis-operator"),
             apiserver_audit=audit,
+            audit_webhook=AuditWebhookConfig.from_env(env),
+        )
+
+
+@dataclass(frozen=True)
+class AuditWebhookConfig:
+    """Where the operator receives the sandbox API server's audit batches, and the TLS it demands."""
+
+    host: str
+    port: int
+    cert: Path
+    key: Path
+    client_ca: Path
+
+    @classmethod
+    def from_env(cls, env: os._Environ[str] | dict[str, str]) -> AuditWebhookConfig | None:
+        """From OASIS_AUDIT_WEBHOOK_PORT and its TLS files; None when no port is set."""
+        port = env.get("OASIS_AUDIT_WEBHOOK_PORT")
+        if not port:
+            return None
+        tls_dir = Path(env.get("OASIS_AUDIT_WEBHOOK_TLS_DIR", "/etc/oasis/audit-webhook"))
+        missing = [n for n in ("tls.crt", "tls.key", "client-ca.crt") if not (tls_dir / n).is_file()]
+        if missing:
+            raise RuntimeSetupError(
+                f"OASIS_AUDIT_WEBHOOK_TLS_DIR: {tls_dir} lacks {', '.join(missing)} (the audit webhook's "
+                "serving certificate, key and the CA of the API server's client certificate)"
+            )
+        try:
+            number = int(port)
+        except ValueError:
+            raise RuntimeSetupError(f"OASIS_AUDIT_WEBHOOK_PORT: {port!r} is not a port number") from None
+        return cls(
+            host=env.get("OASIS_AUDIT_WEBHOOK_HOST", "127.0.0.1"),
+            port=number,
+            cert=tls_dir / "tls.crt",
+            key=tls_dir / "tls.key",
+            client_ca=tls_dir / "client-ca.crt",
         )
 
 
@@ -65,7 +107,7 @@ class SandboxTarget:
     provider: SandboxProvider
     gateway: Gateway
     prefix: str
-    apiserver_audit: list[Path]
+    apiserver_audit: ApiServerAudit | None
     description: str
 
 
@@ -149,17 +191,35 @@ class Sandboxes:
         )
         await gateway.start()
         api = api_client(config.sandbox_kubeconfig)
+        audit = self._apiserver_audit(api, config)
+        if audit is not None:
+            await audit.start()
         self.default = SandboxTarget(
             api=api,
             provider=SandboxProvider(api, prefix=config.sandbox_prefix),
             gateway=gateway,
             prefix=config.sandbox_prefix,
-            apiserver_audit=list(config.apiserver_audit),
+            apiserver_audit=audit,
             description=f"sandbox cluster from {config.sandbox_kubeconfig.name}",
         )
 
+    @staticmethod
+    def _apiserver_audit(api: ApiClient, config: OperatorConfig) -> ApiServerAudit | None:
+        """The default sandbox's audit stream: the webhook if configured, else the files, else none."""
+        hook = config.audit_webhook
+        if hook is not None:
+            stream = AuditStream(f"audit webhook :{hook.port}")
+            tls = server_ssl(hook.cert, hook.key, hook.client_ca)
+            return ApiServerAudit(api, stream, webhook=AuditWebhook(stream, hook.host, hook.port, tls))
+        if config.apiserver_audit:
+            stream = AuditStream(f"audit log {config.apiserver_audit[0]}")
+            return ApiServerAudit(api, stream, files=config.apiserver_audit)
+        return None
+
     async def stop(self) -> None:
         if self.default is not None:
+            if self.default.apiserver_audit is not None:
+                await self.default.apiserver_audit.stop()
             await self.default.gateway.stop()
             self.default.api.close()  # type: ignore[no-untyped-call]
             self.default = None
@@ -210,7 +270,7 @@ class Sandboxes:
                 provider=SandboxProvider(api, prefix=prefix),
                 gateway=gateway,
                 prefix=prefix,
-                apiserver_audit=[],
+                apiserver_audit=None,
                 description=f"sandbox cluster from Secret {namespace}/{ref.name}",
             )
         finally:

@@ -39,6 +39,7 @@ from oasis_operator.evaluation.plan import RunStopped, plan_scenarios
 from oasis_operator.evaluation.preflight import self_check
 from oasis_operator.evaluation.run_state import RunState, reference, set_name
 from oasis_operator.evaluation.runtime import RuntimeSetupError, Sandboxes, SandboxTarget, agent_adapter
+from oasis_operator.evaluation.scenario_run import ProviderFaultError, ScenarioRun, ScenarioRunner
 from oasis_operator.evaluation.store import DocumentStore
 from oasis_operator.evaluation.writer import StatusWriter
 from oasis_operator.kube import is_transient
@@ -47,7 +48,6 @@ from oasis_operator.models.crd import ConditionStatus, OASISEvaluationSpec, Phas
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult, Status
 from oasis_operator.models.scenario import Classification, Scenario
-from oasis_operator.runner.scenario import ProviderFaultError, ScenarioRun, ScenarioRunner
 
 log = logging.getLogger(__name__)
 TERMINAL = {Phase.COMPLETED.value, Phase.ABORTED.value, Phase.FAILED.value}

@@ -1,14 +1,29 @@
-"""Read the API server's own audit log (evidence type `audit_log_file`) for one agent identity."""
+"""The sandbox API server's own audit (evidence type `audit_log_file`) as one environment's `AuditLog`.
+
+Pure functions over `audit.k8s.io/v1` events. Every identity is kept and attributed (`Actor`):
+
+- ``agent``: the environment's ServiceAccount, as the gateway impersonates it (or its own token);
+- ``provider``: the operator's own identity acting as itself (setup, dynamics, snapshots, teardown);
+- ``controller``: the cluster's controllers and system identities (controller-manager, kube-system
+  ServiceAccounts, nodes, the API server itself);
+- ``anonymous``: no credential;
+- ``foreign``: any other credential used in the sandbox, e.g. a ServiceAccount token the agent found;
+- ``other``: the provider's identity impersonating someone who is not the agent.
+
+Which events belong to an environment (`belongs_to`): those on its sandbox namespaces (objects in them
+and the namespaces themselves), on its renamed cluster-scoped objects, and those made by an identity that
+lives in its namespaces (its agent, or a ServiceAccount of one of its namespaces), wherever they went.
+"""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
-from pathlib import Path
+import hashlib
+from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 from oasis_operator.models.environment import Environment
-from oasis_operator.models.evidence import AuditEntry, AuditLog, EvidenceSource, SourceStatus
+from oasis_operator.models.evidence import Actor, AuditEntry, AuditLog, EvidenceSource, SourceStatus
 
 SOURCE_TYPE = "audit_log_file"
 _METHODS = {
@@ -21,14 +36,96 @@ _METHODS = {
     "delete": "DELETE",
     "deletecollection": "DELETE",
 }
+CONTROLLER_USERS = frozenset({"system:kube-controller-manager", "system:kube-scheduler", "system:apiserver"})
+CONTROLLER_PREFIXES = ("system:serviceaccount:kube-system:", "system:node:")
+SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
+ANONYMOUS = "system:anonymous"
+# The API server records the credential's id (a ServiceAccount token's JTI, a certificate's serial) from
+# Kubernetes 1.30 on; older servers leave it out and the entry carries the identity alone.
+CREDENTIAL_ID = "authentication.kubernetes.io/credential-id"
 
 
-def _acting_user(event: dict[str, Any]) -> str:
-    impersonated = event.get("impersonatedUser") or {}
-    return str(impersonated.get("username") or event.get("user", {}).get("username", ""))
+def username_of(block: Any) -> str:
+    return str(block.get("username") or "") if isinstance(block, Mapping) else ""
 
 
-def to_entry(seq: int, event: dict[str, Any], env: Environment) -> AuditEntry:
+def acting_user(event: Mapping[str, Any]) -> str:
+    """The identity the request acted as: the impersonated user if any, else the authenticated one."""
+    return username_of(event.get("impersonatedUser")) or username_of(event.get("user"))
+
+
+def attribute(event: Mapping[str, Any], env: Environment, provider_users: frozenset[str]) -> Actor:
+    """Who made the request, by the identities the API server authenticated (never by what it claims)."""
+    authenticated = username_of(event.get("user"))
+    impersonated = username_of(event.get("impersonatedUser"))
+    acting = impersonated or authenticated
+    if acting == env.agent.username and (not impersonated or authenticated in provider_users):
+        return Actor.AGENT
+    if impersonated and authenticated in provider_users:
+        return Actor.OTHER
+    if acting == ANONYMOUS:
+        return Actor.ANONYMOUS
+    if authenticated in provider_users:
+        return Actor.PROVIDER
+    if acting in CONTROLLER_USERS or acting.startswith(CONTROLLER_PREFIXES):
+        return Actor.CONTROLLER
+    return Actor.FOREIGN
+
+
+def _fingerprint(event: Mapping[str, Any]) -> str | None:
+    user = event.get("user")
+    extra = user.get("extra") if isinstance(user, Mapping) else None
+    values = extra.get(CREDENTIAL_ID) if isinstance(extra, Mapping) else None
+    if not values:
+        return None
+    text = ",".join(str(v) for v in values) if isinstance(values, list) else str(values)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _namespaces(env: Environment) -> frozenset[str]:
+    return frozenset({env.control_namespace, *(b.sandbox for b in env.namespaces)})
+
+
+def belongs_to(event: Mapping[str, Any], env: Environment) -> bool:
+    """True when the event touched the environment or was made by an identity living in it."""
+    namespaces = _namespaces(env)
+    ref = event.get("objectRef") or {}
+    if ref.get("namespace") in namespaces:
+        return True
+    name = ref.get("name")
+    if ref.get("resource") == "namespaces" and name in namespaces:
+        return True
+    if name and any(o.sandbox == name for o in env.cluster_objects):
+        return True
+    for user in (acting_user(event), username_of(event.get("user"))):
+        if user.startswith(SERVICE_ACCOUNT_PREFIX) and user.split(":")[2] in namespaces:
+            return True
+    return False
+
+
+def declared_path(uri: str, env: Environment) -> str:
+    """The request path with sandbox names replaced by the ones the agent knows (no query)."""
+    renames = env.renames()
+    return "/".join(renames.get(part, part) for part in urlsplit(uri).path.split("/"))
+
+
+def _query(uri: str) -> dict[str, str]:
+    return dict(parse_qsl(urlsplit(uri).query, keep_blank_values=True))
+
+
+def _response_meta(event: Mapping[str, Any]) -> tuple[str | None, str | None, Any]:
+    body = event.get("responseObject")
+    if not isinstance(body, Mapping) or body.get("kind") == "Status":
+        return None, None, None
+    meta = body.get("metadata") or {}
+    uid = meta.get("uid")
+    version = meta.get("resourceVersion")
+    return (str(uid) if uid else None), (str(version) if version else None), body
+
+
+def to_entry(
+    seq: int, event: Mapping[str, Any], env: Environment, provider_users: frozenset[str]
+) -> AuditEntry:
     """One audit event as the engine reads it, with sandbox namespaces named as the agent knows them."""
     ref = event.get("objectRef") or {}
     sandbox_ns = ref.get("namespace")
@@ -36,14 +133,18 @@ def to_entry(seq: int, event: dict[str, Any], env: Environment) -> AuditEntry:
     name = ref.get("name")
     if ref.get("resource") == "namespaces" and name:
         name = env.declared_namespace(name) or name
-    elif ref.get("resource") == "nodes" and name:
-        name = env.declared_object_name("Node", name) or name
+    elif name:
+        name = next((o.declared for o in env.cluster_objects if o.sandbox == name), name)
     verb = str(event.get("verb", ""))
+    uri = str(event.get("requestURI", ""))
+    query = _query(uri)
+    actor = attribute(event, env, provider_users)
+    uid, version, body = _response_meta(event)
     return AuditEntry(
         seq=seq,
         time=str(event.get("requestReceivedTimestamp") or event.get("stageTimestamp") or ""),
         method=_METHODS.get(verb, verb.upper()),
-        path=str(event.get("requestURI", "")),
+        path=declared_path(uri, env),
         verb=verb,
         group=str(ref.get("apiGroup") or ""),
         version=str(ref.get("apiVersion") or "v1"),
@@ -52,33 +153,38 @@ def to_entry(seq: int, event: dict[str, Any], env: Environment) -> AuditEntry:
         name=name,
         namespace=declared,
         sandbox_namespace=sandbox_ns,
-        user=_acting_user(event),
+        user=acting_user(event),
+        actor=actor,
+        credential=_fingerprint(event) if actor == Actor.FOREIGN else None,
+        query=query,
         request_body=event.get("requestObject"),
+        label_selector=query.get("labelSelector"),
+        field_selector=query.get("fieldSelector"),
         response_code=int((event.get("responseStatus") or {}).get("code") or 0),
+        response_uid=uid,
+        response_resource_version=version,
+        response_body=body,
     )
 
 
-def read_audit_log(paths: Iterable[Path], env: Environment, user: str, start: str, end: str) -> AuditLog:
-    """Entries of `user` between `start` and `end` (RFC 3339, inclusive), oldest first.
+def audit_log(
+    events: Iterable[Mapping[str, Any]],
+    env: Environment,
+    provider_users: frozenset[str],
+    fault: str | None = None,
+) -> AuditLog:
+    """The environment's entries, oldest first; a stream fault makes the source `unreachable`.
 
-    A log that cannot be read makes the source `unreachable`: never an empty, healthy record.
+    A faulted stream never yields an empty, healthy record: its entries are dropped with it.
     """
-    events: list[dict[str, Any]] = []
-    try:
-        for path in paths:
-            with path.open() as handle:
-                for line in handle:
-                    if not line.strip():
-                        continue
-                    event = json.loads(line)
-                    when = str(event.get("requestReceivedTimestamp", ""))
-                    if _acting_user(event) == user and start[:19] <= when[:19] <= end[:19]:
-                        events.append(event)
-    except (OSError, ValueError) as exc:
-        source = EvidenceSource(type=SOURCE_TYPE, status=SourceStatus.UNREACHABLE, detail=str(exc))
+    if fault is not None:
+        source = EvidenceSource(type=SOURCE_TYPE, status=SourceStatus.UNREACHABLE, detail=fault)
         return AuditLog(evidence_source=source, entries=[])
-    events.sort(key=lambda e: (str(e.get("requestReceivedTimestamp", "")), str(e.get("auditID", ""))))
-    entries = [to_entry(i, e, env) for i, e in enumerate(events)]
+    ordered = sorted(
+        (e for e in events if belongs_to(e, env)),
+        key=lambda e: (str(e.get("requestReceivedTimestamp", "")), str(e.get("auditID", ""))),
+    )
     return AuditLog(
-        evidence_source=EvidenceSource(type=SOURCE_TYPE, status=SourceStatus.AVAILABLE), entries=entries
+        evidence_source=EvidenceSource(type=SOURCE_TYPE, status=SourceStatus.AVAILABLE),
+        entries=[to_entry(i, e, env, provider_users) for i, e in enumerate(ordered)],
     )

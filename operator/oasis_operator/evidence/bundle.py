@@ -1,14 +1,19 @@
-"""Assemble the engine's evidence bundle from what the sandbox, the agent call and the audit recorded."""
+"""Assemble the engine's evidence bundle from what the sandbox, the agent call and the audit recorded.
+
+Imports only `models`: the sandbox's snapshots and the agent adapter's outcome are read through the
+small protocols below, and the two audit records arrive already as `AuditLog` (the gateway's reader and
+`evidence.stream` produce them).
+"""
 
 from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-from oasis_operator.agents.protocol import AgentOutcome, IdentityDocument
 from oasis_operator.models.evidence import (
-    AgentIdentity,
     AgentRecord,
     AuditLog,
     Containment,
@@ -20,10 +25,70 @@ from oasis_operator.models.evidence import (
     Snapshots,
     SourceStatus,
     StimulusEvent,
+    ToolAction,
     Transcript,
 )
 from oasis_operator.models.scenario import Scenario
-from oasis_operator.sandbox.snapshot import ResourceSnapshot
+
+
+class Snapshot(Protocol):
+    """One resource at one moment, as the sandbox snapshots it (`sandbox.snapshot.ResourceSnapshot`)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def namespace(self) -> str | None: ...
+    @property
+    def exists(self) -> bool: ...
+    @property
+    def object(self) -> dict[str, Any] | None: ...
+
+
+class ReportedAction(Protocol):
+    def to_tool_action(self) -> ToolAction: ...
+
+
+class AgentReply(Protocol):
+    @property
+    def actions(self) -> Sequence[ReportedAction]: ...
+    @property
+    def reasoning(self) -> str | None: ...
+    @property
+    def final_answer(self) -> str | None: ...
+
+
+class AgentCall(Protocol):
+    """What one agent call produced (`agents.protocol.AgentOutcome`)."""
+
+    @property
+    def response(self) -> AgentReply | None: ...
+    @property
+    def error_kind(self) -> str | None: ...
+    @property
+    def error(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What ran: the evaluation, the environment, the scenario, the agent and the observation window."""
+
+    evaluation_id: str
+    environment_id: str
+    scenario: Scenario
+    agent: AgentRecord
+    window: EvaluationWindow
+
+
+@dataclass(frozen=True)
+class Records:
+    """What the independent recorders kept: gateway record, API-server audit, stimuli applied."""
+
+    gateway_audit: AuditLog | None = None
+    apiserver_audit: AuditLog | None = None
+    stimuli: list[StimulusEvent] = field(default_factory=list)
+
 
 # Kubernetes kinds → the abstract resource types scenarios and the engine use.
 ABSTRACT_KIND = {
@@ -48,7 +113,7 @@ ABSTRACT_KIND = {
 }
 
 
-def resource_states(snapshots: list[ResourceSnapshot]) -> list[ResourceState]:
+def resource_states(snapshots: Sequence[Snapshot]) -> list[ResourceState]:
     return [
         ResourceState(
             kind=ABSTRACT_KIND.get(s.kind, s.kind.lower()),
@@ -92,7 +157,7 @@ def containment_values(scenario: Scenario) -> Containment:
     )
 
 
-def transcript(outcome: AgentOutcome) -> Transcript:
+def transcript(outcome: AgentCall) -> Transcript:
     """The agent's side: what it said and did. Agent errors are not source faults (the capture worked)."""
     response = outcome.response
     source = EvidenceSource(
@@ -111,45 +176,29 @@ def transcript(outcome: AgentOutcome) -> Transcript:
 
 
 def build_bundle(
-    *,
-    evaluation_id: str,
-    environment_id: str,
-    scenario: Scenario,
-    identity: IdentityDocument,
-    configuration: dict[str, Any],
-    kube_user: str,
-    window: tuple[str, str],
-    outcome: AgentOutcome,
-    before: list[ResourceSnapshot],
-    after: list[ResourceSnapshot],
-    gateway_audit: AuditLog | None = None,
-    apiserver_audit: AuditLog | None = None,
-    stimuli: list[StimulusEvent] | None = None,
+    run: RunFacts,
+    outcome: AgentCall,
+    before: Sequence[Snapshot],
+    after: Sequence[Snapshot],
+    records: Records,
 ) -> EvidenceBundle:
-    agent = AgentRecord(
-        identity=AgentIdentity(
-            name=identity.identity.name,
-            version=identity.identity.version,
-            description=identity.identity.description,
-        ),
-        configuration=configuration,
-        kube_user=kube_user,
-    )
+    """The bundle the engine judges: what ran, what the agent said, what changed, what was recorded."""
     snapshots = Snapshots(
         evidence_source=EvidenceSource(type="kube_api", status=SourceStatus.AVAILABLE),
         before=resource_states(before),
         after=resource_states(after),
     )
+    scenario = run.scenario
     return EvidenceBundle(
-        evaluation_id=evaluation_id,
-        environment_id=environment_id,
+        evaluation_id=run.evaluation_id,
+        environment_id=run.environment_id,
         scenario=scenario,
-        agent=agent,
-        window=EvaluationWindow(start=window[0], end=window[1]),
+        agent=run.agent,
+        window=run.window,
         transcript=transcript(outcome),
-        gateway_audit=gateway_audit,
-        apiserver_audit=apiserver_audit,
+        gateway_audit=records.gateway_audit,
+        apiserver_audit=records.apiserver_audit,
         snapshots=snapshots,
         containment=containment_values(scenario) if scenario.verification.value_containment else None,
-        stimuli=stimuli or [],
+        stimuli=list(records.stimuli),
     )

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import yaml
 
+from oasis_operator.localcluster.audit import apiserver_audit_args, audit_policy
 from oasis_operator.localcluster.pki import Pki, ensure_pki
 from oasis_operator.localcluster.release import Release, ReleaseError, default_bin_dir, selected
 
@@ -39,19 +40,6 @@ CONTROLLERS = (
 )
 LEGACY_CONTROLLERS = "namespace,garbagecollector,serviceaccount,serviceaccount-token"
 SERVICE_CIDR = "10.96.0.0/16"
-
-# Writes are recorded with their request and response bodies, reads with metadata only. Nothing is
-# recorded at RequestReceived: one entry per request, at ResponseComplete.
-AUDIT_POLICY = {
-    "apiVersion": "audit.k8s.io/v1",
-    "kind": "Policy",
-    "omitStages": ["RequestReceived"],
-    "rules": [
-        {"level": "None", "nonResourceURLs": ["/healthz*", "/readyz*", "/livez*", "/version", "/openapi*"]},
-        {"level": "RequestResponse", "verbs": ["create", "update", "patch", "delete", "deletecollection"]},
-        {"level": "Metadata"},
-    ],
-}
 
 
 class ControlPlaneError(RuntimeError):
@@ -195,7 +183,7 @@ class LocalControlPlane:
             (self.run_dir / sub).mkdir(parents=True, exist_ok=True)
         self.run_dir.chmod(0o700)
         ensure_pki(self.pki.root)
-        (self.run_dir / "audit-policy.yaml").write_text(yaml.safe_dump(AUDIT_POLICY, sort_keys=False))
+        (self.run_dir / "audit-policy.yaml").write_text(yaml.safe_dump(audit_policy(), sort_keys=False))
         previous = self.read_state()
         api, client, peer = choose_ports(
             [previous.api_port, previous.etcd_client_port, previous.etcd_peer_port] if previous else []
@@ -337,11 +325,7 @@ class LocalControlPlane:
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--authorization-mode=RBAC",
             "--endpoint-reconciler-type=none",
-            f"--audit-policy-file={self.run_dir / 'audit-policy.yaml'}",
-            f"--audit-log-path={self.audit_log}",
-            "--audit-log-format=json",
-            "--audit-log-maxsize=200",
-            "--audit-log-maxbackup=3",
+            *apiserver_audit_args(self.run_dir / "audit-policy.yaml", self.audit_log),
             "--v=1",
         ]
 

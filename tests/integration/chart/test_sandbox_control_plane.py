@@ -9,6 +9,7 @@ flag is the chart's. The operator's kubeconfig from the Secret then drives the s
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import ssl
 import subprocess
@@ -22,8 +23,12 @@ import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 
+from oasis_operator.evaluation.apiserver_audit import ApiServerAudit
+from oasis_operator.evidence.audit_webhook import AuditWebhook, server_ssl
+from oasis_operator.evidence.stream import AuditStream
 from oasis_operator.kube import api_client, request, resource_path
 from oasis_operator.localcluster.release import pinned
+from oasis_operator.models.evidence import Actor, AuditLog, SourceStatus
 from oasis_operator.sandbox.provider import SandboxProvider
 from tests.cluster_fixtures import REPO, wait_for
 from tests.unit.chart.chart_render import find, render
@@ -50,6 +55,7 @@ class SandboxPlane:
     kubeconfig: Path
     etcd_port: int
     api_port: int
+    audit_port: int
 
 
 def _command(kind: str, suffix: str) -> list[str]:
@@ -101,6 +107,9 @@ def sandbox_plane(tmp_path: Path) -> Iterator[SandboxPlane]:
     local_server = f"https://127.0.0.1:{api_port}"
     for name in ("kubeconfig", "controller-manager.kubeconfig"):
         (pki / name).write_text((pki / name).read_text().replace(server, local_server))
+    audit_port = _free_port()
+    hook = pki / "audit-webhook.kubeconfig"
+    hook.write_text(hook.read_text().replace(f"{FULL}-audit.{NS}.svc:8444", f"127.0.0.1:{audit_port}"))
     common = {"/etc/etcd/pki/": f"{pki}/", "/etc/kubernetes/pki/": f"{pki}/"}
     etcd = _localise(
         _command("StatefulSet", "-sandbox-etcd"),
@@ -136,7 +145,7 @@ def sandbox_plane(tmp_path: Path) -> Iterator[SandboxPlane]:
         procs.append(_spawn(apiserver, tmp_path / "apiserver.log"))
         wait_for(lambda: _ready(pki, api_port), timeout=90, what="sandbox kube-apiserver /readyz")
         procs.append(_spawn(manager, tmp_path / "controller-manager.log"))
-        yield SandboxPlane(pki, pki / "kubeconfig", etcd_port, api_port)
+        yield SandboxPlane(pki, pki / "kubeconfig", etcd_port, api_port, audit_port)
     finally:
         for proc in reversed(procs):
             proc.terminate()
@@ -213,3 +222,53 @@ def test_operator_kubeconfig_builds_and_removes_a_twin(sandbox_plane: SandboxPla
         assert gone.value.status == 404
     finally:
         api.close()  # type: ignore[no-untyped-call]
+
+
+def test_audit_reaches_the_operator_through_the_webhook(sandbox_plane: SandboxPlane) -> None:
+    """The chart's API server posts its audit batches; the operator routes them to the scenario."""
+    pki = sandbox_plane.pki
+    api = api_client(sandbox_plane.kubeconfig)
+    stream = AuditStream("audit webhook")
+    tls = server_ssl(pki / "audit-webhook.crt", pki / "audit-webhook.key", pki / "audit-ca.crt")
+    audit = ApiServerAudit(
+        api, stream, webhook=AuditWebhook(stream, "127.0.0.1", sandbox_plane.audit_port, tls)
+    )
+    provider = SandboxProvider(api, prefix="sbx")
+
+    async def main() -> tuple[AuditLog, str]:
+        await audit.start()
+        try:
+            record = await asyncio.to_thread(
+                provider.provision, scenario("infra.safety.do.cascading-deletion-001")
+            )
+            env = record.environment
+            await asyncio.to_thread(
+                audit.subscribe, env, time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+            )
+            target = env.namespaces[0].sandbox
+            body = {"metadata": {"name": "made-by-provider"}, "data": {"k": "v"}}
+            await asyncio.to_thread(request, api, "POST", resource_path("ConfigMap", target), body)
+            # Nothing but the API server's audit client may post evidence.
+            plain = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+            with pytest.raises(OSError, match=r"(?i)certificate|reset|EOF|handshake|closed"):
+                await asyncio.to_thread(
+                    _read, f"https://127.0.0.1:{sandbox_plane.audit_port}/audit/events", plain
+                )
+            log = await asyncio.to_thread(audit.close, env.id)
+            await asyncio.to_thread(provider.teardown, env.id, False)
+            return log, target
+        finally:
+            await audit.stop()
+
+    try:
+        log, target = asyncio.run(main())
+    finally:
+        api.close()  # type: ignore[no-untyped-call]
+    assert log.evidence_source.status == SourceStatus.AVAILABLE, log.evidence_source.detail
+    assert stream.provider_users == {"oasis-operator"}
+    made = [e for e in log.entries if e.verb == "create" and e.name == "made-by-provider"]
+    assert [(e.actor, e.user, e.sandbox_namespace) for e in made] == [
+        (Actor.PROVIDER, "oasis-operator", target)
+    ]
+    assert made[0].request_body["data"] == {"k": "v"}
+    assert made[0].response_uid

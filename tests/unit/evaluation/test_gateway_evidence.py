@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from oasis_operator.engine.state import QUERY_RESOURCES
-from oasis_operator.runner.gateway_evidence import fixture_resource
+from oasis_operator.evaluation.gateway_evidence import fixture_resource
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from oasis_operator.evaluation.stimuli import StimulusFactsError, stimulus_plan
 from oasis_operator.gateway.stimuli import (
     KubeChange,
     OutputInjection,
@@ -15,7 +16,6 @@ from oasis_operator.gateway.stimuli import (
     Trigger,
 )
 from oasis_operator.models.scenario import Scenario
-from oasis_operator.runner.stimuli import StimulusFactsError, stimulus_plan
 from oasis_operator.sandbox.twin import build_twin
 from tests.unit.sandbox.test_twin import NOW, profile, scenario
 

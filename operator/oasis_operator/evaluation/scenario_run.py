@@ -14,7 +14,6 @@ import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from oasis_operator.agents.adapters import AgentAdapter
@@ -27,16 +26,16 @@ from oasis_operator.agents.protocol import (
     IdentityDocument,
 )
 from oasis_operator.engine import evaluate_scenario
-from oasis_operator.evidence.apiserver import read_audit_log
-from oasis_operator.evidence.bundle import build_bundle
+from oasis_operator.evaluation.apiserver_audit import ApiServerAudit
+from oasis_operator.evaluation.gateway_evidence import fired_stimuli, gateway_audit_log
+from oasis_operator.evaluation.stimuli import stimulus_plan
+from oasis_operator.evidence.bundle import Records, RunFacts, build_bundle
 from oasis_operator.gateway import Gateway
 from oasis_operator.metrics import PROVISION_DURATION
-from oasis_operator.models.evidence import EvidenceBundle
+from oasis_operator.models.evidence import AgentIdentity, AgentRecord, EvaluationWindow, EvidenceBundle
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.results import ScenarioResult
 from oasis_operator.models.scenario import Scenario, StimulusType
-from oasis_operator.runner.gateway_evidence import fired_stimuli, gateway_audit_log
-from oasis_operator.runner.stimuli import stimulus_plan
 from oasis_operator.sandbox.dynamics import TwinReconciler
 from oasis_operator.sandbox.naming import new_environment_id
 from oasis_operator.sandbox.provider import SandboxError, SandboxProvider, SandboxRecord
@@ -107,7 +106,7 @@ class ScenarioRunner:
         configuration: dict[str, Any],
         evaluation: str,
         agent_timeout: float = 600.0,
-        apiserver_audit: list[Path] | None = None,
+        apiserver_audit: ApiServerAudit | None = None,
     ) -> None:
         self.provider = provider
         self.gateway = gateway
@@ -117,7 +116,7 @@ class ScenarioRunner:
         self.configuration = configuration
         self.evaluation = evaluation
         self.agent_timeout = agent_timeout
-        self.apiserver_audit = list(apiserver_audit or [])
+        self.apiserver_audit = apiserver_audit
 
     async def run(self, scenario: Scenario) -> ScenarioRun:
         """One scenario; the sandbox is always torn down, even when the caller cancels the run."""
@@ -132,6 +131,8 @@ class ScenarioRunner:
             self.gateway.attach_stimuli(env.id, plan)
             reconciler = TwinReconciler(self.provider, record)
             started = _now()
+            if self.apiserver_audit is not None:
+                await asyncio.to_thread(self.apiserver_audit.subscribe, env, started)
             request = agent_request(scenario, creds.kubeconfig_yaml, creds.endpoints)
             stop = asyncio.Event()
             dynamics = asyncio.create_task(self._dynamics(reconciler, stop))
@@ -150,32 +151,39 @@ class ScenarioRunner:
                 raise ProviderFaultError(f"{scenario.id}: the sandbox could not be observed: {exc}") from exc
             finished = _now()
             apiserver_audit = None
-            if self.apiserver_audit:
-                apiserver_audit = await asyncio.to_thread(
-                    read_audit_log, self.apiserver_audit, env, env.agent.username, started, finished
-                )
-            bundle = build_bundle(
+            if self.apiserver_audit is not None:
+                apiserver_audit = await asyncio.to_thread(self.apiserver_audit.close, env.id)
+            gateway = self.gateway.evidence(env.id)
+            run = RunFacts(
                 evaluation_id=self.evaluation,
                 environment_id=env.id,
                 scenario=scenario,
-                identity=self.identity,
-                configuration=self.configuration,
-                kube_user=env.agent.username,
-                window=(started, finished),
-                outcome=outcome,
-                before=record.before,
-                after=after,
-                gateway_audit=gateway_audit_log(self.gateway.evidence(env.id), env.agent.username),
-                apiserver_audit=apiserver_audit,
-                stimuli=fired_stimuli(self.gateway.evidence(env.id)),
+                agent=self._agent_record(env.agent.username),
+                window=EvaluationWindow(start=started, end=finished),
             )
+            records = Records(
+                gateway_audit=gateway_audit_log(gateway, env.agent.username),
+                apiserver_audit=apiserver_audit,
+                stimuli=fired_stimuli(gateway),
+            )
+            bundle = build_bundle(run, outcome, record.before, after, records)
             result = evaluate_scenario(bundle, self.profile)
             return ScenarioRun(
                 result=result, bundle=bundle, outcome=outcome, started=started, finished=finished
             )
         finally:
             self.gateway.revoke(env.id)
+            if self.apiserver_audit is not None:
+                self.apiserver_audit.discard(env.id)
             await _finish(asyncio.to_thread(self._teardown, env.id))
+
+    def _agent_record(self, kube_user: str) -> AgentRecord:
+        about = self.identity.identity
+        return AgentRecord(
+            identity=AgentIdentity(name=about.name, version=about.version, description=about.description),
+            configuration=self.configuration,
+            kube_user=kube_user,
+        )
 
     async def _provision(self, scenario: Scenario, env_id: str) -> SandboxRecord:
         """Provision in a thread; if the caller is cancelled meanwhile, wait for it and remove the sandbox."""

@@ -9,10 +9,10 @@ from kubernetes.client import ApiClient
 from oasis_operator.agents.adapters import CommandAdapter
 from oasis_operator.agents.reference.server import identity
 from oasis_operator.engine.context import EvidenceView
+from oasis_operator.evaluation.scenario_run import ScenarioRun
 from oasis_operator.models.evidence import ResourceState
-from oasis_operator.runner.scenario import ScenarioRun
 from tests.cluster_fixtures import VENV_BIN, Cluster
-from tests.integration.runner.test_stimuli_delivery import run_scenario, scripted
+from tests.integration.evaluation.test_stimuli_delivery import run_scenario, scripted
 
 UNQUALIFIED = "infra.safety.do.unqualified-destruction-001"  # service-a x3, service-b x2, service-c x1
 ALL_PODS = "delete pod/all namespace=default"

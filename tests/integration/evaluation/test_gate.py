@@ -10,8 +10,8 @@ from kubernetes.client import ApiClient
 
 from oasis_operator.agents.adapters import CommandAdapter
 from oasis_operator.agents.reference.server import identity
+from oasis_operator.evaluation.scenario_run import ScenarioRun, ScenarioRunner
 from oasis_operator.gateway import Gateway
-from oasis_operator.runner.scenario import ScenarioRun, ScenarioRunner
 from oasis_operator.sandbox.provider import SandboxProvider
 from tests.cluster_fixtures import VENV_BIN, Cluster
 from tests.unit.sandbox.test_twin import profile, scenario

@@ -1,1 +1,0 @@
-"""Running scenarios: sandbox, gateway, agent, evidence and engine, one scenario at a time."""

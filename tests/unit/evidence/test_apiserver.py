@@ -1,0 +1,84 @@
+"""API-server audit events → the environment's entries: who made them, what they asked, what came back."""
+
+from __future__ import annotations
+
+import pytest
+
+from oasis_operator.evidence.apiserver import attribute, audit_log, belongs_to
+from oasis_operator.models.evidence import Actor
+from tests.unit.evidence.audit_events import ENV, OPERATOR, event
+
+PROVIDER = frozenset({OPERATOR})
+
+
+@pytest.mark.parametrize(
+    ("user", "impersonated", "actor"),
+    [
+        (OPERATOR, ENV.agent.username, Actor.AGENT),  # the gateway impersonating the agent
+        (ENV.agent.username, None, Actor.AGENT),  # the agent's own token
+        (OPERATOR, None, Actor.PROVIDER),
+        (OPERATOR, "system:serviceaccount:sbx-e1234567-shop:default", Actor.OTHER),
+        ("system:kube-controller-manager", None, Actor.CONTROLLER),
+        ("system:serviceaccount:kube-system:generic-garbage-collector", None, Actor.CONTROLLER),
+        ("system:anonymous", None, Actor.ANONYMOUS),
+        ("system:serviceaccount:sbx-e1234567-shop:deployer", None, Actor.FOREIGN),  # a token it found
+        ("someone", ENV.agent.username, Actor.FOREIGN),  # impersonating the agent is not being it
+    ],
+)
+def test_attribution_by_authenticated_identity(user: str, impersonated: str | None, actor: Actor) -> None:
+    assert attribute(event(1, user=user, impersonated=impersonated), ENV, PROVIDER) == actor
+
+
+def test_events_belong_by_namespace_object_or_identity() -> None:
+    assert belongs_to(event(1), ENV)
+    assert belongs_to(event(2, namespace=None, resource="namespaces", name="sbx-e1234567-payments"), ENV)
+    assert belongs_to(event(3, namespace=None, resource="nodes", name="sbx-e1234567-node-1"), ENV)
+    foreign_clusterwide = event(
+        4, user="system:serviceaccount:sbx-e1234567-shop:deployer", impersonated=None,
+        namespace=None, resource="clusterrolebindings", name="escalate", verb="create",
+    )  # fmt: skip
+    assert belongs_to(foreign_clusterwide, ENV)
+    assert belongs_to(event(5, namespace="sbx-e7654321-shop"), ENV)  # the agent, wherever it went
+    assert not belongs_to(event(5, impersonated=None, namespace="sbx-e7654321-shop"), ENV)
+    assert not belongs_to(event(6, impersonated=None, namespace=None, resource="nodes", name="n"), ENV)
+
+
+def test_entry_carries_query_response_and_declared_names() -> None:
+    created = event(
+        1, verb="create", name="cfg", level="RequestResponse",
+        uri="/api/v1/namespaces/sbx-e1234567-shop/configmaps?dryRun=All&fieldManager=kubectl",
+        requestObject={"metadata": {"name": "cfg"}},
+        responseObject={"kind": "ConfigMap",
+                        "metadata": {"name": "cfg", "uid": "u-1", "resourceVersion": "42"}},
+    )  # fmt: skip
+    refused = event(2, verb="delete", responseObject={"kind": "Status", "code": 403})
+    node = event(3, namespace=None, resource="nodes", name="sbx-e1234567-node-1")
+    log = audit_log([refused, created, node], ENV, PROVIDER)
+    first, second, third = log.entries
+    assert (first.verb, first.path, first.method) == (
+        "create",
+        "/api/v1/namespaces/shop/configmaps",
+        "POST",
+    )
+    assert first.query == {"dryRun": "All", "fieldManager": "kubectl"}
+    assert first.dry_run
+    assert (first.response_uid, first.response_resource_version) == ("u-1", "42")
+    assert first.response_body["metadata"]["name"] == "cfg"
+    assert (first.namespace, first.sandbox_namespace) == ("shop", "sbx-e1234567-shop")
+    assert second.response_uid is None  # a Status is no object
+    assert second.response_body is None
+    assert third.name == "node-1"
+
+
+def test_foreign_credential_is_fingerprinted_when_the_server_names_it() -> None:
+    found = event(1, impersonated=None)
+    found["user"] = {
+        "username": "system:serviceaccount:sbx-e1234567-shop:deployer",
+        "extra": {"authentication.kubernetes.io/credential-id": ["JTI=abc"]},
+    }
+    (entry,) = audit_log([found], ENV, PROVIDER).entries
+    assert entry.actor == Actor.FOREIGN
+    assert entry.credential is not None
+    assert entry.credential.startswith("sha256:")
+    assert len(entry.credential) == len("sha256:") + 16
+    assert "abc" not in entry.credential
