@@ -23,7 +23,7 @@ from aiohttp import web
 from oasis_operator.gateway.documents import clean_discovery, merge_lists, rewrite_body
 from oasis_operator.gateway.guards import Refusal, impersonation_refusal, refusal
 from oasis_operator.gateway.protowire import rewrite_protobuf
-from oasis_operator.gateway.recorder import RecordUnavailableError
+from oasis_operator.gateway.recorder import Completion, RecordUnavailableError
 from oasis_operator.gateway.requestinfo import RequestInfo
 from oasis_operator.gateway.state import EnvState
 from oasis_operator.gateway.status import forbidden_message, status_document
@@ -35,9 +35,13 @@ from oasis_operator.gateway.upstream import (
 )
 from oasis_operator.gateway.virtual import CLUSTER_OBJECT_KINDS, is_sandbox_credential, object_name
 
+# Reads larger than this are not parsed again for the record (big lists carry no single object).
+MAX_PARSED_READ = 64 << 10
 Keep = Callable[[dict[str, Any]], bool]
 # The record sequence number of the request being answered (each request runs in its own task).
 CURRENT_SEQ: contextvars.ContextVar[int | None] = contextvars.ContextVar("gateway_record_seq", default=None)
+# Where the server keeps the path below the door (or the whole path of a request with no door).
+TAIL_KEY = web.RequestKey("gateway_tail", str)
 PodLogHandler = Callable[[web.Request, EnvState, RequestInfo], Awaitable["Outcome"]]
 
 
@@ -49,6 +53,13 @@ class Outcome:
     code: int
     size: int
     note: str = ""
+    # The JSON document the agent got (declared names), when the record needs it (objects, not lists).
+    document: Any = None
+
+
+def door_tail(request: web.Request) -> str:
+    """The request's path below its door ("/api/v1/..."), whether or not it came through one."""
+    return request.get(TAIL_KEY, request.path)
 
 
 class Discovery:
@@ -85,11 +96,11 @@ class KubeProxy:
             return await self._refused(
                 request, state, impersonation_refusal(state.env.agent.username, impersonating)
             )
-        tail = request.match_info.get("tail", "/").rstrip("/")
+        tail = door_tail(request).rstrip("/")
         if self.resource_metrics and (info.api_group == "metrics.k8s.io" or tail == "/apis/metrics.k8s.io"):
             return await self.resource_metrics(request, state, info)
         if not info.is_resource:
-            tail = request.match_info.get("tail", "/")
+            tail = door_tail(request)
             query = request.rel_url.raw_query_string
             return await self._forward(request, state, tail + (f"?{query}" if query else ""), body)
         if refused := refusal(info, state.env.agent.username, body):
@@ -290,12 +301,12 @@ class KubeProxy:
     ) -> Outcome:
         code, body = self._rewrite(state, code, raw, content_type, keep)
         if _is_text(content_type):
-            route = request.match_info.get("tail", "")
+            route = door_tail(request)
             body = state.response_hook("kubernetes", route, body.decode()).encode()
         response = web.Response(
             status=code, body=body, headers={"Content-Type": content_type or "text/plain"}
         )
-        return Outcome(response, code, len(body))
+        return Outcome(response, code, len(body), document=_recorded_document(request, content_type, body))
 
     async def _reply(self, request: web.Request, state: EnvState, code: int, doc: dict[str, Any]) -> Outcome:
         body = state.names.declared_text(json.dumps(doc)).encode()
@@ -338,12 +349,22 @@ class KubeProxy:
         return (state.names.declared_text(json.dumps(doc, separators=(",", ":"))) + "\n").encode()
 
 
+def _recorded_document(request: web.Request, content_type: str, body: bytes) -> Any:
+    """The answer as the record keeps it: parsed JSON for writes and small answers (lists are skipped)."""
+    if "json" not in content_type or (request.method == "GET" and len(body) > MAX_PARSED_READ):
+        return None
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
+
+
 def _stream_opened(request: web.Request, state: EnvState) -> None:
     """Record the answer of a watch as soon as it starts: a stream may stay open until the end of the run."""
     seq = CURRENT_SEQ.get()
     if seq is not None:
         with contextlib.suppress(RecordUnavailableError):  # the closing line will report the fault
-            state.recorder.complete(seq, 200, 0, "stream open")
+            state.recorder.complete(seq, Completion(200, 0, "stream open"))
 
 
 def _impersonation_asked(request: web.Request) -> str:

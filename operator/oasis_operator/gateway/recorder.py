@@ -1,9 +1,11 @@
 """The gateway's evidence: an append-only JSON Lines record of every request an agent made.
 
-Each request is written as a `request` line before anything is forwarded, and a `response` line with the
-same sequence number once the answer is known; `stimulus` lines note when a stimulus fired. The reader
-joins them into `GatewayAuditEntry` rows. If the file cannot be written or read, the source is reported
-`unreachable`: a storage fault must never look like an agent that did nothing.
+Each request is written as a `request` line, a `models.evidence.AuditEntry` (the one model of a request
+from recorder to engine), before anything is forwarded; a `response` line with the same sequence number
+adds what the answer was once it is known (`Completion`); `stimulus` lines note when a stimulus fired.
+The reader joins them into an `AuditLog` and a list of `StimulusEvent`s, read once per scenario. If the
+file cannot be written or read, or a line is corrupt, the source is `unreachable`: a storage fault must
+never look like an agent that did nothing. Every line goes through `Recorder._append`, the one write path.
 """
 
 from __future__ import annotations
@@ -11,14 +13,18 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from oasis_operator.models.evidence import AuditEntry, AuditLog, EvidenceSource, SourceStatus, StimulusEvent
 
 RECORD_FILE = "gateway-audit.jsonl"
-EvidenceStatus = Literal["available", "unreachable"]
+SOURCE_TYPE = "gateway_audit"
+# How long the reader waits for a last line still being written before calling the record faulty.
+TORN_LINE_WAIT = 1.0
 
 
 def utc_now() -> str:
@@ -26,54 +32,54 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-class GatewayAuditEntry(BaseModel):
-    """One agent request as the gateway saw it, completed with the answer it got."""
+@dataclass(frozen=True)
+class Completion:
+    """What the agent got back for one request (the `response` line of the record)."""
 
-    model_config = ConfigDict(extra="ignore")
-
-    seq: int
-    time: str
-    method: str
-    path: str = Field(description="Path and query exactly as the agent sent them.")
-    api: str = Field(default="kubernetes", description="kubernetes, logs, prometheus, traces, …")
-    authenticated: bool = True
-    verb: str = ""
-    api_group: str = ""
-    api_version: str = ""
-    resource: str = ""
-    subresource: str = ""
-    name: str = ""
-    namespace: str = Field(default="", description="The namespace as the agent named it.")
-    sandbox_namespace: str = ""
-    label_selector: str = ""
-    field_selector: str = ""
-    request_body: Any = None
-    response_code: int | None = Field(default=None, description="None: the request never completed.")
-    response_bytes: int | None = None
-    completed_at: str | None = None
+    code: int
+    size: int = 0
     note: str = ""
+    uid: str | None = None
+    resource_version: str | None = None
+    body: Any = None
+
+    def fields(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"response_code": self.code, "response_bytes": self.size}
+        if self.note:
+            out["note"] = self.note
+        if self.uid is not None:
+            out["response_uid"] = self.uid
+        if self.resource_version is not None:
+            out["response_resource_version"] = self.resource_version
+        if self.body is not None:
+            out["response_body"] = self.body
+        return out
 
 
-class StimulusRecord(BaseModel):
-    """A stimulus the gateway applied, and when."""
+@dataclass(frozen=True)
+class GatewayRecord:
+    """An environment's record as evidence: the audit log (with its source status) and the stimuli."""
 
-    model_config = ConfigDict(extra="ignore")
+    audit_log: AuditLog
+    stimuli: list[StimulusEvent] = field(default_factory=list)
 
-    time: str
-    stimulus: str
-    trigger: str
-    after_seq: int | None = None
-    detail: str = ""
+    @property
+    def available(self) -> bool:
+        return self.audit_log.evidence_source.usable
+
+    @property
+    def entries(self) -> list[AuditEntry]:
+        return self.audit_log.entries
+
+    @property
+    def reason(self) -> str:
+        return self.audit_log.evidence_source.detail or ""
 
 
-class GatewayEvidence(BaseModel):
-    """What the engine receives as `evidence_source {type: gateway_audit}`."""
-
-    type: Literal["gateway_audit"] = "gateway_audit"
-    status: EvidenceStatus
-    reason: str = ""
-    entries: list[GatewayAuditEntry] = Field(default_factory=list)
-    stimuli: list[StimulusRecord] = Field(default_factory=list)
+def unreachable(reason: str) -> GatewayRecord:
+    """A record that could not be read: no entries, and the cause."""
+    source = EvidenceSource(type=SOURCE_TYPE, status=SourceStatus.UNREACHABLE, detail=reason)
+    return GatewayRecord(AuditLog(evidence_source=source, append_only=True))
 
 
 class RecordUnavailableError(RuntimeError):
@@ -97,7 +103,7 @@ class Recorder:
             directory.mkdir(parents=True, exist_ok=True)
             self.path.touch(exist_ok=True)
             # A restarted gateway continues the numbering of an existing record.
-            self._seq = max((e.seq for e in read_evidence(self.path).entries), default=0)
+            self._seq = _last_seq(self.path)
         except OSError as exc:
             self._fault = f"cannot create the record: {exc}"
 
@@ -106,6 +112,7 @@ class Recorder:
         return self._fault
 
     def _append(self, record: dict[str, Any]) -> None:
+        """The one write path of the record: one JSON line, flushed before the caller goes on."""
         line = json.dumps(record, separators=(",", ":"), default=str) + "\n"
         try:
             with self.path.open("a", encoding="utf-8") as handle:
@@ -117,21 +124,23 @@ class Recorder:
             self._fault = f"cannot append to the record: {exc}"
             raise RecordUnavailableError(self._fault) from exc
 
-    def begin(self, **fields: Any) -> int:
-        """Write the request line; returns its sequence number. Raises if the record cannot be written."""
+    def begin(self, entry: AuditEntry) -> int:
+        """Write the request line (numbered and timed here); returns its sequence number.
+
+        Raises `RecordUnavailableError` if the record cannot be written.
+        """
         with self._lock:
             if self._fault:
                 raise RecordUnavailableError(self._fault)
             self._seq += 1
             seq = self._seq
-            self._append({"record": "request", "seq": seq, "time": utc_now(), **fields})
+            numbered = entry.model_copy(update={"seq": seq, "time": utc_now(), "response_code": 0})
+            self._append({"record": "request", **numbered.model_dump(mode="json", exclude_defaults=True)})
         return seq
 
-    def complete(self, seq: int, code: int, size: int, note: str = "") -> None:
-        """Write the response line of request `seq`."""
-        record = {"record": "response", "seq": seq, "time": utc_now(), "code": code, "bytes": size}
-        if note:
-            record["note"] = note
+    def complete(self, seq: int, completion: Completion) -> None:
+        """Write the response line of request `seq` (a later one for the same request wins)."""
+        record = {"record": "response", "seq": seq, "completed_at": utc_now(), **completion.fields()}
         with self._lock:
             self._append(record)
 
@@ -150,34 +159,69 @@ class Recorder:
             )
 
 
-def read_evidence(path: Path) -> GatewayEvidence:
+def _last_seq(path: Path) -> int:
+    """The highest sequence number in an existing record (unparsable lines are skipped here)."""
+    last = 0
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("seq"), int):
+            last = max(last, record["seq"])
+    return last
+
+
+def _read_complete(path: Path, torn_wait: float) -> str:
+    """The record's text up to its last newline; waits up to `torn_wait` for a last line being written."""
+    deadline = time.monotonic() + torn_wait
+    while True:
+        text = path.read_text(encoding="utf-8")
+        if not text or text.endswith("\n"):
+            return text
+        if time.monotonic() >= deadline:
+            offset = len(text.rsplit("\n", 1)[0].encode()) + (1 if "\n" in text else 0)
+            raise _CorruptRecordError(
+                f"{path}: the last line (at byte offset {offset}) is incomplete after {torn_wait:g} s"
+            )
+        time.sleep(0.05)
+
+
+class _CorruptRecordError(ValueError):
+    pass
+
+
+def read_record(path: Path, torn_wait: float = TORN_LINE_WAIT) -> GatewayRecord:
     """Join the request and response lines of a record file; any fault makes the source unreachable."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _read_complete(path, torn_wait)
     except OSError as exc:
-        return GatewayEvidence(status="unreachable", reason=f"cannot read the record: {exc}")
+        return unreachable(f"cannot read the record: {exc}")
+    except _CorruptRecordError as exc:
+        return unreachable(str(exc))
     requests: dict[int, dict[str, Any]] = {}
-    stimuli: list[StimulusRecord] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    stimuli: list[StimulusEvent] = []
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        start, offset = offset, offset + len(line.encode())
         if not line.strip():
             continue
         try:
             record = json.loads(line)
             kind = record.pop("record")
-        except (ValueError, KeyError, AttributeError):
-            return GatewayEvidence(status="unreachable", reason=f"record line {number} is corrupt")
-        if kind == "request":
-            requests[record["seq"]] = record
-        elif kind == "response" and record.get("seq") in requests:
-            entry = requests[record["seq"]]
-            # The last response line wins: a stream is noted when it opens and again when it ends.
-            entry.update(
-                response_code=record.get("code"),
-                response_bytes=record.get("bytes"),
-                completed_at=record.get("time"),
-                note=record.get("note", ""),
-            )
-        elif kind == "stimulus":
-            stimuli.append(StimulusRecord.model_validate(record))
-    entries = [GatewayAuditEntry.model_validate(requests[seq]) for seq in sorted(requests)]
-    return GatewayEvidence(status="available", entries=entries, stimuli=stimuli)
+            if kind == "request":
+                requests[record["seq"]] = record
+            elif kind == "response":
+                seq = record.pop("seq")
+                if seq in requests:
+                    requests[seq].update(record)
+            elif kind == "stimulus":
+                stimuli.append(StimulusEvent.model_validate(record))
+        except (ValueError, KeyError, AttributeError, TypeError):
+            return unreachable(f"{path}: the line at byte offset {start} is corrupt")
+    try:
+        entries = [AuditEntry.model_validate(requests[seq]) for seq in sorted(requests)]
+    except ValueError as exc:
+        return unreachable(f"{path}: an entry does not match the audit entry model: {exc}")
+    source = EvidenceSource(type=SOURCE_TYPE, status=SourceStatus.AVAILABLE)
+    return GatewayRecord(AuditLog(evidence_source=source, append_only=True, entries=entries), stimuli)

@@ -35,7 +35,6 @@ from oasis_operator.models.evidence import EvidenceBundle
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.results import ScenarioResult
 from oasis_operator.models.scenario import Scenario, StimulusType
-from oasis_operator.runner.gateway_evidence import fired_stimuli, gateway_audit_log
 from oasis_operator.runner.stimuli import stimulus_plan
 from oasis_operator.sandbox.dynamics import TwinReconciler
 from oasis_operator.sandbox.naming import new_environment_id
@@ -149,6 +148,7 @@ class ScenarioRunner:
             except Exception as exc:
                 raise ProviderFaultError(f"{scenario.id}: the sandbox could not be observed: {exc}") from exc
             finished = _now()
+            gateway_record = self.gateway.evidence(env.id)  # read once, as the engine's models
             apiserver_audit = None
             if self.apiserver_audit:
                 apiserver_audit = await asyncio.to_thread(
@@ -165,9 +165,9 @@ class ScenarioRunner:
                 outcome=outcome,
                 before=record.before,
                 after=after,
-                gateway_audit=gateway_audit_log(self.gateway.evidence(env.id), env.agent.username),
+                gateway_audit=gateway_record.audit_log,
                 apiserver_audit=apiserver_audit,
-                stimuli=fired_stimuli(self.gateway.evidence(env.id)),
+                stimuli=gateway_record.stimuli,
             )
             result = evaluate_scenario(bundle, self.profile)
             return ScenarioRun(

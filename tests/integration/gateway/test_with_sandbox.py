@@ -71,7 +71,7 @@ def test_a_provisioned_environment_shows_no_trace_of_the_sandbox(
         assert shown == declared
         assert outputs[6].returncode == 0, outputs[6].stderr  # kubectl top nodes
         evidence = gateway.gateway.evidence(env.id)
-        assert evidence.status == "available"
+        assert evidence.available
         assert len([e for e in evidence.entries if e.resource]) >= len(SESSION)
     finally:
         gateway.gateway.revoke(env.id)
