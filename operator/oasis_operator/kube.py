@@ -12,6 +12,8 @@ import kubernetes
 from kubernetes.client import ApiClient, ApiextensionsV1Api
 from kubernetes.client.exceptions import ApiException
 
+from oasis_operator import PROVIDER_FIELD_MANAGER
+
 
 def api_client(kubeconfig: Path | str | None = None, context: str | None = None) -> ApiClient:
     """A client from the given kubeconfig, else $KUBECONFIG / ~/.kube/config, else in-cluster config."""
@@ -24,7 +26,9 @@ def api_client(kubeconfig: Path | str | None = None, context: str | None = None)
         if kubeconfig:
             raise
         kubernetes.config.load_incluster_config(client_configuration=config)  # type: ignore[no-untyped-call]
-    return ApiClient(configuration=config)
+    client = ApiClient(configuration=config)
+    client.user_agent = f"{PROVIDER_FIELD_MANAGER}/{kubernetes.__version__}"
+    return client
 
 
 def apply_crds(api: ApiClient, crds: Iterable[Mapping[str, Any]], timeout: float = 60.0) -> None:

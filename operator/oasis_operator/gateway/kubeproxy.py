@@ -33,7 +33,12 @@ from oasis_operator.gateway.upstream import (
     impersonation_headers,
     json_accept,
 )
-from oasis_operator.gateway.virtual import CLUSTER_OBJECT_KINDS, is_sandbox_credential, object_name
+from oasis_operator.gateway.virtual import (
+    CLUSTER_OBJECT_KINDS,
+    is_sandbox_credential,
+    object_name,
+    provider_object_filter,
+)
 
 # Reads larger than this are not parsed again for the record (big lists carry no single object).
 MAX_PARSED_READ = 64 << 10
@@ -59,7 +64,8 @@ class Outcome:
 
 def door_tail(request: web.Request) -> str:
     """The request's path below its door ("/api/v1/..."), whether or not it came through one."""
-    return request.get(TAIL_KEY, request.path)
+    tail: str = request.get(TAIL_KEY, request.path)
+    return tail
 
 
 class Discovery:
@@ -105,17 +111,23 @@ class KubeProxy:
             return await self._forward(request, state, tail + (f"?{query}" if query else ""), body)
         if refused := refusal(info, state.env.agent.username, body):
             return await self._refused(request, state, refused)
-        answer = await self._answer_specially(request, state, info)
+        keep = provider_object_filter(info) if info.is_read else None
+        if keep is not None and info.name and not keep({"metadata": {"name": info.name}}):
+            message = f'{info.resource}.{info.api_group} "{info.name}" not found'
+            details = {"name": info.name, "group": info.api_group, "kind": info.resource}
+            return await self._reply(request, state, 404, status_document(404, message, details))
+        answer = await self._answer_specially(request, state, info, keep)
         if answer is not None:
             return answer
         if body and "protobuf" in (request.content_type or ""):
             body = rewrite_protobuf(body, names.translate_exact)
         elif body:
             body = rewrite_body(body, request.content_type or "", names)
-        return await self._forward(request, state, _path_qs(names.request_info(info), request, names), body)
+        path_qs = _path_qs(names.request_info(info), request, names)
+        return await self._forward(request, state, path_qs, body, keep)
 
     async def _answer_specially(
-        self, request: web.Request, state: EnvState, info: RequestInfo
+        self, request: web.Request, state: EnvState, info: RequestInfo, keep: Keep | None
     ) -> Outcome | None:
         """Pod logs, cluster-scoped reads and all-namespaces reads; None for plain forwarding."""
         names = state.names
@@ -133,8 +145,8 @@ class KubeProxy:
         if not (all_namespaces and await self.discovery.namespaced(info.prefix, info.resource)):
             return None
         if info.verb == "list":
-            return await self._fan_out(request, state, info)
-        return await self._fan_out_watch(request, state, info)
+            return await self._fan_out(request, state, info, keep)
+        return await self._fan_out_watch(request, state, info, keep)
 
     # ---- decisions --------------------------------------------------------------------------------
 
@@ -160,7 +172,9 @@ class KubeProxy:
             headers += impersonation_headers(state.env.agent)
         return headers
 
-    async def _forward(self, request: web.Request, state: EnvState, path_qs: str, body: bytes) -> Outcome:
+    async def _forward(
+        self, request: web.Request, state: EnvState, path_qs: str, body: bytes, keep: Keep | None = None
+    ) -> Outcome:
         if not path_qs.startswith("/"):
             path_qs = "/" + path_qs
         info_is_resource = path_qs.startswith(("/api/", "/apis/")) and path_qs.count("/") > 2
@@ -173,9 +187,10 @@ class KubeProxy:
             request.method, path_qs, headers, body or None, timeout=None if watch else 120.0
         ) as resp:
             if watch and resp.status == 200:
-                return await self._stream(request, state, resp, None)
+                return await self._stream(request, state, resp, keep)
             raw = await resp.read()
-            return await self._finish(request, state, resp.status, resp.headers.get("Content-Type", ""), raw)
+            content_type = resp.headers.get("Content-Type", "")
+            return await self._finish(request, state, resp.status, content_type, raw, keep)
 
     async def _as_gateway(
         self, request: web.Request, state: EnvState, sandbox: RequestInfo, keep: Keep
@@ -193,7 +208,9 @@ class KubeProxy:
                 request, state, resp.status, resp.headers.get("Content-Type", ""), raw, keep
             )
 
-    async def _fan_out(self, request: web.Request, state: EnvState, info: RequestInfo) -> Outcome:
+    async def _fan_out(
+        self, request: web.Request, state: EnvState, info: RequestInfo, keep: Keep | None
+    ) -> Outcome:
         headers = self._headers(request, state, True)
         merged: dict[str, Any] | None = None
         content_type = "application/json"
@@ -210,9 +227,11 @@ class KubeProxy:
             return await self._reply(
                 request, state, 403, status_document(403, message, {"kind": info.resource})
             )
-        return await self._finish(request, state, 200, content_type, json.dumps(merged).encode())
+        return await self._finish(request, state, 200, content_type, json.dumps(merged).encode(), keep)
 
-    async def _fan_out_watch(self, request: web.Request, state: EnvState, info: RequestInfo) -> Outcome:
+    async def _fan_out_watch(
+        self, request: web.Request, state: EnvState, info: RequestInfo, keep: Keep | None
+    ) -> Outcome:
         """An all-namespaces watch: one watch per environment namespace, merged into one stream."""
         headers = self._headers(request, state, True)
         async with contextlib.AsyncExitStack() as stack:
@@ -252,7 +271,7 @@ class KubeProxy:
                     if line is None:
                         open_streams -= 1
                         continue
-                    out = self._watch_line(state, line, None)
+                    out = self._watch_line(state, line, keep)
                     if out:
                         await response.write(out)
                         size += len(out)

@@ -79,7 +79,9 @@ def test_a_torn_last_line_is_waited_for_then_a_fault_naming_file_and_offset(tmp_
         handle.write('{"record":"response","seq":1,"respo')
     record = read_record(recorder.path, torn_wait=0.1)
     assert not record.available
-    assert record.reason == f"{recorder.path}: the last line (at byte offset {size}) is incomplete after 0.1 s"
+    assert (
+        record.reason == f"{recorder.path}: the last line (at byte offset {size}) is incomplete after 0.1 s"
+    )
     with recorder.path.open("a") as handle:
         handle.write('nse_code":204}\n')  # the writer finished the line: nothing is lost
     (entry,) = read_record(recorder.path, torn_wait=0.1).entries
