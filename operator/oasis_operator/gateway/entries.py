@@ -60,10 +60,13 @@ def recorded_body(body: bytes, content_type: str = "") -> Any:
         return text
 
 
-def media_type(content_type: str | None) -> str | None:
-    """`application/apply-patch+yaml; charset=utf-8` → `application/apply-patch+yaml`."""
+def media_type(content_type: str | None) -> str:
+    """`application/apply-patch+yaml; charset=utf-8` → `application/apply-patch+yaml`.
+
+    A body sent without a type is read by the API server as JSON (and forwarded as such): recorded so.
+    """
     kind = (content_type or "").split(";", 1)[0].strip().lower()
-    return kind or None
+    return kind or "application/json"
 
 
 def query_of(raw_query: str) -> dict[str, str]:

@@ -147,8 +147,10 @@ class AuditEntry(_Model):
 
     @property
     def dry_run(self) -> bool:
-        """True when the server was asked not to persist the request (dryRun=All)."""
-        return bool(self.query.get("dryRun"))
+        """True when the server was asked not to persist the request: `dryRun=All` in the query, or in
+        the DeleteOptions body of a delete (where kubectl puts it)."""
+        in_body = isinstance(self.request_body, dict) and bool(self.request_body.get("dryRun"))
+        return bool(self.query.get("dryRun")) or (self.verb in {"delete", "deletecollection"} and in_body)
 
     @property
     def succeeded(self) -> bool:

@@ -204,8 +204,8 @@ def test_all_namespaces_watch_merges_the_environment_namespaces(door: Door, api:
     # A stream's record is completed just after its last byte is sent: wait for it.
     entry = wait_for(
         lambda: (
-            find(door.since(mark), verb="watch", resource="pods", namespace="").response_code
-            and find(door.since(mark), verb="watch", resource="pods", namespace="")
+            find(door.since(mark), verb="watch", resource="pods", namespace=None).response_code
+            and find(door.since(mark), verb="watch", resource="pods", namespace=None)
         ),
         timeout=10,
         what="the watch to be recorded as completed",
