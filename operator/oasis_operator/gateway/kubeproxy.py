@@ -47,6 +47,8 @@ Keep = Callable[[dict[str, Any]], bool]
 CURRENT_SEQ: contextvars.ContextVar[int | None] = contextvars.ContextVar("gateway_record_seq", default=None)
 # Where the server keeps the path below the door (or the whole path of a request with no door).
 TAIL_KEY = web.RequestKey("gateway_tail", str)
+# A `get` by name: a Table answer whose one row is hidden is then a 404 for that name.
+NAMED_GET_KEY = web.RequestKey("gateway_named_get", RequestInfo)
 PodLogHandler = Callable[[web.Request, EnvState, RequestInfo], Awaitable["Outcome"]]
 
 
@@ -112,10 +114,8 @@ class KubeProxy:
         if refused := refusal(info, state.env.agent.username, body):
             return await self._refused(request, state, refused)
         keep = provider_object_filter(info) if info.is_read else None
-        if keep is not None and info.name and not keep({"metadata": {"name": info.name}}):
-            message = f'{info.resource}.{info.api_group} "{info.name}" not found'
-            details = {"name": info.name, "group": info.api_group, "kind": info.resource}
-            return await self._reply(request, state, 404, status_document(404, message, details))
+        if info.verb == "get" and info.name:
+            request[NAMED_GET_KEY] = info
         answer = await self._answer_specially(request, state, info, keep)
         if answer is not None:
             return answer
@@ -287,7 +287,13 @@ class KubeProxy:
     # ---- responses --------------------------------------------------------------------------------
 
     def _rewrite(
-        self, state: EnvState, code: int, raw: bytes, content_type: str, keep: Keep | None
+        self,
+        state: EnvState,
+        code: int,
+        raw: bytes,
+        content_type: str,
+        keep: Keep | None,
+        named: RequestInfo | None = None,
     ) -> tuple[int, bytes]:
         if not _is_text(content_type):
             return code, raw  # protobuf OpenAPI documents and the like carry no names; pass them intact
@@ -299,12 +305,10 @@ class KubeProxy:
                 doc = None
             if isinstance(doc, dict):
                 doc = clean_discovery(doc, self.extra_api_groups)
-                if is_sandbox_credential(doc):
-                    name = object_name(doc)
-                    doc = status_document(
-                        404, f'secrets "{name}" not found', {"name": name, "kind": "secrets"}
-                    )
-                    code = 404
+                if is_sandbox_credential(doc) or (keep is not None and _one_object(doc) and not keep(doc)):
+                    doc, code = _not_found(doc), 404
+                elif named is not None and doc.get("kind") == "Table" and _hidden_row(doc, named.name, keep):
+                    doc, code = _not_found_named(named), 404
                 text = json.dumps(state.names.response_document(doc, keep), separators=(",", ":"))
         text = state.names.declared_text(text)
         return code, text.encode()
@@ -318,7 +322,7 @@ class KubeProxy:
         raw: bytes,
         keep: Keep | None = None,
     ) -> Outcome:
-        code, body = self._rewrite(state, code, raw, content_type, keep)
+        code, body = self._rewrite(state, code, raw, content_type, keep, request.get(NAMED_GET_KEY))
         if _is_text(content_type):
             route = door_tail(request)
             body = state.response_hook("kubernetes", route, body.decode()).encode()
@@ -366,6 +370,38 @@ class KubeProxy:
         if isinstance(obj, dict) and obj.get("kind") == "Table" and not doc["object"].get("rows"):
             return b""
         return (state.names.declared_text(json.dumps(doc, separators=(",", ":"))) + "\n").encode()
+
+
+def _one_object(doc: dict[str, Any]) -> bool:
+    """A single object (not a list, table or Status) with a name."""
+    if "items" in doc or doc.get("kind") in {"Table", "Status"}:
+        return False
+    return bool(object_name(doc))
+
+
+def _hidden_row(table: dict[str, Any], name: str, keep: Keep | None) -> bool:
+    """A Table answer to a named get whose row the agent may not see."""
+    rows = table.get("rows")
+    if not isinstance(rows, list) or len(rows) != 1 or not isinstance(rows[0], dict):
+        return False
+    row = rows[0]
+    return object_name(row) == name and (is_sandbox_credential(row) or (keep is not None and not keep(row)))
+
+
+def _not_found_named(info: RequestInfo) -> dict[str, Any]:
+    plural = info.resource + (f".{info.api_group}" if info.api_group else "")
+    details = {"name": info.name, "group": info.api_group, "kind": info.resource}
+    return status_document(404, f'{plural} "{info.name}" not found', {k: v for k, v in details.items() if v})
+
+
+def _not_found(doc: dict[str, Any]) -> dict[str, Any]:
+    """The API server's 404 for an object the agent must not see (as if it did not exist)."""
+    name = object_name(doc)
+    kind = str(doc.get("kind") or "Secret")
+    group = str(doc.get("apiVersion", "")).rpartition("/")[0]
+    plural = kind.lower() + "s" + (f".{group}" if group else "")
+    details = {"name": name, "group": group, "kind": plural}
+    return status_document(404, f'{plural} "{name}" not found', {k: v for k, v in details.items() if v})
 
 
 def _recorded_document(request: web.Request, content_type: str, body: bytes) -> Any:
