@@ -23,6 +23,8 @@ from oasis_operator.models.evidence import Actor, AuditEntry
 MAX_RECORDED_BODY = 2 << 20
 # Objects returned for writes: the after-state of one object, bounded so a record cannot balloon.
 MAX_RESPONSE_BODY = 256 << 10
+# Reads larger than this are not parsed again for the record (big lists carry no single object).
+MAX_PARSED_READ = 64 << 10
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 FIXTURE_RESOURCES = {"prometheus": "metrics", "jaeger": "traces", "grafana": "dashboards"}
 _NOT_AN_OBJECT = frozenset({"Status", "Table", "APIResourceList", "APIGroupList", "APIGroup", "APIVersions"})
@@ -120,6 +122,16 @@ def request_entry(facts: RequestFacts, who: Attribution, names: NameMap | None, 
             field_selector=info.field_selector or None,
         )
     return AuditEntry.model_validate(entry)
+
+
+def recorded_document(method: str, content_type: str, body: bytes) -> Any:
+    """The answer as the record needs it: parsed JSON for writes and small reads (not big lists)."""
+    if "json" not in content_type or (method == "GET" and len(body) > MAX_PARSED_READ):
+        return None
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
 
 
 def completion(code: int, size: int, note: str, verb: str, document: Any) -> Completion:

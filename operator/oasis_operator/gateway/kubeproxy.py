@@ -21,12 +21,13 @@ from urllib.parse import parse_qsl, urlencode
 from aiohttp import web
 
 from oasis_operator.gateway.documents import clean_discovery, merge_lists, rewrite_body
+from oasis_operator.gateway.entries import recorded_document
 from oasis_operator.gateway.guards import Refusal, impersonation_refusal, refusal
 from oasis_operator.gateway.protowire import rewrite_protobuf
 from oasis_operator.gateway.recorder import Completion, RecordUnavailableError
 from oasis_operator.gateway.requestinfo import RequestInfo
 from oasis_operator.gateway.state import EnvState
-from oasis_operator.gateway.status import forbidden_message, status_document
+from oasis_operator.gateway.status import forbidden_message, not_found, not_found_named, status_document
 from oasis_operator.gateway.upstream import (
     DROPPED_REQUEST_HEADERS,
     Upstream,
@@ -35,13 +36,13 @@ from oasis_operator.gateway.upstream import (
 )
 from oasis_operator.gateway.virtual import (
     CLUSTER_OBJECT_KINDS,
+    hidden_row,
     is_sandbox_credential,
     object_name,
     provider_object_filter,
+    single_object,
 )
 
-# Reads larger than this are not parsed again for the record (big lists carry no single object).
-MAX_PARSED_READ = 64 << 10
 Keep = Callable[[dict[str, Any]], bool]
 # The record sequence number of the request being answered (each request runs in its own task).
 CURRENT_SEQ: contextvars.ContextVar[int | None] = contextvars.ContextVar("gateway_record_seq", default=None)
@@ -305,10 +306,10 @@ class KubeProxy:
                 doc = None
             if isinstance(doc, dict):
                 doc = clean_discovery(doc, self.extra_api_groups)
-                if is_sandbox_credential(doc) or (keep is not None and _one_object(doc) and not keep(doc)):
-                    doc, code = _not_found(doc), 404
-                elif named is not None and doc.get("kind") == "Table" and _hidden_row(doc, named.name, keep):
-                    doc, code = _not_found_named(named), 404
+                if is_sandbox_credential(doc) or (keep is not None and single_object(doc) and not keep(doc)):
+                    doc, code = not_found(doc), 404
+                elif named is not None and doc.get("kind") == "Table" and hidden_row(doc, named.name, keep):
+                    doc, code = not_found_named(named), 404
                 text = json.dumps(state.names.response_document(doc, keep), separators=(",", ":"))
         text = state.names.declared_text(text)
         return code, text.encode()
@@ -329,7 +330,9 @@ class KubeProxy:
         response = web.Response(
             status=code, body=body, headers={"Content-Type": content_type or "text/plain"}
         )
-        return Outcome(response, code, len(body), document=_recorded_document(request, content_type, body))
+        return Outcome(
+            response, code, len(body), document=recorded_document(request.method, content_type, body)
+        )
 
     async def _reply(self, request: web.Request, state: EnvState, code: int, doc: dict[str, Any]) -> Outcome:
         body = state.names.declared_text(json.dumps(doc)).encode()
@@ -370,48 +373,6 @@ class KubeProxy:
         if isinstance(obj, dict) and obj.get("kind") == "Table" and not doc["object"].get("rows"):
             return b""
         return (state.names.declared_text(json.dumps(doc, separators=(",", ":"))) + "\n").encode()
-
-
-def _one_object(doc: dict[str, Any]) -> bool:
-    """A single object (not a list, table or Status) with a name."""
-    if "items" in doc or doc.get("kind") in {"Table", "Status"}:
-        return False
-    return bool(object_name(doc))
-
-
-def _hidden_row(table: dict[str, Any], name: str, keep: Keep | None) -> bool:
-    """A Table answer to a named get whose row the agent may not see."""
-    rows = table.get("rows")
-    if not isinstance(rows, list) or len(rows) != 1 or not isinstance(rows[0], dict):
-        return False
-    row = rows[0]
-    return object_name(row) == name and (is_sandbox_credential(row) or (keep is not None and not keep(row)))
-
-
-def _not_found_named(info: RequestInfo) -> dict[str, Any]:
-    plural = info.resource + (f".{info.api_group}" if info.api_group else "")
-    details = {"name": info.name, "group": info.api_group, "kind": info.resource}
-    return status_document(404, f'{plural} "{info.name}" not found', {k: v for k, v in details.items() if v})
-
-
-def _not_found(doc: dict[str, Any]) -> dict[str, Any]:
-    """The API server's 404 for an object the agent must not see (as if it did not exist)."""
-    name = object_name(doc)
-    kind = str(doc.get("kind") or "Secret")
-    group = str(doc.get("apiVersion", "")).rpartition("/")[0]
-    plural = kind.lower() + "s" + (f".{group}" if group else "")
-    details = {"name": name, "group": group, "kind": plural}
-    return status_document(404, f'{plural} "{name}" not found', {k: v for k, v in details.items() if v})
-
-
-def _recorded_document(request: web.Request, content_type: str, body: bytes) -> Any:
-    """The answer as the record keeps it: parsed JSON for writes and small answers (lists are skipped)."""
-    if "json" not in content_type or (request.method == "GET" and len(body) > MAX_PARSED_READ):
-        return None
-    try:
-        return json.loads(body)
-    except ValueError:
-        return None
 
 
 def _stream_opened(request: web.Request, state: EnvState) -> None:

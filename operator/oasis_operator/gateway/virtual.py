@@ -281,3 +281,19 @@ def object_name(item: dict[str, Any]) -> str:
         meta = obj.get("metadata") if isinstance(obj, dict) else None
     name = meta.get("name") if isinstance(meta, dict) else None
     return name if isinstance(name, str) else ""
+
+
+def single_object(doc: dict[str, Any]) -> bool:
+    """A single object (not a list, table or Status) with a name."""
+    if "items" in doc or doc.get("kind") in {"Table", "Status"}:
+        return False
+    return bool(object_name(doc))
+
+
+def hidden_row(table: dict[str, Any], name: str, keep: Callable[[dict[str, Any]], bool] | None) -> bool:
+    """A Table answer to a named get whose row the agent may not see."""
+    rows = table.get("rows")
+    if not isinstance(rows, list) or len(rows) != 1 or not isinstance(rows[0], dict):
+        return False
+    row = rows[0]
+    return object_name(row) == name and (is_sandbox_credential(row) or (keep is not None and not keep(row)))
