@@ -129,13 +129,14 @@ class Recorder:
 
         Raises `RecordUnavailableError` if the record cannot be written.
         """
+        fields = entry.model_dump(mode="json", exclude_defaults=True)
+        fields["response_code"] = 0  # until the response line says otherwise
         with self._lock:
             if self._fault:
                 raise RecordUnavailableError(self._fault)
             self._seq += 1
             seq = self._seq
-            numbered = entry.model_copy(update={"seq": seq, "time": utc_now(), "response_code": 0})
-            self._append({"record": "request", **numbered.model_dump(mode="json", exclude_defaults=True)})
+            self._append({"record": "request", **fields, "seq": seq, "time": utc_now()})
         return seq
 
     def complete(self, seq: int, completion: Completion) -> None:
