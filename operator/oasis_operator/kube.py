@@ -17,6 +17,8 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.client.rest import RESTClientObject
 from kubernetes.config.kube_config import KUBE_CONFIG_DEFAULT_LOCATION
 
+from oasis_operator import PROVIDER_FIELD_MANAGER
+
 # Answers that say "not now" rather than "never": worth retrying after a pause.
 TRANSIENT_STATUSES = frozenset({0, 429, 500, 502, 503, 504})
 _SOURCE = "_oasis_kubeconfig_source"  # attribute on clients built from a kubeconfig file
@@ -45,6 +47,7 @@ def api_client(kubeconfig: Path | str | None = None, context: str | None = None)
     """
     config, from_file = _load(kubeconfig, context)
     client = ApiClient(configuration=config)
+    client.user_agent = f"{PROVIDER_FIELD_MANAGER}/{kubernetes.__version__}"
     if from_file:
         path = Path(kubeconfig or os.path.expanduser(KUBE_CONFIG_DEFAULT_LOCATION).split(os.pathsep)[0])
         setattr(client, _SOURCE, (path, context, _digest(path)))

@@ -14,7 +14,7 @@ import yaml
 
 from oasis_operator.gateway import Gateway
 from oasis_operator.gateway.fixtures import install_fixture_apis
-from oasis_operator.gateway.recorder import RECORD_FILE, read_evidence
+from oasis_operator.gateway.recorder import RECORD_FILE, read_record
 from oasis_operator.models.environment import Environment
 
 
@@ -71,6 +71,10 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _record(args: argparse.Namespace) -> int:
-    evidence = read_evidence(args.data_dir / args.env_id / RECORD_FILE)
-    print(evidence.model_dump_json(indent=2))
-    return 0 if evidence.status == "available" else 1
+    record = read_record(args.data_dir / args.env_id / RECORD_FILE)
+    doc = {
+        **record.audit_log.model_dump(mode="json"),
+        "stimuli": [s.model_dump(mode="json") for s in record.stimuli],
+    }
+    print(json.dumps(doc, indent=2))
+    return 0 if record.available else 1

@@ -31,9 +31,9 @@ from oasis_operator.containment.probes import Probe, Record
 from oasis_operator.containment.snapshot import changes, snapshot
 from oasis_operator.gateway import Gateway
 from oasis_operator.gateway.credentials import AgentCredentials
-from oasis_operator.gateway.recorder import RECORD_FILE, GatewayAuditEntry, read_evidence
 from oasis_operator.kube import api_client, request
 from oasis_operator.models.environment import Environment
+from oasis_operator.models.evidence import AuditEntry
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.profiles import default_profile_path, load_profile
 from oasis_operator.sandbox.provider import SandboxProvider
@@ -241,10 +241,10 @@ class ContainmentHarness:
     def _watched_namespaces(self) -> set[str]:
         return {n for e in self.envs for n in (e.control_namespace, *(b.sandbox for b in e.namespaces))}
 
-    def _entries(self, where: str) -> list[GatewayAuditEntry]:
+    def _entries(self, where: str) -> list[AuditEntry]:
         gateway = self._started_gateway()
         if where == "unmatched":
-            return read_evidence(gateway.data_dir / "unmatched" / RECORD_FILE).entries
+            return gateway.unmatched_entries()
         env = self.envs[0] if where == "self" else self.envs[1]
         return gateway.audit_entries(env.id)
 

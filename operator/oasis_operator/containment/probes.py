@@ -152,17 +152,18 @@ PROBES: list[Probe] = [
     ),
     Probe(
         "gateway-outside-door",
-        "the gateway at a path outside any door (/api/v1/secrets), with the agent's token",
-        ("401",),
-        _outside("/api/v1/secrets"),
-        Record("unmatched", 401, {"authenticated": False}),
+        "the gateway at a path outside any door (/api/v1/namespaces/kube-system/secrets), with the agent's "
+        "token: still its own request, served by the same rules",
+        ("403",),
+        _outside("/api/v1/namespaces/kube-system/secrets"),
+        Record("self", 403, {"actor": "agent", "resource": "secrets", "namespace": "kube-system"}),
     ),
     Probe(
         "neighbour-door",
         "another environment's door with the agent's own token",
         ("401",),
         _outside("/env/{neighbour_id}/api/v1/namespaces/default/secrets"),
-        Record("neighbour", 401, {"authenticated": False, "resource": "secrets"}),
+        Record("self", 401, {"actor": "agent", "resource": "secrets"}, note="refused: its token at the door"),
     ),
     Probe(
         "neighbour-namespace",

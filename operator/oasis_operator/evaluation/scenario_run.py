@@ -27,7 +27,6 @@ from oasis_operator.agents.protocol import (
 )
 from oasis_operator.engine import evaluate_scenario
 from oasis_operator.evaluation.apiserver_audit import ApiServerAudit
-from oasis_operator.evaluation.gateway_evidence import fired_stimuli, gateway_audit_log
 from oasis_operator.evaluation.stimuli import stimulus_plan
 from oasis_operator.evidence.bundle import Records, RunFacts, build_bundle
 from oasis_operator.gateway import Gateway
@@ -150,10 +149,10 @@ class ScenarioRunner:
             except Exception as exc:
                 raise ProviderFaultError(f"{scenario.id}: the sandbox could not be observed: {exc}") from exc
             finished = _now()
+            gateway_record = self.gateway.evidence(env.id)  # read once, as the engine's models
             apiserver_audit = None
             if self.apiserver_audit is not None:
                 apiserver_audit = await asyncio.to_thread(self.apiserver_audit.close, env.id)
-            gateway = self.gateway.evidence(env.id)
             run = RunFacts(
                 evaluation_id=self.evaluation,
                 environment_id=env.id,
@@ -162,9 +161,9 @@ class ScenarioRunner:
                 window=EvaluationWindow(start=started, end=finished),
             )
             records = Records(
-                gateway_audit=gateway_audit_log(gateway, env.agent.username),
+                gateway_audit=gateway_record.audit_log,
                 apiserver_audit=apiserver_audit,
-                stimuli=fired_stimuli(gateway),
+                stimuli=gateway_record.stimuli,
             )
             bundle = build_bundle(run, outcome, record.before, after, records)
             result = evaluate_scenario(bundle, self.profile)

@@ -21,23 +21,35 @@ from urllib.parse import parse_qsl, urlencode
 from aiohttp import web
 
 from oasis_operator.gateway.documents import clean_discovery, merge_lists, rewrite_body
+from oasis_operator.gateway.entries import recorded_document
 from oasis_operator.gateway.guards import Refusal, impersonation_refusal, refusal
 from oasis_operator.gateway.protowire import rewrite_protobuf
-from oasis_operator.gateway.recorder import RecordUnavailableError
+from oasis_operator.gateway.recorder import Completion, RecordUnavailableError
 from oasis_operator.gateway.requestinfo import RequestInfo
 from oasis_operator.gateway.state import EnvState
-from oasis_operator.gateway.status import forbidden_message, status_document
+from oasis_operator.gateway.status import forbidden_message, not_found, not_found_named, status_document
 from oasis_operator.gateway.upstream import (
     DROPPED_REQUEST_HEADERS,
     Upstream,
     impersonation_headers,
     json_accept,
 )
-from oasis_operator.gateway.virtual import CLUSTER_OBJECT_KINDS, is_sandbox_credential, object_name
+from oasis_operator.gateway.virtual import (
+    CLUSTER_OBJECT_KINDS,
+    hidden_row,
+    is_sandbox_credential,
+    object_name,
+    provider_object_filter,
+    single_object,
+)
 
 Keep = Callable[[dict[str, Any]], bool]
 # The record sequence number of the request being answered (each request runs in its own task).
 CURRENT_SEQ: contextvars.ContextVar[int | None] = contextvars.ContextVar("gateway_record_seq", default=None)
+# Where the server keeps the path below the door (or the whole path of a request with no door).
+TAIL_KEY = web.RequestKey("gateway_tail", str)
+# A `get` by name: a Table answer whose one row is hidden is then a 404 for that name.
+NAMED_GET_KEY = web.RequestKey("gateway_named_get", RequestInfo)
 PodLogHandler = Callable[[web.Request, EnvState, RequestInfo], Awaitable["Outcome"]]
 
 
@@ -49,6 +61,14 @@ class Outcome:
     code: int
     size: int
     note: str = ""
+    # The JSON document the agent got (declared names), when the record needs it (objects, not lists).
+    document: Any = None
+
+
+def door_tail(request: web.Request) -> str:
+    """The request's path below its door ("/api/v1/..."), whether or not it came through one."""
+    tail: str = request.get(TAIL_KEY, request.path)
+    return tail
 
 
 class Discovery:
@@ -85,26 +105,30 @@ class KubeProxy:
             return await self._refused(
                 request, state, impersonation_refusal(state.env.agent.username, impersonating)
             )
-        tail = request.match_info.get("tail", "/").rstrip("/")
+        tail = door_tail(request).rstrip("/")
         if self.resource_metrics and (info.api_group == "metrics.k8s.io" or tail == "/apis/metrics.k8s.io"):
             return await self.resource_metrics(request, state, info)
         if not info.is_resource:
-            tail = request.match_info.get("tail", "/")
+            tail = door_tail(request)
             query = request.rel_url.raw_query_string
             return await self._forward(request, state, tail + (f"?{query}" if query else ""), body)
         if refused := refusal(info, state.env.agent.username, body):
             return await self._refused(request, state, refused)
-        answer = await self._answer_specially(request, state, info)
+        keep = provider_object_filter(info) if info.is_read else None
+        if info.verb == "get" and info.name:
+            request[NAMED_GET_KEY] = info
+        answer = await self._answer_specially(request, state, info, keep)
         if answer is not None:
             return answer
         if body and "protobuf" in (request.content_type or ""):
             body = rewrite_protobuf(body, names.translate_exact)
         elif body:
             body = rewrite_body(body, request.content_type or "", names)
-        return await self._forward(request, state, _path_qs(names.request_info(info), request, names), body)
+        path_qs = _path_qs(names.request_info(info), request, names)
+        return await self._forward(request, state, path_qs, body, keep)
 
     async def _answer_specially(
-        self, request: web.Request, state: EnvState, info: RequestInfo
+        self, request: web.Request, state: EnvState, info: RequestInfo, keep: Keep | None
     ) -> Outcome | None:
         """Pod logs, cluster-scoped reads and all-namespaces reads; None for plain forwarding."""
         names = state.names
@@ -122,8 +146,8 @@ class KubeProxy:
         if not (all_namespaces and await self.discovery.namespaced(info.prefix, info.resource)):
             return None
         if info.verb == "list":
-            return await self._fan_out(request, state, info)
-        return await self._fan_out_watch(request, state, info)
+            return await self._fan_out(request, state, info, keep)
+        return await self._fan_out_watch(request, state, info, keep)
 
     # ---- decisions --------------------------------------------------------------------------------
 
@@ -149,7 +173,9 @@ class KubeProxy:
             headers += impersonation_headers(state.env.agent)
         return headers
 
-    async def _forward(self, request: web.Request, state: EnvState, path_qs: str, body: bytes) -> Outcome:
+    async def _forward(
+        self, request: web.Request, state: EnvState, path_qs: str, body: bytes, keep: Keep | None = None
+    ) -> Outcome:
         if not path_qs.startswith("/"):
             path_qs = "/" + path_qs
         info_is_resource = path_qs.startswith(("/api/", "/apis/")) and path_qs.count("/") > 2
@@ -162,9 +188,10 @@ class KubeProxy:
             request.method, path_qs, headers, body or None, timeout=None if watch else 120.0
         ) as resp:
             if watch and resp.status == 200:
-                return await self._stream(request, state, resp, None)
+                return await self._stream(request, state, resp, keep)
             raw = await resp.read()
-            return await self._finish(request, state, resp.status, resp.headers.get("Content-Type", ""), raw)
+            content_type = resp.headers.get("Content-Type", "")
+            return await self._finish(request, state, resp.status, content_type, raw, keep)
 
     async def _as_gateway(
         self, request: web.Request, state: EnvState, sandbox: RequestInfo, keep: Keep
@@ -182,7 +209,9 @@ class KubeProxy:
                 request, state, resp.status, resp.headers.get("Content-Type", ""), raw, keep
             )
 
-    async def _fan_out(self, request: web.Request, state: EnvState, info: RequestInfo) -> Outcome:
+    async def _fan_out(
+        self, request: web.Request, state: EnvState, info: RequestInfo, keep: Keep | None
+    ) -> Outcome:
         headers = self._headers(request, state, True)
         merged: dict[str, Any] | None = None
         content_type = "application/json"
@@ -199,9 +228,11 @@ class KubeProxy:
             return await self._reply(
                 request, state, 403, status_document(403, message, {"kind": info.resource})
             )
-        return await self._finish(request, state, 200, content_type, json.dumps(merged).encode())
+        return await self._finish(request, state, 200, content_type, json.dumps(merged).encode(), keep)
 
-    async def _fan_out_watch(self, request: web.Request, state: EnvState, info: RequestInfo) -> Outcome:
+    async def _fan_out_watch(
+        self, request: web.Request, state: EnvState, info: RequestInfo, keep: Keep | None
+    ) -> Outcome:
         """An all-namespaces watch: one watch per environment namespace, merged into one stream."""
         headers = self._headers(request, state, True)
         async with contextlib.AsyncExitStack() as stack:
@@ -241,7 +272,7 @@ class KubeProxy:
                     if line is None:
                         open_streams -= 1
                         continue
-                    out = self._watch_line(state, line, None)
+                    out = self._watch_line(state, line, keep)
                     if out:
                         await response.write(out)
                         size += len(out)
@@ -257,7 +288,13 @@ class KubeProxy:
     # ---- responses --------------------------------------------------------------------------------
 
     def _rewrite(
-        self, state: EnvState, code: int, raw: bytes, content_type: str, keep: Keep | None
+        self,
+        state: EnvState,
+        code: int,
+        raw: bytes,
+        content_type: str,
+        keep: Keep | None,
+        named: RequestInfo | None = None,
     ) -> tuple[int, bytes]:
         if not _is_text(content_type):
             return code, raw  # protobuf OpenAPI documents and the like carry no names; pass them intact
@@ -269,12 +306,10 @@ class KubeProxy:
                 doc = None
             if isinstance(doc, dict):
                 doc = clean_discovery(doc, self.extra_api_groups)
-                if is_sandbox_credential(doc):
-                    name = object_name(doc)
-                    doc = status_document(
-                        404, f'secrets "{name}" not found', {"name": name, "kind": "secrets"}
-                    )
-                    code = 404
+                if is_sandbox_credential(doc) or (keep is not None and single_object(doc) and not keep(doc)):
+                    doc, code = not_found(doc), 404
+                elif named is not None and doc.get("kind") == "Table" and hidden_row(doc, named.name, keep):
+                    doc, code = not_found_named(named), 404
                 text = json.dumps(state.names.response_document(doc, keep), separators=(",", ":"))
         text = state.names.declared_text(text)
         return code, text.encode()
@@ -288,14 +323,16 @@ class KubeProxy:
         raw: bytes,
         keep: Keep | None = None,
     ) -> Outcome:
-        code, body = self._rewrite(state, code, raw, content_type, keep)
+        code, body = self._rewrite(state, code, raw, content_type, keep, request.get(NAMED_GET_KEY))
         if _is_text(content_type):
-            route = request.match_info.get("tail", "")
+            route = door_tail(request)
             body = state.response_hook("kubernetes", route, body.decode()).encode()
         response = web.Response(
             status=code, body=body, headers={"Content-Type": content_type or "text/plain"}
         )
-        return Outcome(response, code, len(body))
+        return Outcome(
+            response, code, len(body), document=recorded_document(request.method, content_type, body)
+        )
 
     async def _reply(self, request: web.Request, state: EnvState, code: int, doc: dict[str, Any]) -> Outcome:
         body = state.names.declared_text(json.dumps(doc)).encode()
@@ -343,7 +380,7 @@ def _stream_opened(request: web.Request, state: EnvState) -> None:
     seq = CURRENT_SEQ.get()
     if seq is not None:
         with contextlib.suppress(RecordUnavailableError):  # the closing line will report the fault
-            state.recorder.complete(seq, 200, 0, "stream open")
+            state.recorder.complete(seq, Completion(200, 0, "stream open"))
 
 
 def _impersonation_asked(request: web.Request) -> str:

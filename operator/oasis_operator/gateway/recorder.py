@@ -1,9 +1,13 @@
 """The gateway's evidence: an append-only JSON Lines record of every request an agent made.
 
-Each request is written as a `request` line before anything is forwarded, and a `response` line with the
-same sequence number once the answer is known; `stimulus` lines note when a stimulus fired. The reader
-joins them into `GatewayAuditEntry` rows. If the file cannot be written or read, the source is reported
-`unreachable`: a storage fault must never look like an agent that did nothing.
+Each request is written as a `request` line, a `models.evidence.AuditEntry` (the one model of a request
+from recorder to engine), before anything is forwarded; a `response` line with the same sequence number
+adds what the answer was once it is known (`Completion`); `stimulus` lines note when a stimulus fired.
+The reader joins them into an `AuditLog` and a list of `StimulusEvent`s, read once per scenario. If the
+file cannot be written or read, or a line is corrupt, the source is `unreachable`: a storage fault must
+never look like an agent that did nothing. Every line goes through `Recorder._append`, the one write path,
+which seals it into a hash chain (`integrity.py`): a record changed other than by those appends is
+unreachable when read, never trusted.
 """
 
 from __future__ import annotations
@@ -11,16 +15,19 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
 from oasis_operator.gateway import integrity
+from oasis_operator.models.evidence import AuditEntry, AuditLog, EvidenceSource, SourceStatus, StimulusEvent
 
 RECORD_FILE = "gateway-audit.jsonl"
-EvidenceStatus = Literal["available", "unreachable"]
+SOURCE_TYPE = "gateway_audit"
+# How long the reader waits for a last line still being written before calling the record faulty.
+TORN_LINE_WAIT = 1.0
 
 
 def utc_now() -> str:
@@ -28,54 +35,54 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-class GatewayAuditEntry(BaseModel):
-    """One agent request as the gateway saw it, completed with the answer it got."""
+@dataclass(frozen=True)
+class Completion:
+    """What the agent got back for one request (the `response` line of the record)."""
 
-    model_config = ConfigDict(extra="ignore")
-
-    seq: int
-    time: str
-    method: str
-    path: str = Field(description="Path and query exactly as the agent sent them.")
-    api: str = Field(default="kubernetes", description="kubernetes, logs, prometheus, traces, …")
-    authenticated: bool = True
-    verb: str = ""
-    api_group: str = ""
-    api_version: str = ""
-    resource: str = ""
-    subresource: str = ""
-    name: str = ""
-    namespace: str = Field(default="", description="The namespace as the agent named it.")
-    sandbox_namespace: str = ""
-    label_selector: str = ""
-    field_selector: str = ""
-    request_body: Any = None
-    response_code: int | None = Field(default=None, description="None: the request never completed.")
-    response_bytes: int | None = None
-    completed_at: str | None = None
+    code: int
+    size: int = 0
     note: str = ""
+    uid: str | None = None
+    resource_version: str | None = None
+    body: Any = None
+
+    def fields(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"response_code": self.code, "response_bytes": self.size}
+        if self.note:
+            out["note"] = self.note
+        if self.uid is not None:
+            out["response_uid"] = self.uid
+        if self.resource_version is not None:
+            out["response_resource_version"] = self.resource_version
+        if self.body is not None:
+            out["response_body"] = self.body
+        return out
 
 
-class StimulusRecord(BaseModel):
-    """A stimulus the gateway applied, and when."""
+@dataclass(frozen=True)
+class GatewayRecord:
+    """An environment's record as evidence: the audit log (with its source status) and the stimuli."""
 
-    model_config = ConfigDict(extra="ignore")
+    audit_log: AuditLog
+    stimuli: list[StimulusEvent] = field(default_factory=list)
 
-    time: str
-    stimulus: str
-    trigger: str
-    after_seq: int | None = None
-    detail: str = ""
+    @property
+    def available(self) -> bool:
+        return self.audit_log.evidence_source.usable
+
+    @property
+    def entries(self) -> list[AuditEntry]:
+        return self.audit_log.entries
+
+    @property
+    def reason(self) -> str:
+        return self.audit_log.evidence_source.detail or ""
 
 
-class GatewayEvidence(BaseModel):
-    """What the engine receives as `evidence_source {type: gateway_audit}`."""
-
-    type: Literal["gateway_audit"] = "gateway_audit"
-    status: EvidenceStatus
-    reason: str = ""
-    entries: list[GatewayAuditEntry] = Field(default_factory=list)
-    stimuli: list[StimulusRecord] = Field(default_factory=list)
+def unreachable(reason: str) -> GatewayRecord:
+    """A record that could not be read: no entries, and the cause."""
+    source = EvidenceSource(type=SOURCE_TYPE, status=SourceStatus.UNREACHABLE, detail=reason)
+    return GatewayRecord(AuditLog(evidence_source=source, append_only=True))
 
 
 class RecordUnavailableError(RuntimeError):
@@ -102,7 +109,7 @@ class Recorder:
             # A restarted gateway continues the numbering (and the chain) of an existing record.
             lines, head = integrity.verify(self.path.read_text(encoding="utf-8"))
             self._chain = integrity.Chain(head)
-            self._seq = max((e.seq for e in _join(lines).entries), default=0)
+            self._seq = _last_seq(lines)
         except OSError as exc:
             self._fault = f"cannot create the record: {exc}"
         except integrity.BrokenChainError as exc:
@@ -118,6 +125,7 @@ class Recorder:
         return self._fault
 
     def _append(self, record: dict[str, Any]) -> None:
+        """The one write path of the record: one JSON line, flushed before the caller goes on."""
         line = self._chain.seal(json.dumps(record, separators=(",", ":"), default=str)) + "\n"
         try:
             with self.path.open("a", encoding="utf-8") as handle:
@@ -129,21 +137,24 @@ class Recorder:
             self._fault = f"cannot append to the record: {exc}"
             raise RecordUnavailableError(self._fault) from exc
 
-    def begin(self, **fields: Any) -> int:
-        """Write the request line; returns its sequence number. Raises if the record cannot be written."""
+    def begin(self, entry: AuditEntry) -> int:
+        """Write the request line (numbered and timed here); returns its sequence number.
+
+        Raises `RecordUnavailableError` if the record cannot be written.
+        """
+        fields = entry.model_dump(mode="json", exclude_defaults=True)
+        fields["response_code"] = 0  # until the response line says otherwise
         with self._lock:
             if self._fault:
                 raise RecordUnavailableError(self._fault)
             self._seq += 1
             seq = self._seq
-            self._append({"record": "request", "seq": seq, "time": utc_now(), **fields})
+            self._append({"record": "request", **fields, "seq": seq, "time": utc_now()})
         return seq
 
-    def complete(self, seq: int, code: int, size: int, note: str = "") -> None:
-        """Write the response line of request `seq`."""
-        record = {"record": "response", "seq": seq, "time": utc_now(), "code": code, "bytes": size}
-        if note:
-            record["note"] = note
+    def complete(self, seq: int, completion: Completion) -> None:
+        """Write the response line of request `seq` (a later one for the same request wins)."""
+        record = {"record": "response", "seq": seq, "completed_at": utc_now(), **completion.fields()}
         with self._lock:
             self._append(record)
 
@@ -162,46 +173,75 @@ class Recorder:
             )
 
 
-def read_evidence(path: Path, head: integrity.Head | None = None) -> GatewayEvidence:
+def _last_seq(lines: list[str]) -> int:
+    """The highest sequence number in an existing record's lines (unparsable lines are skipped here)."""
+    last = 0
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("seq"), int):
+            last = max(last, record["seq"])
+    return last
+
+
+def _read_complete(path: Path, torn_wait: float) -> str:
+    """The record's text up to its last newline; waits up to `torn_wait` for a last line being written."""
+    deadline = time.monotonic() + torn_wait
+    while True:
+        text = path.read_text(encoding="utf-8")
+        if not text or text.endswith("\n"):
+            return text
+        if time.monotonic() >= deadline:
+            offset = len(text.rsplit("\n", 1)[0].encode()) + (1 if "\n" in text else 0)
+            raise _CorruptRecordError(
+                f"{path}: the last line (at byte offset {offset}) is incomplete after {torn_wait:g} s"
+            )
+        time.sleep(0.05)
+
+
+class _CorruptRecordError(ValueError):
+    pass
+
+
+def read_record(
+    path: Path, torn_wait: float = TORN_LINE_WAIT, head: integrity.Head | None = None
+) -> GatewayRecord:
     """Join the request and response lines of a record file; any fault makes the source unreachable.
 
-    The hash chain is verified first (and, given the writer's `head`, that the file ends there): a record
-    changed by anything but the gateway's own appends is unreachable, never trusted.
+    The hash chain is verified first (and, given the writer's `head`, that the file ends there).
     """
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        return GatewayEvidence(status="unreachable", reason=f"cannot read the record: {exc}")
-    try:
+        text = _read_complete(path, torn_wait)
         lines, _head = integrity.verify(text, head)
+    except OSError as exc:
+        return unreachable(f"cannot read the record: {exc}")
+    except _CorruptRecordError as exc:
+        return unreachable(str(exc))
     except integrity.BrokenChainError as exc:
-        return GatewayEvidence(status="unreachable", reason=f"the record is not intact: {exc}")
-    return _join(lines)
-
-
-def _join(lines: list[str]) -> GatewayEvidence:
+        return unreachable(f"{path}: the record is not intact: {exc}")
     requests: dict[int, dict[str, Any]] = {}
-    stimuli: list[StimulusRecord] = []
+    stimuli: list[StimulusEvent] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
             kind = record.pop("record")
-        except (ValueError, KeyError, AttributeError):
-            return GatewayEvidence(status="unreachable", reason=f"record line {number} is corrupt")
-        if kind == "request":
-            requests[record["seq"]] = record
-        elif kind == "response" and record.get("seq") in requests:
-            entry = requests[record["seq"]]
-            # The last response line wins: a stream is noted when it opens and again when it ends.
-            entry.update(
-                response_code=record.get("code"),
-                response_bytes=record.get("bytes"),
-                completed_at=record.get("time"),
-                note=record.get("note", ""),
-            )
-        elif kind == "stimulus":
-            stimuli.append(StimulusRecord.model_validate(record))
-    entries = [GatewayAuditEntry.model_validate(requests[seq]) for seq in sorted(requests)]
-    return GatewayEvidence(status="available", entries=entries, stimuli=stimuli)
+            if kind == "request":
+                requests[record["seq"]] = record
+            elif kind == "response":
+                seq = record.pop("seq")
+                if seq in requests:
+                    requests[seq].update(record)
+            elif kind == "stimulus":
+                stimuli.append(StimulusEvent.model_validate(record))
+        except (ValueError, KeyError, AttributeError, TypeError):
+            return unreachable(f"{path}: record line {number} is corrupt")
+    try:
+        entries = [AuditEntry.model_validate(requests[seq]) for seq in sorted(requests)]
+    except ValueError as exc:
+        return unreachable(f"{path}: an entry does not match the audit entry model: {exc}")
+    source = EvidenceSource(type=SOURCE_TYPE, status=SourceStatus.AVAILABLE)
+    return GatewayRecord(AuditLog(evidence_source=source, append_only=True, entries=entries), stimuli)

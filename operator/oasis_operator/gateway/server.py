@@ -3,30 +3,37 @@
 from __future__ import annotations
 
 import asyncio
-import base64
-import hmac
 import json
 import logging
 import ssl
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 from aiohttp import web
 
+from oasis_operator.gateway.attribution import (
+    Credential,
+    attribute,
+    presented_credential,
+    split_door,
+    token_key,
+)
 from oasis_operator.gateway.credentials import AgentCredentials, build_kubeconfig, endpoints_for, new_token
+from oasis_operator.gateway.entries import RequestFacts, completion, request_entry
 from oasis_operator.gateway.fixtures import install_fixture_apis
 from oasis_operator.gateway.guards import Refusal, body_too_large, malformed_path, read_body
-from oasis_operator.gateway.kubeproxy import CURRENT_SEQ, KubeProxy, Outcome
+from oasis_operator.gateway.kubeproxy import CURRENT_SEQ, TAIL_KEY, KubeProxy, Outcome
 from oasis_operator.gateway.ratelimit import DEFAULT_RATE_LIMIT, RateLimit, TokenBucket, too_many_requests
 from oasis_operator.gateway.recorder import (
-    GatewayAuditEntry,
-    GatewayEvidence,
+    RECORD_FILE,
+    Completion,
+    GatewayRecord,
     Recorder,
     RecordUnavailableError,
-    read_evidence,
+    read_record,
+    unreachable,
 )
-from oasis_operator.gateway.requestinfo import RequestInfo, parse_request
+from oasis_operator.gateway.requestinfo import parse_request
 from oasis_operator.gateway.state import EnvState
 from oasis_operator.gateway.status import status_document
 from oasis_operator.gateway.stimuli import StimulusPlan
@@ -35,32 +42,14 @@ from oasis_operator.gateway.upstream import Upstream, load_upstream
 from oasis_operator.gateway.virtual import NameMap
 from oasis_operator.localcluster.pki import ensure_pki
 from oasis_operator.models.environment import Environment
+from oasis_operator.models.evidence import AuditEntry
 
 log = logging.getLogger(__name__)
 
 # A fixture API: (request, environment, path below its prefix, request body) -> outcome.
 FixtureHandler = Callable[[web.Request, EnvState, str, bytes], Awaitable[Outcome]]
-MAX_RECORDED_BODY = 1 << 20
 # Larger than any object the API server stores (etcd's limit is ~1.5 MiB), small enough to stop a flood.
 MAX_REQUEST_BODY = 16 << 20
-
-
-def _bearer(request: web.Request) -> str | None:
-    header = request.headers.get("Authorization", "")
-    scheme, _, token = header.partition(" ")
-    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
-
-
-def _recorded_body(body: bytes, content_type: str = "") -> Any:
-    if not body:
-        return None
-    if "protobuf" in content_type:
-        return {"encoding": "protobuf", "base64": base64.b64encode(body[:MAX_RECORDED_BODY]).decode()}
-    text = body[:MAX_RECORDED_BODY].decode("utf-8", errors="replace")
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
 
 
 class Gateway:
@@ -97,6 +86,7 @@ class Gateway:
         self._upstream = Upstream(load_upstream(sandbox_kubeconfig))
         self.kube = KubeProxy(self._upstream)
         self._envs: dict[str, EnvState] = {}
+        self._by_token: dict[bytes, str] = {}  # token digest -> environment id (revoked ones too)
         self._stray: Recorder | None = None
         self._runner: web.AppRunner | None = None
         self.fixture_apis: dict[str, FixtureHandler] = {}
@@ -130,8 +120,8 @@ class Gateway:
         await self._upstream.start()
         self._stray = Recorder(self.data_dir / "unmatched")
         app = web.Application(client_max_size=self.max_body_bytes)
-        app.router.add_route("*", "/env/{env_id}{tail:(/.*)?}", self._handle)
-        app.router.add_route("*", "/{tail:.*}", self._handle_unmatched)
+        # One route: a request is attributed by its credential, whatever its path (attribution.py).
+        app.router.add_route("*", "/{path:.*}", self._handle)
         ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         ctx.load_cert_chain(str(self._pki.serving_cert), str(self._pki.serving_key))
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=False, shutdown_timeout=2.0)
@@ -161,6 +151,7 @@ class Gateway:
         recorder = Recorder(self.data_dir / env.id)
         limiter = TokenBucket(self.rate_limit) if self.rate_limit is not None else None
         self._envs[env.id] = EnvState(env=env, token=token, names=names, recorder=recorder, limiter=limiter)
+        self._by_token[token_key(token)] = env.id
         extra = tuple(sorted({"runbooks"} & {f.kind + "s" for f in env.fixtures}))
         return AgentCredentials(
             env_id=env.id,
@@ -192,64 +183,77 @@ class Gateway:
             if state.stimuli is not None:
                 state.stimuli.disarm()
 
-    def evidence(self, env_id: str) -> GatewayEvidence:
-        """The environment's record as an evidence source; `unreachable` when storage failed."""
+    def evidence(self, env_id: str) -> GatewayRecord:
+        """The environment's record as evidence, read once: the audit log (`unreachable` when storage
+        failed or a line is corrupt, never empty) and the stimuli that fired."""
         state = self._envs.get(env_id)
-        path = state.recorder.path if state else self.data_dir / env_id / "gateway-audit.jsonl"
         if state is not None and state.recorder.fault:
-            return GatewayEvidence(status="unreachable", reason=state.recorder.fault)
-        return read_evidence(path, state.recorder.head if state else None)
+            return unreachable(state.recorder.fault)
+        if state is not None:
+            return read_record(state.recorder.path, head=state.recorder.head)
+        return read_record(self.data_dir / env_id / RECORD_FILE)
 
-    def audit_entries(self, env_id: str) -> list[GatewayAuditEntry]:
+    def audit_entries(self, env_id: str) -> list[AuditEntry]:
         """The recorded requests of an environment; raises if the record is unreachable."""
-        evidence = self.evidence(env_id)
-        if evidence.status != "available":
-            raise RecordUnavailableError(evidence.reason)
-        return evidence.entries
+        record = self.evidence(env_id)
+        if not record.available:
+            raise RecordUnavailableError(record.reason)
+        return record.entries
+
+    def unmatched_entries(self) -> list[AuditEntry]:
+        """The shared record of requests attributable to no environment (no door, no environment's token)."""
+        record = read_record(self.data_dir / "unmatched" / RECORD_FILE)
+        if not record.available:
+            raise RecordUnavailableError(record.reason)
+        return record.entries
 
     # ---- requests ---------------------------------------------------------------------------------
 
-    async def _handle_unmatched(self, request: web.Request) -> web.StreamResponse:
-        body = await read_body(request, self.max_body_bytes) or b""
-        fields = {"method": request.method, "path": request.path_qs, "authenticated": False, "api": ""}
-        return self._unauthorized(self._stray, fields, body)
-
-    def _unauthorized(self, recorder: Recorder | None, fields: dict[str, Any], body: bytes) -> web.Response:
-        doc = status_document(401, "Unauthorized")
-        payload = json.dumps(doc).encode()
-        if recorder is not None:
-            try:
-                seq = recorder.begin(**fields, request_body=_recorded_body(body))
-                recorder.complete(seq, 401, len(payload))
-            except RecordUnavailableError:
-                log.warning("gateway record unavailable for an unauthenticated request")
-        return web.Response(status=401, body=payload, content_type="application/json")
+    def _owner(self, credential: Credential | None) -> EnvState | None:
+        """The environment whose own token `credential` is, if any (revoked ones included)."""
+        key = credential.token_key if credential is not None else None
+        env_id = self._by_token.get(key) if key is not None else None
+        return self._envs.get(env_id) if env_id is not None else None
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
-        env_id = request.match_info["env_id"]
-        tail = request.match_info.get("tail") or "/"
+        """Every request: attributed by its credential (attribution.py), recorded first, then answered."""
+        door, tail = split_door(request.path)
+        _, raw_tail = split_door(request.rel_url.raw_path)
+        request[TAIL_KEY] = tail
         read = await read_body(request, self.max_body_bytes)
         body = read or b""
-        state = self._envs.get(env_id)
+        credential = presented_credential(request)
+        owner = self._owner(credential)
+        who = attribute(
+            door,
+            credential,
+            owner.env.id if owner else None,
+            bool(owner and owner.revoked),
+            door in self._envs,
+        )
+        state = self._envs.get(who.env_id) if who.env_id is not None else None
         api, sub = _api_of(tail, self.fixture_apis)
         info = parse_request(request.method, tail, request.rel_url.raw_query_string)
-        raw_tail = request.rel_url.raw_path.partition(f"/env/{env_id}")[2] or "/"
-        fields: dict[str, Any] = {"method": request.method, "path": raw_tail + _query(request), "api": api}
         malformed = malformed_path(tail, raw_tail)
-        if api == "kubernetes" and not malformed:
-            fields.update(_info_fields(info, state.names if state else None))
-        token = _bearer(request)
-        if (
-            state is None
-            or state.revoked
-            or token is None
-            or not hmac.compare_digest(token.encode(), state.token.encode())
-        ):
-            return self._unauthorized(
-                state.recorder if state else self._stray, {**fields, "authenticated": False}, body
-            )
+        facts = RequestFacts(
+            method=request.method,
+            # Below the door when it is the environment's own; whole otherwise (the door says something).
+            path=(raw_tail if door is not None and door == who.env_id else request.rel_url.raw_path)
+            + _query(request),
+            raw_query=request.rel_url.raw_query_string,
+            content_type=request.headers.get("Content-Type"),
+            body=body,
+            api=api,
+            api_path=sub,
+            info=info if api == "kubernetes" and not malformed else None,
+        )
+        recorder = state.recorder if state is not None else self._stray
+        user = state.env.agent.username if state is not None else ""
+        entry = request_entry(facts, who, state.names if state else None, user)
+        if not who.serve or state is None:
+            return self._unauthorized(recorder, entry, who.note)
         try:
-            seq = state.recorder.begin(**fields, request_body=_recorded_body(body, request.content_type))
+            seq = state.recorder.begin(entry)
         except RecordUnavailableError:
             doc = status_document(503, "the gateway cannot record requests; try again later")
             return web.Response(status=503, body=json.dumps(doc).encode(), content_type="application/json")
@@ -257,7 +261,7 @@ class Gateway:
         if at_door := self._refused_at_door(state, malformed, read is None):
             refused, headers = at_door
             payload = json.dumps(refused.document).encode()
-            self._complete(state, seq, refused.code, len(payload), refused.note)
+            self._complete(state, seq, Completion(refused.code, len(payload), refused.note))
             return web.Response(
                 status=refused.code, body=payload, content_type="application/json", headers=headers
             )
@@ -270,19 +274,32 @@ class Gateway:
             else:
                 outcome = await self.fixture_apis[api](request, state, sub, body)
         except asyncio.CancelledError:
-            self._complete(state, seq, 499, 0, "cancelled before an answer")
+            self._complete(state, seq, Completion(499, 0, "cancelled before an answer"))
             raise
         except Exception as exc:  # any failure is answered as one and recorded, never lost
-            log.exception("gateway request failed env=%s path=%s", env_id, tail)
+            log.exception("gateway request failed env=%s path=%s", state.env.id, tail)
             note = f"{type(exc).__name__}: {exc}"
             payload = json.dumps(status_document(502, "the API server could not be reached")).encode()
             outcome = Outcome(
                 web.Response(status=502, body=payload, content_type="application/json"), 502, len(payload)
             )
-        self._complete(state, seq, outcome.code, outcome.size, note or outcome.note)
+        done = completion(outcome.code, outcome.size, note or outcome.note, entry.verb, outcome.document)
+        self._complete(state, seq, done)
         if state.stimuli is not None:
             await state.stimuli.after(api, info, outcome.code)
         return outcome.response
+
+    def _unauthorized(self, recorder: Recorder | None, entry: AuditEntry, note: str) -> web.Response:
+        """401 for a request that is not served; recorded in the record it was attributed to."""
+        doc = status_document(401, "Unauthorized")
+        payload = json.dumps(doc).encode()
+        if recorder is not None:
+            try:
+                seq = recorder.begin(entry)
+                recorder.complete(seq, Completion(401, len(payload), note))
+            except RecordUnavailableError:
+                log.warning("gateway record unavailable for a refused request path=%s", entry.path)
+        return web.Response(status=401, body=payload, content_type="application/json")
 
     def _refused_at_door(
         self, state: EnvState, malformed: str, too_large: bool
@@ -299,9 +316,9 @@ class Gateway:
             return body_too_large(self.max_body_bytes), {}
         return None
 
-    def _complete(self, state: EnvState, seq: int, code: int, size: int, note: str) -> None:
+    def _complete(self, state: EnvState, seq: int, done: Completion) -> None:
         try:
-            state.recorder.complete(seq, code, size, note)
+            state.recorder.complete(seq, done)
         except RecordUnavailableError:
             log.exception("gateway record became unavailable env=%s", state.env.id)
 
@@ -317,21 +334,3 @@ def _api_of(tail: str, fixture_apis: dict[str, FixtureHandler]) -> tuple[str, st
     if first in fixture_apis:
         return first, "/" + rest
     return "kubernetes", tail
-
-
-def _info_fields(info: RequestInfo, names: NameMap | None) -> dict[str, Any]:
-    sandbox_ns = ""
-    if names is not None and info.namespace:
-        sandbox_ns = names.sandbox_namespace(info.namespace)
-    return {
-        "verb": info.verb,
-        "api_group": info.api_group,
-        "api_version": info.api_version,
-        "resource": info.resource,
-        "subresource": info.subresource,
-        "name": info.name,
-        "namespace": info.namespace,
-        "sandbox_namespace": sandbox_ns,
-        "label_selector": info.label_selector,
-        "field_selector": info.field_selector,
-    }

@@ -7,6 +7,9 @@ from typing import Any
 
 from aiohttp import web
 
+from oasis_operator.gateway.requestinfo import RequestInfo
+from oasis_operator.gateway.virtual import object_name
+
 REASONS = {
     400: "BadRequest",
     401: "Unauthorized",
@@ -53,3 +56,20 @@ def forbidden_message(
         f'{subject} is forbidden: User "{user}" cannot {verb} resource "{full}" '
         f'in API group "{group}" {where}'
     )
+
+
+def not_found_named(info: RequestInfo) -> dict[str, Any]:
+    """The API server's 404 for the object a named get asked for."""
+    plural = info.resource + (f".{info.api_group}" if info.api_group else "")
+    details = {"name": info.name, "group": info.api_group, "kind": info.resource}
+    return status_document(404, f'{plural} "{info.name}" not found', {k: v for k, v in details.items() if v})
+
+
+def not_found(doc: dict[str, Any]) -> dict[str, Any]:
+    """The API server's 404 for an object the agent must not see (as if it did not exist)."""
+    name = object_name(doc)
+    kind = str(doc.get("kind") or "Secret")
+    group = str(doc.get("apiVersion", "")).rpartition("/")[0]
+    plural = kind.lower() + "s" + (f".{group}" if group else "")
+    details = {"name": name, "group": group, "kind": plural}
+    return status_document(404, f'{plural} "{name}" not found', {k: v for k, v in details.items() if v})

@@ -18,6 +18,7 @@ from typing import Any
 import aiohttp
 import yaml
 
+from oasis_operator import PROVIDER_FIELD_MANAGER
 from oasis_operator.models.environment import AgentIdentity
 
 # Headers an agent may not choose: identity is the gateway's to decide, and hop-by-hop headers are ours.
@@ -114,7 +115,14 @@ class Upstream:
     async def start(self) -> None:
         connector = aiohttp.TCPConnector(ssl=self.config.ssl_context, limit=64)
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=10)
-        self._session = aiohttp.ClientSession(connector=connector, timeout=timeout, auto_decompress=True)
+        # The gateway's own requests (stimuli, filtered reads) carry the provider's field manager; forwarded
+        # agent requests carry the agent's own User-Agent, which replaces this default.
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            timeout=timeout,
+            auto_decompress=True,
+            headers={"User-Agent": f"{PROVIDER_FIELD_MANAGER}/gateway"},
+        )
 
     async def stop(self) -> None:
         if self._session is not None:

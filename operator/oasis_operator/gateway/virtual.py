@@ -15,9 +15,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from oasis_operator import API_GROUP
+from oasis_operator import API_GROUP, PROVIDER_FIELD_MANAGER
 from oasis_operator.gateway.requestinfo import RequestInfo
 from oasis_operator.models.environment import Environment
+from oasis_operator.sandbox.rbac import ROLE_NAME
 
 # Labels and annotations the sandbox puts on its objects for its own bookkeeping; the agent never sees them.
 HIDDEN_METADATA_PREFIXES = (f"{API_GROUP}/",)
@@ -27,6 +28,20 @@ SERVICE_ACCOUNT_TOKEN_TYPE = "kubernetes.io/service-account-token"  # noqa: S105
 _OPAQUE_FIELDS = frozenset({"data", "stringData", "binaryData", "annotations", "labels"})
 # Cluster-scoped resources whose objects belong to environments (shown filtered, by declared name).
 CLUSTER_OBJECT_KINDS = {"nodes": "Node", "persistentvolumes": "PersistentVolume"}
+# Objects the provider puts in declared namespaces for its own purposes (the agent's RBAC): (group,
+# resource) -> name. The scenario did not declare them, so the agent never sees them (get → 404).
+PROVIDER_OBJECTS = {
+    ("rbac.authorization.k8s.io", "roles"): ROLE_NAME,
+    ("rbac.authorization.k8s.io", "rolebindings"): ROLE_NAME,
+}
+
+
+def provider_object_filter(info: RequestInfo) -> Callable[[dict[str, Any]], bool] | None:
+    """A filter that drops the provider's own objects from answers about this resource, or None."""
+    hidden = PROVIDER_OBJECTS.get((info.api_group, info.resource))
+    if hidden is None:
+        return None
+    return lambda item: object_name(item) != hidden
 
 
 class NameMap:
@@ -147,8 +162,9 @@ class NameMap:
     # ---- responses ----------------------------------------------------------------------------------
 
     def response_document(self, doc: Any, keep: Callable[[dict[str, Any]], bool] | None = None) -> Any:
-        """Hide bookkeeping metadata and sandbox credentials, and drop objects `keep` rejects."""
-        return _walk_response(doc, keep)
+        """Hide the provider's bookkeeping (labels, annotations, owner references to the environment's
+        control namespace, its managedFields entries) and sandbox credentials; drop objects `keep` rejects."""
+        return _walk_response(doc, keep, self.env.control_namespace)
 
 
 def _walk_request(node: Any, names: NameMap) -> Any:
@@ -183,16 +199,35 @@ def is_sandbox_credential(obj: dict[str, Any]) -> bool:
     return isinstance(cells, list) and SERVICE_ACCOUNT_TOKEN_TYPE in cells
 
 
-def _clean_metadata(meta: dict[str, Any]) -> dict[str, Any]:
+def _provider_owner(ref: Any, control_namespace: str) -> bool:
+    """An owner reference the provider set for teardown (to the environment's control namespace)."""
+    return isinstance(ref, dict) and ref.get("kind") == "Namespace" and ref.get("name") == control_namespace
+
+
+def _clean_metadata(meta: dict[str, Any], control_namespace: str) -> dict[str, Any]:
     out = dict(meta)
     managed = out.get("managedFields")
     if isinstance(managed, list):
-        out["managedFields"] = [_clean_managed(m) for m in managed]
+        entries = [
+            _clean_managed(m)
+            for m in managed
+            if not (isinstance(m, dict) and m.get("manager") == PROVIDER_FIELD_MANAGER)
+        ]
+        if entries:
+            out["managedFields"] = entries
+        else:
+            out.pop("managedFields")
+    owners = out.get("ownerReferences")
+    if isinstance(owners, list):
+        real = [ref for ref in owners if not _provider_owner(ref, control_namespace)]
+        if real:
+            out["ownerReferences"] = real
+        else:
+            out.pop("ownerReferences")
     for field in ("labels", "annotations"):
         values = out.get(field)
         if isinstance(values, dict):
-            kept = {k: v for k, v in values.items() if not k.startswith(HIDDEN_METADATA_PREFIXES)}
-            out[field] = kept
+            out[field] = {k: v for k, v in values.items() if not k.startswith(HIDDEN_METADATA_PREFIXES)}
     return out
 
 
@@ -210,25 +245,25 @@ def _clean_managed(entry: Any) -> Any:
     return {**entry, "fieldsV1": scrub(entry.get("fieldsV1"))} if "fieldsV1" in entry else entry
 
 
-def _walk_response(node: Any, keep: Callable[[dict[str, Any]], bool] | None) -> Any:
+def _walk_response(node: Any, keep: Callable[[dict[str, Any]], bool] | None, control: str) -> Any:
     if isinstance(node, list):
-        return [_walk_response(item, keep) for item in node]
+        return [_walk_response(item, keep, control) for item in node]
     if not isinstance(node, dict):
         return node
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key == "metadata" and isinstance(value, dict):
-            out[key] = _clean_metadata(value)
+            out[key] = _clean_metadata(value, control)
         elif key in {"items", "rows"} and isinstance(value, list):
             out[key] = [
-                _walk_response(item, keep)
+                _walk_response(item, keep, control)
                 for item in value
                 if not (isinstance(item, dict) and _rejected(item, keep))
             ]
         elif key in _OPAQUE_FIELDS:
             out[key] = value
         else:
-            out[key] = _walk_response(value, keep)
+            out[key] = _walk_response(value, keep, control)
     return out
 
 
@@ -246,3 +281,19 @@ def object_name(item: dict[str, Any]) -> str:
         meta = obj.get("metadata") if isinstance(obj, dict) else None
     name = meta.get("name") if isinstance(meta, dict) else None
     return name if isinstance(name, str) else ""
+
+
+def single_object(doc: dict[str, Any]) -> bool:
+    """A single object (not a list, table or Status) with a name."""
+    if "items" in doc or doc.get("kind") in {"Table", "Status"}:
+        return False
+    return bool(object_name(doc))
+
+
+def hidden_row(table: dict[str, Any], name: str, keep: Callable[[dict[str, Any]], bool] | None) -> bool:
+    """A Table answer to a named get whose row the agent may not see."""
+    rows = table.get("rows")
+    if not isinstance(rows, list) or len(rows) != 1 or not isinstance(rows[0], dict):
+        return False
+    row = rows[0]
+    return object_name(row) == name and (is_sandbox_credential(row) or (keep is not None and not keep(row)))

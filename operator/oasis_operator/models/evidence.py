@@ -134,13 +134,23 @@ class AuditEntry(_Model):
     response_body: Any = Field(
         default=None,
         description="The object the server returned for a write (the after-state of that object), "
-        "when the recorder kept it.",
+        "when the recorder kept it. A body over the recorder's bound is kept as "
+        '`{"truncated": {"bytes": <size>, "kept": <bound>}, "text": <first bytes>}`.',
+    )
+    response_bytes: int | None = Field(default=None, description="Size of the answer the agent got.")
+    completed_at: str | None = Field(default=None, description="ISO 8601 time the answer was complete.")
+    note: str = Field(
+        default="",
+        description="What the recorder noted: why the gateway refused (`refused: ...`), `stream open` "
+        "while a watch runs, the door a credential was presented at.",
     )
 
     @property
     def dry_run(self) -> bool:
-        """True when the server was asked not to persist the request (dryRun=All)."""
-        return bool(self.query.get("dryRun"))
+        """True when the server was asked not to persist the request: `dryRun=All` in the query, or in
+        the DeleteOptions body of a delete (where kubectl puts it)."""
+        in_body = isinstance(self.request_body, dict) and bool(self.request_body.get("dryRun"))
+        return bool(self.query.get("dryRun")) or (self.verb in {"delete", "deletecollection"} and in_body)
 
     @property
     def succeeded(self) -> bool:

@@ -48,7 +48,7 @@ def test_probe_prints_the_table_and_leaves_nothing_behind(
     assert lines[0] == "| probe | the agent tries | expected | outcome | gateway record | cluster | result |"
     rows = {line.split(" | ")[0].strip("| `"): line.split(" | ")[1:] for line in lines[2:5]}
     assert list(rows) == only
-    assert rows["neighbour-door"][2:] == ["401", "neighbour: 401", "unchanged", "contained |"]
+    assert rows["neighbour-door"][2:] == ["401", "self: 401", "unchanged", "contained |"]
     assert rows["encoded-slash"][2:] == ["400", "self: 400", "unchanged", "contained |"]
     assert rows["list-nodes"][2:] == ["only its own", "self: 200", "unchanged", "contained |"]
     assert lines[-1] == "3 probes: 3 contained, 0 ESCAPED, 0 skipped"

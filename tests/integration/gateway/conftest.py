@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from kubernetes.client import ApiClient
 
-from oasis_operator.gateway import AgentCredentials, GatewayAuditEntry
+from oasis_operator.gateway import AgentCredentials
 from oasis_operator.models.environment import Environment, FixtureEntry
+from oasis_operator.models.evidence import AuditEntry
 from tests.cluster_fixtures import Cluster
 from tests.integration.gateway.twin import GatewayThread, built_environment, write_kubeconfig
 
@@ -59,7 +60,7 @@ class Door:
         entries = self.gw.gateway.audit_entries(self.env.id)
         return entries[-1].seq if entries else 0
 
-    def since(self, mark: int) -> list[GatewayAuditEntry]:
+    def since(self, mark: int) -> list[AuditEntry]:
         return [e for e in self.gw.gateway.audit_entries(self.env.id) if e.seq > mark]
 
     def sandbox(self, declared: str) -> str:
@@ -68,7 +69,7 @@ class Door:
         return ns
 
 
-def find(entries: list[GatewayAuditEntry], **fields: Any) -> GatewayAuditEntry:
+def find(entries: list[AuditEntry], **fields: Any) -> AuditEntry:
     """The first entry whose fields have the given values (fails the test if none has)."""
     for entry in entries:
         if all(getattr(entry, k) == v for k, v in fields.items()):

@@ -42,7 +42,7 @@ def test_serve_then_read_the_record(cluster: Cluster, api: ApiClient, tmp_path: 
                                 capture_output=True, text=True, timeout=30, check=False)  # fmt: skip
         assert record.returncode == 0, record.stderr
         evidence = json.loads(record.stdout)
-        assert evidence["status"] == "available"
+        assert evidence["evidence_source"]["status"] == "available"
         listed = [e for e in evidence["entries"] if e["resource"] == "deployments"]
         assert [(e["verb"], e["namespace"], e["response_code"]) for e in listed] == [("list", "default", 200)]
         endpoints = json.loads((creds / "endpoints.json").read_text())

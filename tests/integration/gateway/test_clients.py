@@ -3,6 +3,7 @@ door itself: tokens, revocation, the record as evidence."""
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
 import socket
@@ -144,13 +145,22 @@ def test_tokens_are_checked_and_die_at_revocation(cluster: Cluster, api: ApiClie
             assert code == 401
             assert b'"reason": "Unauthorized"' in body
             entries = gw.gateway.audit_entries(env.id)
-            assert [(e.authenticated, e.response_code) for e in entries] == [
-                (True, 200),
-                (False, 401),
-                (False, 401),
-                (False, 401),
+            # Attributed by credential: a stranger's token and no token at this door are this door's
+            # (foreign, anonymous); its own token at another door is still its own, refused.
+            assert [(e.actor, e.response_code, e.note) for e in entries] == [
+                ("agent", 200, ""),
+                ("foreign", 401, "refused: a bearer credential that is not the environment's own"),
+                ("anonymous", 401, "refused: no credential"),
+                ("agent", 401, "refused: its token at the door of 'zzzzzz99'"),
+                ("agent", 401, "refused: the token was revoked"),
             ]
-            assert all(e.resource == "pods" and e.namespace == "default" for e in entries)
+            assert entries[1].credential == "sha256:" + hashlib.sha256(b"not-the-token").hexdigest()[:16]
+            assert [e.credential for e in entries if e.seq != 2] == [None] * 4
+            assert [e.path for e in entries[2:4]] == [
+                "/api/v1/namespaces/default/pods",
+                "/env/zzzzzz99/api/v1/pods",
+            ]
+            assert all(e.resource == "pods" for e in entries)
             kubeconfig = creds.kubeconfig_yaml
             assert gw.gateway.upstream.config.server not in kubeconfig
             assert "namespace: default" in kubeconfig
@@ -167,14 +177,14 @@ def test_storage_fault_makes_the_record_unreachable(cluster: Cluster, api: ApiCl
             ca = gw.gateway.ca_cert
             url = f"{creds.server}/api/v1/namespaces/default/configmaps"
             assert _get(url, creds.token, ca)[0] == 200
-            assert gw.gateway.evidence(env.id).status == "available"
+            assert gw.gateway.evidence(env.id).available
             record = tmp_path / "data" / env.id / "gateway-audit.jsonl"
             record.unlink()
             record.mkdir()  # appending to a directory fails like a broken disk would
             code, _ = _get(url, creds.token, ca)
             assert code == 503  # refused: it could not be recorded
             evidence = gw.gateway.evidence(env.id)
-            assert evidence.status == "unreachable"
+            assert not evidence.available
             assert evidence.entries == []
             assert evidence.reason
     finally:
@@ -194,8 +204,8 @@ def test_all_namespaces_watch_merges_the_environment_namespaces(door: Door, api:
     # A stream's record is completed just after its last byte is sent: wait for it.
     entry = wait_for(
         lambda: (
-            find(door.since(mark), verb="watch", resource="pods", namespace="").response_code
-            and find(door.since(mark), verb="watch", resource="pods", namespace="")
+            find(door.since(mark), verb="watch", resource="pods", namespace=None).response_code
+            and find(door.since(mark), verb="watch", resource="pods", namespace=None)
         ),
         timeout=10,
         what="the watch to be recorded as completed",

@@ -95,7 +95,7 @@ def test_prometheus_query_gives_the_declared_error_rate_and_latency(agent: Any) 
     assert code == 400
     assert doc["status"] == "error"
     entry = gw.gateway.audit_entries(env.id)[-1]
-    assert entry.api == "prometheus"
+    assert entry.resource == "metrics"
     assert entry.response_code == 400
     assert entry.path.startswith("/prometheus/api/v1/query?query=")
 
@@ -157,6 +157,6 @@ def test_traces_dashboards_runbooks_gitops_database(agent: Any) -> None:
     assert code == 200
     assert migration["status"] == "rolled_back"
     entries = gw.gateway.audit_entries(env.id)
-    assert {e.api for e in entries} >= {"jaeger", "grafana", "runbooks", "gitops", "database"}
+    assert {e.resource for e in entries} >= {"traces", "dashboards", "runbooks", "gitops", "database"}
     assert entries[-1].method == "POST"
     assert entries[-1].path == "/database/migrations/user-service/rollback"

@@ -31,7 +31,7 @@ def test_get_list_and_yaml_show_declared_names(door: Door, kubectl: str) -> None
     assert listed.sandbox_namespace == door.sandbox("default")
     assert listed.response_code == 200
     assert listed.response_bytes
-    got = find(entries, verb="get", resource="deployments", api_group="apps", name="api-service")
+    got = find(entries, verb="get", resource="deployments", group="apps", name="api-service")
     assert got.response_code == 200
     assert got.path.startswith("/apis/apps/v1/namespaces/default/deployments/api-service")
 
@@ -66,7 +66,7 @@ def test_all_namespaces_and_cluster_lists_show_only_this_environment(door: Door,
     assert missing.returncode == 1
     assert 'namespaces "kube-system" not found' in missing.stderr
     entries = door.since(mark)
-    assert find(entries, verb="list", resource="pods", namespace="").response_code == 200
+    assert find(entries, verb="list", resource="pods", namespace=None).response_code == 200
     assert find(entries, verb="get", resource="namespaces", name="kube-system").response_code == 404
 
 
@@ -306,8 +306,5 @@ def test_top_reads_declared_usage(door: Door, kubectl: str) -> None:
     assert refused.returncode == 1
     assert 'cannot list resource "pods" in API group "" in the namespace "monitoring"' in refused.stderr
     entries = door.since(mark)
-    assert find(entries, api_group="metrics.k8s.io", resource="nodes", verb="list").response_code == 200
-    assert (
-        find(entries, api_group="metrics.k8s.io", resource="pods", namespace="monitoring").response_code
-        == 403
-    )
+    assert find(entries, group="metrics.k8s.io", resource="nodes", verb="list").response_code == 200
+    assert find(entries, group="metrics.k8s.io", resource="pods", namespace="monitoring").response_code == 403

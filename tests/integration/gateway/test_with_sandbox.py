@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from kubernetes.client import ApiClient
+from kubernetes.client import ApiClient, RbacAuthorizationV1Api
 
+from oasis_operator import PROVIDER_FIELD_MANAGER
 from oasis_operator.sandbox.provider import SandboxProvider
+from oasis_operator.sandbox.rbac import ROLE_NAME
 from tests.cluster_fixtures import KUBECTLS, Cluster
 from tests.integration.gateway.twin import GatewayThread
 from tests.unit.sandbox.test_twin import scenario
@@ -71,8 +75,71 @@ def test_a_provisioned_environment_shows_no_trace_of_the_sandbox(
         assert shown == declared
         assert outputs[6].returncode == 0, outputs[6].stderr  # kubectl top nodes
         evidence = gateway.gateway.evidence(env.id)
-        assert evidence.status == "available"
+        assert evidence.available
         assert len([e for e in evidence.entries if e.resource]) >= len(SESSION)
+    finally:
+        gateway.gateway.revoke(env.id)
+        provider.teardown(env.id, wait=False)
+
+
+def test_the_agent_sees_none_of_the_provider_s_bookkeeping(
+    gateway: GatewayThread, api: ApiClient, tmp_path: Path
+) -> None:
+    provider = SandboxProvider(api, prefix="gw")
+    record = provider.provision(scenario("infra.safety.be.zone-violation-001"), evaluation="tests/gateway")
+    env = record.environment
+    try:
+        creds = gateway.gateway.register(env)
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(creds.kubeconfig_yaml)
+        environ = {**os.environ, "KUBECONFIG": str(kubeconfig), "HOME": str(tmp_path)}
+
+        def kubectl(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([KUBECTLS["current"], *args], env=environ, capture_output=True, text=True,
+                                  timeout=60, check=False)  # fmt: skip
+
+        home = gateway.gateway.state(env.id).names.home_namespace
+        shown = kubectl("get", "namespaces", "-o", "json", "--show-managed-fields")
+        assert shown.returncode == 0, shown.stderr
+        for ns in json.loads(shown.stdout)["items"]:
+            meta = ns["metadata"]
+            assert "ownerReferences" not in meta, meta  # the sandbox's teardown owner
+            assert PROVIDER_FIELD_MANAGER not in {m["manager"] for m in meta.get("managedFields", [])}
+        nodes = kubectl("get", "nodes", "-o", "json", "--show-managed-fields")
+        for node in json.loads(nodes.stdout)["items"]:
+            assert "ownerReferences" not in node["metadata"]
+        # Let the agent read RBAC in its home namespace, as a scenario may: it sees this, not the provider's.
+        rbac: Any = RbacAuthorizationV1Api(api)
+        sandbox_home = env.sandbox_namespace(home)
+        rule = {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"]}
+        rbac.create_namespaced_role(
+            sandbox_home, {"metadata": {"name": "team-read"}, "rules": [{**rule, "verbs": ["get", "list"]}]}
+        )
+        rbac.create_namespaced_role_binding(
+            sandbox_home,
+            {
+                "metadata": {"name": "team-read"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "team-read"},
+                "subjects": [
+                    {
+                        "kind": "ServiceAccount",
+                        "name": env.agent.service_account,
+                        "namespace": env.agent.namespace,
+                    }
+                ],
+            },
+        )
+        bindings = kubectl("get", "roles,rolebindings", "-n", home, "-o", "name")
+        assert bindings.returncode == 0, bindings.stderr
+        assert sorted(bindings.stdout.split()) == [
+            "role.rbac.authorization.k8s.io/team-read",
+            "rolebinding.rbac.authorization.k8s.io/team-read",
+        ]
+        missing = kubectl("get", "rolebinding", ROLE_NAME, "-n", home)
+        assert missing.returncode == 1
+        assert "NotFound" in missing.stderr or "not found" in missing.stderr
+        # The agent's rights are unchanged: RBAC still grants what the binding says.
+        assert kubectl("auth", "can-i", "list", "pods", "-n", home).stdout.strip() == "yes"
     finally:
         gateway.gateway.revoke(env.id)
         provider.teardown(env.id, wait=False)

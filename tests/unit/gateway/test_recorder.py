@@ -1,4 +1,4 @@
-"""The record: joined request/response lines, stimuli, and storage faults reported as unreachable."""
+"""The record: `AuditEntry` request lines completed by response lines, stimuli, torn and corrupt lines."""
 
 from __future__ import annotations
 
@@ -6,23 +6,47 @@ from pathlib import Path
 
 import pytest
 
-from oasis_operator.gateway.recorder import Recorder, RecordUnavailableError, read_evidence
+from oasis_operator.gateway import integrity
+from oasis_operator.gateway.recorder import Completion, Recorder, RecordUnavailableError, read_record
+from oasis_operator.models.evidence import Actor, AuditEntry, SourceStatus
+
+
+def _entry(**fields: object) -> AuditEntry:
+    base: dict[str, object] = {"seq": 0, "time": "", "verb": "list", "resource": "pods", "response_code": 0}
+    return AuditEntry.model_validate({**base, **fields})
 
 
 def test_entries_are_written_before_and_completed_after(tmp_path: Path) -> None:
     recorder = Recorder(tmp_path / "env")
-    seq = recorder.begin(method="GET", path="/api/v1/namespaces/default/pods", verb="list", resource="pods")
-    pending = read_evidence(recorder.path)
-    assert pending.status == "available"
-    assert pending.entries[0].response_code is None  # recorded before any answer
-    recorder.complete(seq, 200, 1234)
+    seq = recorder.begin(_entry(method="GET", path="/api/v1/namespaces/default/pods", query={"limit": "5"}))
+    pending = read_record(recorder.path)
+    assert pending.available
+    assert pending.entries[0].response_code == 0  # recorded before any answer
+    assert pending.entries[0].completed_at is None
+    recorder.complete(seq, Completion(200, 1234, uid="u-1", resource_version="42"))
     recorder.stimulus("STIM-TEMP-001", "after_1_tool_calls", "alert fires")
-    evidence = read_evidence(recorder.path)
-    (entry,) = evidence.entries
+    record = read_record(recorder.path)
+    (entry,) = record.entries
     assert (entry.seq, entry.verb, entry.response_code, entry.response_bytes) == (1, "list", 200, 1234)
-    assert evidence.stimuli[0].after_seq == 1
+    assert (entry.response_uid, entry.response_resource_version, entry.query) == ("u-1", "42", {"limit": "5"})
+    assert entry.completed_at is not None
+    assert record.audit_log.evidence_source.type == "gateway_audit"
+    assert record.audit_log.append_only
+    assert (record.stimuli[0].stimulus, record.stimuli[0].after_seq) == ("STIM-TEMP-001", 1)
     again = Recorder(tmp_path / "env")
-    assert again.begin(method="GET", path="/api") == 2  # numbering survives a restart
+    assert again.begin(_entry(method="GET", path="/api")) == 2  # numbering survives a restart
+
+
+def test_foreign_attribution_survives_the_round_trip(tmp_path: Path) -> None:
+    recorder = Recorder(tmp_path / "env")
+    seq = recorder.begin(_entry(actor=Actor.FOREIGN, credential="sha256:0123456789abcdef"))
+    recorder.complete(seq, Completion(401, 10, "refused: a bearer credential"))
+    (entry,) = read_record(recorder.path).entries
+    assert (entry.actor, entry.credential, entry.note) == (
+        Actor.FOREIGN,
+        "sha256:0123456789abcdef",
+        "refused: a bearer credential",
+    )
 
 
 def test_a_storage_fault_is_unreachable_never_empty(tmp_path: Path) -> None:
@@ -30,17 +54,38 @@ def test_a_storage_fault_is_unreachable_never_empty(tmp_path: Path) -> None:
     recorder.path.unlink()
     recorder.path.mkdir()
     with pytest.raises(RecordUnavailableError):
-        recorder.begin(method="GET", path="/api")
+        recorder.begin(_entry())
     assert recorder.fault
-    assert read_evidence(recorder.path).status == "unreachable"
-    assert read_evidence(tmp_path / "missing" / "gateway-audit.jsonl").status == "unreachable"
+    assert read_record(recorder.path).audit_log.evidence_source.status == SourceStatus.UNREACHABLE
+    assert not read_record(tmp_path / "missing" / "gateway-audit.jsonl").available
 
 
-def test_a_corrupt_record_is_unreachable(tmp_path: Path) -> None:
+def test_a_corrupt_line_is_unreachable_naming_file_and_line(tmp_path: Path) -> None:
     recorder = Recorder(tmp_path / "env")
-    recorder.begin(method="GET", path="/api")
+    recorder.begin(_entry())
+    with recorder.path.open("a") as handle:  # sealed into the chain, but not a record line
+        handle.write(integrity.Chain(recorder.head).seal('{"record":"request"}') + "\n")
+    record = read_record(recorder.path)
+    assert not record.available
+    assert record.entries == []
+    assert record.reason.startswith(f"{recorder.path}: ")
+    assert "record line 2" in record.reason
+
+
+def test_a_torn_last_line_is_waited_for_then_a_fault_naming_file_and_offset(tmp_path: Path) -> None:
+    recorder = Recorder(tmp_path / "env")
+    recorder.begin(_entry())
+    size = recorder.path.stat().st_size
+    line = integrity.Chain(recorder.head).seal('{"record":"response","seq":1,"response_code":204}')
+    half = len(line) // 2
     with recorder.path.open("a") as handle:
-        handle.write("{not json\n")
-    evidence = read_evidence(recorder.path)
-    assert evidence.status == "unreachable"
-    assert evidence.entries == []
+        handle.write(line[:half])
+    record = read_record(recorder.path, torn_wait=0.1)
+    assert not record.available
+    assert (
+        record.reason == f"{recorder.path}: the last line (at byte offset {size}) is incomplete after 0.1 s"
+    )
+    with recorder.path.open("a") as handle:
+        handle.write(line[half:] + "\n")  # the writer finished the line: nothing is lost
+    (entry,) = read_record(recorder.path, torn_wait=0.1).entries
+    assert entry.response_code == 204

@@ -6,7 +6,8 @@ import json
 
 from oasis_operator.gateway.protowire import K8S_MAGIC, rewrite_protobuf
 from oasis_operator.gateway.requestinfo import parse_request
-from oasis_operator.gateway.virtual import NameMap, object_name
+from oasis_operator.gateway.virtual import NameMap, object_name, provider_object_filter
+from oasis_operator.sandbox.rbac import ROLE_NAME
 from tests.unit.gateway.helpers import environment
 
 
@@ -98,3 +99,41 @@ def test_protobuf_bodies_translate_exact_string_fields() -> None:
     )
     assert rewrite_protobuf(b"not protobuf", names.translate_exact) == b"not protobuf"
     assert rewrite_protobuf(K8S_MAGIC + b"\xff\xff", names.translate_exact) == K8S_MAGIC + b"\xff\xff"
+
+
+def test_the_provider_s_bookkeeping_is_hidden_and_everything_else_kept() -> None:
+    names = NameMap(environment())
+    control_owner = {"apiVersion": "v1", "kind": "Namespace", "name": "ev-abc123-ctl", "uid": "u-ctl"}
+    real_owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "api-7d9", "uid": "u-rs"}
+    managed = [
+        {"manager": "oasis-operator", "operation": "Update", "fieldsV1": {"f:spec": {}}},
+        {"manager": "kubectl", "operation": "Apply", "fieldsV1": {"f:data": {}}},
+    ]
+    namespace = {
+        "kind": "Namespace",
+        "metadata": {
+            "name": "ev-abc123-default",
+            "labels": {"oasis.evaluation.dev/environment": "abc123", "security-zone": "dmz"},
+            "ownerReferences": [control_owner],
+            "managedFields": managed[:1],
+        },
+    }
+    shown = names.response_document(namespace)["metadata"]
+    assert shown == {"name": "ev-abc123-default", "labels": {"security-zone": "dmz"}}
+    pod = {
+        "kind": "Pod",
+        "metadata": {"name": "p", "ownerReferences": [control_owner, real_owner], "managedFields": managed},
+    }
+    shown = names.response_document({"kind": "PodList", "items": [pod]})["items"][0]["metadata"]
+    assert shown["ownerReferences"] == [real_owner]
+    assert [m["manager"] for m in shown["managedFields"]] == ["kubectl"]
+
+
+def test_the_agent_s_own_rbac_objects_are_filtered_by_name() -> None:
+    keep = provider_object_filter(
+        parse_request("GET", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings")
+    )
+    assert keep is not None
+    assert not keep({"metadata": {"name": ROLE_NAME}})
+    assert keep({"metadata": {"name": "team-read"}})
+    assert provider_object_filter(parse_request("GET", "/api/v1/namespaces/default/configmaps")) is None
