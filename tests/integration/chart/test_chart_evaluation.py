@@ -221,6 +221,10 @@ def _run_evaluation(
     # Record the server of every kubeconfig the agent is handed, then run the agent itself.
     record = '[ -z "$KUBECONFIG" ] || sed -n "s/^ *server: //p" "$KUBECONFIG" >> "$0"; exec "$@"'
     agent["command"]["command"] = ["/bin/sh", "-c", record, str(servers), *agent["command"]["command"]]
+    # The wrapper writes to a host file and runs the venv's agent through /bin/sh, which the command
+    # sandbox would hide; the chart's image has no bubblewrap either, so an in-cluster command agent runs
+    # by the explicit opt-out (the Job adapter is the isolated in-cluster way).
+    agent["command"]["isolation"] = "none"
     body = {
         "apiVersion": f"{API_GROUP}/{API_VERSION}",
         "kind": "OASISEvaluation",
