@@ -358,7 +358,7 @@ HOST_PROBES: list[Probe] = [
         "every TCP port of 127.0.0.1: an API server or etcd handing out Secrets or keys without credentials",
         ("nothing answers",),
         scan,
-        Record("unmatched", 401, {"authenticated": False, "path": "/api/v1/secrets"}),
+        Record("unmatched", 401, {"actor": "anonymous", "path": "/api/v1/secrets"}),
     ),
 ]
 PROBES += HOST_PROBES

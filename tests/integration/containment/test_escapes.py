@@ -115,15 +115,15 @@ def test_a_record_changed_behind_the_gateways_back_is_unreachable(harness: Conta
     assert harness.gateway is not None
     env_id = harness.env.id
     assert kubectl(harness.target, "get", "secrets", "-n", "kube-system").returncode != 0  # a 403 line
-    assert harness.gateway.evidence(env_id).status == "available"
+    assert harness.gateway.evidence(env_id).available
     record = harness.gateway.state(env_id).recorder.path
     original = record.read_text()
     try:
-        assert '"code":403' in original
-        record.write_text(original.replace('"code":403', '"code":200', 1))
+        assert '"response_code":403' in original
+        record.write_text(original.replace('"response_code":403', '"response_code":200', 1))
         evidence = harness.gateway.evidence(env_id)
-        assert evidence.status == "unreachable"
+        assert not evidence.available
         assert "not intact" in evidence.reason
     finally:
         record.write_text(original)
-    assert harness.gateway.evidence(env_id).status == "available"
+    assert harness.gateway.evidence(env_id).available
