@@ -124,6 +124,12 @@ class Recorder:
     def fault(self) -> str | None:
         return self._fault
 
+    def read(self) -> GatewayRecord:
+        """The record as evidence, read under the write lock: the head and the file agree (no line in
+        flight), so a request still being recorded is never mistaken for tampering."""
+        with self._lock:
+            return read_record(self.path, torn_wait=0.0, head=self._chain.head)
+
     def _append(self, record: dict[str, Any]) -> None:
         """The one write path of the record: one JSON line, flushed before the caller goes on."""
         line = self._chain.seal(json.dumps(record, separators=(",", ":"), default=str)) + "\n"

@@ -190,7 +190,7 @@ class Gateway:
         if state is not None and state.recorder.fault:
             return unreachable(state.recorder.fault)
         if state is not None:
-            return read_record(state.recorder.path, head=state.recorder.head)
+            return state.recorder.read()
         return read_record(self.data_dir / env_id / RECORD_FILE)
 
     def audit_entries(self, env_id: str) -> list[AuditEntry]:
