@@ -17,14 +17,16 @@ from oasis_operator.kube import request, resource_path
 from oasis_operator.models.environment import FixtureEntry
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.sandbox.provider import ENV_LABEL, MERGE_PATCH, SandboxProvider
-from oasis_operator.sandbox.twin import TwinObject, build_twin
+from oasis_operator.sandbox.twin import TwinObject, TwinPlan, build_twin
 from oasis_operator.sandbox.twin.plan import TwinError
 
 
 @dataclass(frozen=True)
 class Injection:
-    """What one inject-state call changed."""
+    """What one inject-state call changed, and the scenario and twin as they now stand."""
 
+    scenario: Scenario
+    plan: TwinPlan
     created: list[str]
     patched: list[str]
     fixtures: list[FixtureEntry]
@@ -41,14 +43,16 @@ def with_state(scenario: Scenario, entries: list[dict[str, Any]]) -> Scenario:
     return Scenario.model_validate(document)
 
 
-def _label(obj: TwinObject) -> str:
-    return f"{obj.kind} {obj.namespace + '/' if obj.namespace else ''}{obj.name}"
+def _label(obj: TwinObject, declared: dict[str, str]) -> str:
+    """`Kind namespace/name` in the names the agent and the runner know (never a sandbox name)."""
+    namespace = declared.get(obj.namespace or "", obj.namespace)
+    return f"{obj.kind} {namespace + '/' if namespace else ''}{obj.name}"
 
 
 def inject(
     provider: SandboxProvider, scenario: Scenario, env_id: str, entries: list[dict[str, Any]]
-) -> tuple[Scenario, Injection]:
-    """Write `entries` into the environment; returns the scenario as it now stands and what changed."""
+) -> Injection:
+    """Write `entries` into the environment; returns what changed."""
     now = provider.clock()
     try:
         grown = with_state(scenario, entries)
@@ -62,6 +66,7 @@ def inject(
         raise WireError(
             422, "state", f"namespace {fresh[0]!r} was not provisioned; declare it in the scenario's state"
         )
+    declared = {b.sandbox: b.declared for b in new.namespaces}
     created: list[str] = []
     patched: list[str] = []
     for obj in new.objects:
@@ -77,17 +82,17 @@ def inject(
             body["metadata"].setdefault("labels", {})[ENV_LABEL] = env_id
             collection = resource_path(obj.kind, obj.namespace, api_version=version)
             request(provider.api, "POST", collection, {"apiVersion": version, "kind": obj.kind, **body})
-            created.append(_label(obj))
+            created.append(_label(obj, declared))
         else:
             patch = {k: v for k, v in obj.body.items() if k != "metadata"}
             patch["metadata"] = {"labels": obj.body.get("metadata", {}).get("labels", {})}
             request(provider.api, "PATCH", path, patch, content_type=MERGE_PATCH)
-            patched.append(_label(obj))
+            patched.append(_label(obj, declared))
         if obj.status is not None:
             request(provider.api, "PATCH", path + "/status", {"status": obj.status}, content_type=MERGE_PATCH)
     old_fixtures = {(f.kind, f.name, f.namespace): f for f in old.fixtures}
     changed = [f for f in new.fixtures if old_fixtures.get((f.kind, f.name, f.namespace)) != f]
-    return grown, Injection(created=created, patched=patched, fixtures=changed)
+    return Injection(scenario=grown, plan=new, created=created, patched=patched, fixtures=changed)
 
 
 def _with_owner(provider: SandboxProvider, obj: TwinObject) -> dict[str, Any]:

@@ -45,6 +45,7 @@ from oasis_operator.models.profile import Profile
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.sandbox.dynamics import TwinReconciler
 from oasis_operator.sandbox.naming import new_environment_id
+from oasis_operator.sandbox.observe import declared_resources
 from oasis_operator.sandbox.provider import SandboxError, SandboxProvider, SandboxRecord
 from oasis_operator.sandbox.snapshot import ResourceSnapshot
 
@@ -283,10 +284,19 @@ class ProviderService:
     async def inject_state(self, body: InjectBody) -> dict[str, Any]:
         provided = self._provided(body.environment_id)
         entries = [oasis_state_entry(e, f"state[{i}]") for i, e in enumerate(body.state)]
-        grown, done = await asyncio.to_thread(
-            inject, self.provider, provided.scenario, body.environment_id, entries
+        done = await asyncio.to_thread(inject, self.provider, provided.scenario, body.environment_id, entries)
+        provided.scenario = done.scenario
+        record = provided.record
+        known = {(r.kind, r.namespace, r.name) for r in record.resources}
+        grown = declared_resources(done.plan, record.environment)
+        added = [r for r in grown if (r.kind, r.namespace, r.name) not in known]
+        # What was injected is the baseline of later diffs, like what was provisioned.
+        keys = {(r.kind, r.namespace, r.name) for r in added}
+        taken = await asyncio.to_thread(self.provider.snapshot, record.environment, added) if added else []
+        before = [s for s in taken if (s.kind, s.namespace, s.name) in keys]
+        provided.record = record.model_copy(
+            update={"resources": [*record.resources, *added], "before": [*record.before, *before]}
         )
-        provided.scenario = grown
         state = self.gateway.state(body.environment_id)
         fixtures = list(state.fixtures)
         for entry in done.fixtures:
