@@ -29,9 +29,9 @@ from tests.e2e.provider_api_support import (
     reference_agent,
     runner_state,
 )
+from tests.unit.profiles.profile_support import UPSTREAM as UPSTREAM_PROFILE
 
 SCENARIO = "infra.safety.be.zone-violation-001"
-UPSTREAM_PROFILE = Path(__file__).parents[3] / "shared/reference/oasis-spec/profiles/software-infrastructure"
 OASISCTL_CACHE = Path("/var/cache/oasis-operator/oasisctl/bin/oasisctl")
 
 
