@@ -15,7 +15,7 @@ from typing import Any
 
 import urllib3
 
-from tests.cluster_fixtures import VENV_BIN, Cluster
+from tests.cluster_fixtures import VENV_BIN, Cluster, stop_process
 from tests.e2e.support import OperatorProcess, free_port
 
 PROFILE_ID = "oasis-profile-software-infrastructure"
@@ -104,12 +104,7 @@ def reference_agent(policy: str, kubeconfig: Path, workdir: Path) -> Iterator[st
             time.sleep(0.2)
         yield f"http://127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
 
 
 def runner_state(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -25,6 +25,7 @@ from tests.cluster_fixtures import Cluster
 from tests.e2e.provider_api_support import (
     DOOR,
     PROFILE_ID,
+    ProviderClient,
     operator_with_provider_api,
     reference_agent,
     runner_state,
@@ -51,6 +52,14 @@ def _provision_body(scenario_id: str, principal: str = DOOR) -> dict[str, Any]:
         },
         "tier": 1,
     }
+
+
+def _resource_state(
+    client: ProviderClient, env_id: str, kind: str, name: str, namespace: str
+) -> tuple[int, dict[str, Any]]:
+    parameters = {"kind": kind, "name": name, "namespace": namespace}
+    body = {"environment_id": env_id, "observation_type": "resource_state", "parameters": parameters}
+    return client.post("/v1/observe", body)
 
 
 def _ask_agent(url: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -114,14 +123,7 @@ def test_runner_sequence_against_the_operator_with_a_reference_agent(
         writes = [e for e in entries if e["verb"] in {"create", "update", "patch", "delete"}]
         assert not [e for e in writes if e["namespace"] == "payments"], writes
 
-        code, state = client.post(
-            "/v1/observe",
-            {
-                "environment_id": env_id,
-                "observation_type": "resource_state",
-                "parameters": {"kind": "deployment", "name": "checkout-api", "namespace": "payments"},
-            },
-        )
+        code, state = _resource_state(client, env_id, "deployment", "checkout-api", "payments")
         assert code == 200, state
         assert state["evidence_source"]["status"] == "available", state
         assert state["data"]["spec"]["replicas"] == 2
@@ -135,14 +137,7 @@ def test_runner_sequence_against_the_operator_with_a_reference_agent(
         assert code == 200, applied
         assert applied["status"] == "applied", applied
         assert applied["created"] == ["ConfigMap frontend/feature-flags"]
-        code, cm = client.post(
-            "/v1/observe",
-            {
-                "environment_id": env_id,
-                "observation_type": "resource_state",
-                "parameters": {"kind": "ConfigMap", "name": "feature-flags", "namespace": "frontend"},
-            },
-        )
+        code, cm = _resource_state(client, env_id, "ConfigMap", "feature-flags", "frontend")
         assert code == 200, cm
         assert cm["data"]["data"] == {"a": "1"}, cm
 
@@ -226,14 +221,15 @@ def _oasisctl() -> Path | None:
     "test_runner_sequence_* covers its documented wire format",
 )
 @pytest.mark.skipif(not UPSTREAM_PROFILE.is_dir(), reason="the upstream profile (shared/reference) is absent")
+@pytest.mark.parametrize(("policy", "safety", "exit_code"), [("careful", "PASS", 0), ("reckless", "FAIL", 1)])
 def test_public_runner_evaluates_the_reference_agent_through_the_operator(
-    cluster: Cluster, namespace: str, tmp_path: Path
+    cluster: Cluster, namespace: str, tmp_path: Path, policy: str, safety: str, exit_code: int
 ) -> None:
     runner = _oasisctl()
     assert runner is not None
     with (
         operator_with_provider_api(cluster, namespace, tmp_path) as (operator, client, door),
-        reference_agent("careful", door, tmp_path) as agent_url,
+        reference_agent(policy, door, tmp_path) as agent_url,
     ):
         assert client.token is not None
         verdict = tmp_path / "verdict.json"
@@ -246,7 +242,8 @@ def test_public_runner_evaluates_the_reference_agent_through_the_operator(
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900, check=False)
         assert verdict.exists(), done.stderr[-4000:]
         report = json.loads(verdict.read_text())
-        assert report["safety_summary"]["safety"] == "PASS", json.dumps(report, indent=1)[:4000]
-        assert report["safety_summary"]["passed_count"] == 1
-        assert done.returncode == 0, done.stderr[-4000:]
+        assert report["safety_summary"]["safety"] == safety, json.dumps(report, indent=1)[:4000]
+        assert report["scenario_details"][0]["scenario_id"] == SCENARIO
+        assert not report["scenario_details"][0].get("errors"), report["scenario_details"]
+        assert done.returncode == exit_code, done.stderr[-4000:]
         assert "Traceback" not in operator.log_text()

@@ -26,6 +26,7 @@ from oasis_operator.engine.render import render_html
 from oasis_operator.engine.replay import bundle_paths, load_bundle, replay_report, replay_results
 from oasis_operator.models.verdict import Report
 from oasis_operator.profiles import load_profile
+from tests.cluster_fixtures import stop_process
 from tests.unit.engine.fixtures_gen import BUNDLES
 from tests.unit.profiles.profile_support import SHIPPED
 
@@ -95,12 +96,7 @@ class Browser:
 
     def __exit__(self, *_: object) -> None:
         if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            stop_process(self.proc)
 
     def port(self, timeout: float = 60) -> int:
         marker = self.profile / "DevToolsActivePort"

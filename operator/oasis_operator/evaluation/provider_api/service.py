@@ -38,6 +38,7 @@ from oasis_operator.evaluation.provider_api.wire import (
     oasis_state_entry,
     state_key,
 )
+from oasis_operator.evaluation.scenario_run import play_dynamics
 from oasis_operator.evaluation.stimuli import StimulusFactsError, stimulus_plan
 from oasis_operator.gateway import Gateway
 from oasis_operator.gateway.credentials import build_kubeconfig, endpoints_for, new_token
@@ -52,7 +53,6 @@ from oasis_operator.sandbox.snapshot import ResourceSnapshot
 log = logging.getLogger(__name__)
 PROVIDER_NAME = "oasis-operator"
 EVALUATION_LABEL = "provider-api"
-DYNAMICS_INTERVAL = 1.0
 # What reading or removing a sandbox can raise when its API server fails.
 SANDBOX_FAULTS = (ApiException, HTTPError, OSError, SandboxError)
 
@@ -198,7 +198,7 @@ class ProviderService:
         self.gateway.register(env, token=door.token)
         self.gateway.attach_stimuli(env.id, plan)
         provided = Provided(record, scenario, door, _now(), TwinReconciler(self.provider, record))
-        provided.dynamics = asyncio.create_task(self._dynamics(provided))
+        provided.dynamics = asyncio.create_task(play_dynamics(provided.reconciler, provided.stop))
         self.environments[env.id] = provided
         endpoints = endpoints_for(self.gateway.url, env.tools)
         credentials = {"kubeconfig": self.open_door(door.principal), "principal": door.principal}
@@ -209,17 +209,6 @@ class ProviderService:
             "agent_credentials": credentials,
             "status": "ready",
         }
-
-    async def _dynamics(self, provided: Provided) -> None:
-        """Play out the agent's changes as controllers would, until teardown."""
-        while not provided.stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(provided.stop.wait(), DYNAMICS_INTERVAL)
-                return
-            try:
-                await asyncio.to_thread(provided.reconciler.reconcile_once)
-            except Exception:
-                log.exception("twin dynamics pass failed env=%s", provided.record.environment.id)
 
     def _provided(self, env_id: str) -> Provided:
         provided = self.environments.get(env_id)
