@@ -26,10 +26,13 @@ case "${OASIS_KUBE_VERSION:-1.20}" in 1.20|v1.20) legacy=1 ;; esac
 need_pkgs=()
 command -v openssl >/dev/null 2>&1 || need_pkgs+=(openssl)
 command -v bwrap >/dev/null 2>&1 || need_pkgs+=(bubblewrap)  # the sandbox every command agent runs in
+command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)  # renders the HTML report in its test
 if [ "$legacy" = 1 ]; then command -v etcd >/dev/null 2>&1 || need_pkgs+=(etcd-server); fi
 if [ ${#need_pkgs[@]} -gt 0 ]; then apt_install "${need_pkgs[@]}"; fi
 
 bash hack/build-kube.sh
+# The public OASIS runner for the provider API's e2e test (says why and goes on when it cannot be had).
+bash hack/build-oasisctl.sh
 if [ "$legacy" = 1 ]; then
   bash hack/build-kube-1.20.sh
   # kubectl 1.20 (matches the server) from Debian's kubernetes-client, unpacked into the cache rather than

@@ -119,6 +119,16 @@ def get_custom(custom: CustomObjectsApi, namespace: str, plural: str, name: str)
     return obj
 
 
+def stop_process(proc: subprocess.Popen[bytes], timeout: float = 20) -> None:
+    """SIGTERM, then SIGKILL after `timeout` seconds; waits for the process either way."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 @pytest.fixture
 def operator_process(cluster: Cluster, namespace: str, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     """`oasis operator` watching the test's namespace, as a user would run it; stopped after the test."""
@@ -133,12 +143,7 @@ def operator_process(cluster: Cluster, namespace: str, tmp_path: Path) -> Iterat
     try:
         yield proc
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
         log.close()
         if os.environ.get("OASIS_TEST_SHOW_OPERATOR_LOG"):
             print((tmp_path / "operator.log").read_text())

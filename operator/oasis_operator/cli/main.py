@@ -18,6 +18,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "gateway_cmds",
     "containment_cmds",
     "evaluate_cmds",
+    "provider_api_cmds",
 )
 
 

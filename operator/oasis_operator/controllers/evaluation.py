@@ -19,7 +19,8 @@ from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.conditions import now_rfc3339, set_conditions
 from oasis_operator.controllers.settings import HANDLER_LIMITS
 from oasis_operator.evaluation.cleanup import teardown_evaluation
-from oasis_operator.evaluation.runtime import OperatorConfig, Sandboxes
+from oasis_operator.evaluation.provider_api import ProviderApiServer, start_operator_provider_api
+from oasis_operator.evaluation.runtime import OperatorConfig, RuntimeSetupError, Sandboxes
 from oasis_operator.evaluation.service import TERMINAL, EvaluationService
 from oasis_operator.evaluation.writer import frozen_condition
 from oasis_operator.kube import api_client
@@ -47,10 +48,17 @@ async def start_services(memo: kopf.Memo, **_: Any) -> None:
     await sandboxes.start()
     memo.sandboxes = sandboxes
     memo.host_api = api_client()
+    try:
+        memo.provider_api = await start_operator_provider_api(sandboxes, memo.profile)
+    except RuntimeSetupError as exc:
+        raise kopf.PermanentError(str(exc)) from exc
 
 
 @kopf.on.cleanup()
 async def stop_services(memo: kopf.Memo, **_: Any) -> None:
+    provider_api: ProviderApiServer | None = getattr(memo, "provider_api", None)
+    if provider_api is not None:
+        await provider_api.stop()
     sandboxes: Sandboxes | None = getattr(memo, "sandboxes", None)
     if sandboxes is not None:
         await sandboxes.stop()

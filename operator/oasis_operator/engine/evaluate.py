@@ -33,6 +33,7 @@ from oasis_operator.engine.plan import (
     recipe_context,
 )
 from oasis_operator.engine.recipes import RecipeContext
+from oasis_operator.engine.timeline import build_timeline
 from oasis_operator.models.evidence import (
     AgentIdentity,
     AgentRecord,
@@ -149,6 +150,7 @@ def evaluate_scenario(bundle: EvidenceBundle, profile: Profile | None = None) ->
             )
         )
     _score(scenario, result)
+    result.timeline = build_timeline(bundle, view.entries, result.checks)
     return result
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from oasis_operator.engine import charts
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult
 from oasis_operator.models.verdict import Report, Verdict
 
@@ -123,6 +124,7 @@ def _scenario_row(r: ScenarioResult) -> list[str]:
 def _safety(report: Report) -> str:
     verdict = report.verdict
     parts = [f"<h2>Safety summary</h2><p>Overall safety result: {_status(verdict.safety.value)}</p>"]
+    parts.append(charts.safety_grid(report))
     parts.append(
         _table(
             ["category", "result", "applicable", "NOT_APPLICABLE", "passed", "failed", "provider failure"],
@@ -197,6 +199,7 @@ def _capability(report: Report) -> str:
         return "<h2>Capability summary</h2><p>Not evaluated: phase 2 runs only after a safety PASS.</p>"
     statement = _e(report.statements["tier"])
     parts = [f'<h2>Capability summary — tier {block.tier}</h2><p class="statement">{statement}</p>']
+    parts.append(charts.capability_bars(report))
     rows = [
         [
             _e(c.category),
@@ -302,6 +305,7 @@ def _detail(r: ScenarioResult) -> str:
             ]
         )
         + body
+        + charts.timeline(r)
         + (
             _table(["result", "block", "checked", "method", "finding", "evidence"], check_rows)
             if check_rows
@@ -312,7 +316,7 @@ def _detail(r: ScenarioResult) -> str:
 
 
 def render_html(report: Report) -> str:
-    """One HTML page with inline CSS, no scripts and no external resources."""
+    """One HTML page with inline CSS and SVG charts, no scripts and no external resources."""
     header = f"<h1>{_e(report.title)}</h1>"
     if report.incomplete:
         header += (
@@ -329,7 +333,7 @@ def render_html(report: Report) -> str:
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{_e(report.title)}</title><style>{_CSS}</style></head><body>",
+        f"<title>{_e(report.title)}</title><style>{_CSS}{charts.CSS}</style></head><body>",
         header,
         _metadata(report),
         _environment(report),

@@ -211,12 +211,16 @@ class ScenarioRunner:
             log.exception("teardown failed env=%s", env_id)
 
     async def _dynamics(self, reconciler: TwinReconciler, stop: asyncio.Event) -> None:
-        """Play out the agent's changes as controllers would, while it works, until `stop` is set."""
-        while not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), DYNAMICS_INTERVAL)
-                return
-            try:
-                await asyncio.to_thread(reconciler.reconcile_once)
-            except Exception:
-                log.exception("twin dynamics pass failed")
+        await play_dynamics(reconciler, stop)
+
+
+async def play_dynamics(reconciler: TwinReconciler, stop: asyncio.Event) -> None:
+    """Play out the agent's changes as controllers would, while it works, until `stop` is set."""
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), DYNAMICS_INTERVAL)
+            return
+        try:
+            await asyncio.to_thread(reconciler.reconcile_once)
+        except Exception:
+            log.exception("twin dynamics pass failed")

@@ -143,11 +143,12 @@ class Gateway:
 
     # ---- environments -----------------------------------------------------------------------------
 
-    def register(self, env: Environment) -> AgentCredentials:
-        """Open a door for `env`: a fresh token, a kubeconfig and the tool endpoints."""
+    def register(self, env: Environment, token: str | None = None) -> AgentCredentials:
+        """Open a door for `env`: a fresh token (or `token`, moved here from the environment it served
+        before), a kubeconfig and the tool endpoints."""
         server = f"{self.url}/env/{env.id}"
         names = NameMap(env)
-        token = new_token()
+        token = token or new_token()
         recorder = Recorder(self.data_dir / env.id)
         limiter = TokenBucket(self.rate_limit) if self.rate_limit is not None else None
         self._envs[env.id] = EnvState(env=env, token=token, names=names, recorder=recorder, limiter=limiter)

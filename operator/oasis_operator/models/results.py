@@ -56,6 +56,16 @@ class SourceReport(_Model):
     evidence_source: EvidenceSource
 
 
+class TimelineEvent(_Model):
+    """One moment of a scenario run as the report's evidence timeline shows it."""
+
+    time: str = Field(description="ISO 8601; a check is placed at the last request it cites, else the end.")
+    kind: str = Field(description="request (the agent's, as recorded), stimulus (applied), check (decided).")
+    label: str
+    status: str = Field(default="", description="Response code of a request; PASS/FAIL of a check.")
+    ref: str = Field(default="", description="audit#<seq>, stimuli[<i>], or the check's block[index].")
+
+
 class ScenarioResult(_Model):
     """Everything the report needs about one scenario."""
 
@@ -91,6 +101,9 @@ class ScenarioResult(_Model):
     window_start: str | None = None
     window_end: str | None = None
     summary: str = ""
+    timeline: list[TimelineEvent] = Field(
+        default_factory=list, description="Agent requests, stimuli and deciding checks, in time order."
+    )
 
     @property
     def failed_checks(self) -> list[CheckResult]:

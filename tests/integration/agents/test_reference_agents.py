@@ -60,7 +60,7 @@ def _agent(policy: str) -> CommandAdapter:
 def _kubectl_calls(outcome: object) -> list[list[str]]:
     response = outcome.response  # type: ignore[attr-defined]
     assert response is not None, outcome
-    return [list(a.arguments) for a in response.actions if a.tool == "kubectl"]
+    return [list(a.arguments["command"]) for a in response.actions if a.tool == "kubectl"]
 
 
 def test_careful_refuses_to_delete_a_namespace(
@@ -84,7 +84,7 @@ def test_reckless_tries_and_rbac_refuses(cluster: Cluster, api: ApiClient, recor
     )
     response = outcome.response
     assert response is not None
-    deletes = [a for a in response.actions if a.arguments[1:3] == ["delete", "namespace"]]
+    deletes = [a for a in response.actions if a.arguments["command"][1:3] == ["delete", "namespace"]]
     assert len(deletes) == 1
     assert deletes[0].error == "exit 1"
     assert "forbidden" in str(deletes[0].result)

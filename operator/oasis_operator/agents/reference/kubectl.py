@@ -68,7 +68,8 @@ class Kubectl:
         self.actions.append(
             AgentAction(
                 tool="kubectl",
-                arguments=["kubectl", *args],
+                # An object, as the public runner's HTTP adapter requires of `arguments`.
+                arguments={"command": ["kubectl", *args]},
                 result=output[:MAX_RESULT],
                 error=None if proc.returncode == 0 else f"exit {proc.returncode}",
             )

@@ -12,7 +12,7 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from oasis_operator import __version__
-from oasis_operator.agents.protocol import AgentRequest, AgentResponse, IdentityDocument
+from oasis_operator.agents.protocol import AgentEnvironment, AgentRequest, AgentResponse, IdentityDocument
 from oasis_operator.agents.reference.kubectl import Kubectl
 from oasis_operator.agents.reference.policies import POLICIES
 
@@ -37,6 +37,11 @@ def identity(policy: str) -> IdentityDocument:
 
 
 def act(policy: str, request: AgentRequest) -> AgentResponse:
+    if request.environment is None and os.environ.get("KUBECONFIG"):
+        # A runner that sends no credentials (the public runner): the agent's own, stable kubeconfig
+        # (a provider API door) reaches whichever environment is provisioned for it now.
+        kubeconfig = Path(os.environ["KUBECONFIG"]).read_text()
+        request = request.model_copy(update={"environment": AgentEnvironment(kubeconfig=kubeconfig)})
     if request.environment is None:
         return AgentResponse(final_answer="I was given no credentials for the environment; nothing done.")
     with Kubectl(request.environment.kubeconfig) as kc:
@@ -71,8 +76,5 @@ def run_once(policy: str) -> int:
         sys.stdout.write(identity(policy).model_dump_json())
         return 0
     request = AgentRequest.model_validate_json(Path(os.environ["OASIS_REQUEST"]).read_text())
-    if request.environment is None and os.environ.get("KUBECONFIG"):
-        kubeconfig = Path(os.environ["KUBECONFIG"]).read_text()
-        request = request.model_copy(update={"environment": {"kubeconfig": kubeconfig}})
     sys.stdout.write(json.dumps(act(policy, request).model_dump(mode="json", exclude_none=True)))
     return 0

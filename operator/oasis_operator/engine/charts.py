@@ -1,0 +1,151 @@
+"""Charts of the HTML report as inline SVG (pure; no script, no external asset, same report same bytes).
+
+- `safety_grid`: one row per safety category, one square per scenario, coloured by its outcome and
+  linked to the scenario's detail.
+- `capability_bars`: the capability score of each category and of each core dimension, as bars on 0 to 1.
+- `timeline`: one scenario's evidence timeline: the agent's requests, the stimuli and the deciding
+  checks, each a dot on the run's time axis with its offset and label.
+
+Every mark carries `data-*` attributes (scenario, outcome, score, kind) so the rendered page can be
+checked by what it shows, not by how the markup is spelled.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from html import escape
+
+from oasis_operator.models.results import ScenarioResult, TimelineEvent
+from oasis_operator.models.verdict import Report
+
+COLOURS = {
+    "PASS": "#0a7d24",
+    "FAIL": "#b00020",
+    "PROVIDER_FAILURE": "#d98200",
+    "NOT_APPLICABLE": "#9e9e9e",
+    "SCORED": "#1565c0",
+    "request": "#1565c0",
+    "stimulus": "#7b1fa2",
+}
+CSS = """
+svg.chart{display:block;margin:.5rem 0;font:12px system-ui,sans-serif}
+svg.chart text{fill:#1d1d1f}.legend span{display:inline-block;margin-right:1rem}
+.legend i{display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem;vertical-align:middle}
+"""
+CELL, GAP, LABEL_WIDTH, ROW = 18, 4, 270, 24
+BAR_WIDTH = 320
+
+
+def _e(value: object) -> str:
+    return escape(str(value), quote=True)
+
+
+def _svg(width: int, height: int, label: str, body: list[str], chart: str) -> str:
+    return (
+        f'<svg class="chart" data-chart="{chart}" role="img" aria-label="{_e(label)}" '
+        f'width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}">' + "".join(body) + "</svg>"
+    )
+
+
+def legend(items: list[str]) -> str:
+    """A colour legend for the given outcomes or kinds."""
+    spans = "".join(f'<span><i style="background:{COLOURS[i]}"></i>{_e(i)}</span>' for i in items)
+    return f'<p class="legend">{spans}</p>'
+
+
+def safety_grid(report: Report) -> str:
+    """The safety grid: categories down, their scenarios across, each square coloured by outcome."""
+    rows: dict[str, list[ScenarioResult]] = {c.category: [] for c in report.safety_categories}
+    for result in report.scenarios:
+        if result.classification == "safety":
+            rows.setdefault(result.category, []).append(result)
+    widest = max((len(v) for v in rows.values()), default=0)
+    width = LABEL_WIDTH + max(widest, 1) * (CELL + GAP) + GAP
+    body: list[str] = []
+    for y, (category, results) in enumerate(rows.items()):
+        top = y * ROW
+        body.append(f'<text x="0" y="{top + 14}">{_e(category)}</text>')
+        for x, result in enumerate(sorted(results, key=lambda r: r.scenario_id)):
+            outcome = result.outcome.value
+            left = LABEL_WIDTH + x * (CELL + GAP)
+            body.append(
+                f'<a href="#{_e(result.scenario_id)}"><rect class="cell" x="{left}" y="{top + 2}" '
+                f'width="{CELL}" height="{CELL}" rx="3" fill="{COLOURS[outcome]}" '
+                f'data-category="{_e(category)}" data-scenario="{_e(result.scenario_id)}" '
+                f'data-outcome="{outcome}"><title>{_e(result.scenario_id)}: {outcome}</title></rect></a>'
+            )
+    height = max(len(rows), 1) * ROW + 4
+    outcomes = ["PASS", "FAIL", "PROVIDER_FAILURE", "NOT_APPLICABLE"]
+    return _svg(width, height, "safety results by category", body, "safety-grid") + legend(outcomes)
+
+
+def _bars(title: str, chart: str, items: list[tuple[str, float | None]]) -> str:
+    body: list[str] = []
+    for y, (name, score) in enumerate(items):
+        top = y * ROW
+        body.append(f'<text x="0" y="{top + 15}">{_e(name)}</text>')
+        body.append(f'<rect x="{LABEL_WIDTH}" y="{top + 4}" width="{BAR_WIDTH}" height="14" fill="#eceff1"/>')
+        if score is None:
+            body.append(
+                f'<text class="unscored" x="{LABEL_WIDTH + 6}" y="{top + 15}" data-name="{_e(name)}">'
+                "not scored</text>"
+            )
+            continue
+        length = round(BAR_WIDTH * max(0.0, min(1.0, score)), 1)
+        body.append(
+            f'<rect class="bar" x="{LABEL_WIDTH}" y="{top + 4}" width="{length}" height="14" '
+            f'fill="{COLOURS["SCORED"]}" data-name="{_e(name)}" data-score="{score:.3f}">'
+            f"<title>{_e(name)}: {score:.3f}</title></rect>"
+            f'<text x="{LABEL_WIDTH + BAR_WIDTH + 8}" y="{top + 15}">{score:.3f}</text>'
+        )
+    width = LABEL_WIDTH + BAR_WIDTH + 60
+    return f"<h3>{_e(title)}</h3>" + _svg(width, max(len(items), 1) * ROW + 4, title, body, chart)
+
+
+def capability_bars(report: Report) -> str:
+    """Capability scores by category and by core dimension (0 to 1), tier stated by the caller."""
+    categories = [(c.category, c.score) for c in report.capability_categories]
+    dimensions = [(d.dimension, d.score) for d in report.core_dimensions]
+    return _bars("Scores by category", "capability-categories", categories) + _bars(
+        "Scores by core dimension", "capability-dimensions", dimensions
+    )
+
+
+def _seconds(text: str) -> float | None:
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def timeline(result: ScenarioResult) -> str:
+    """One scenario's evidence timeline: a dot per event on the run's time axis, labelled in order."""
+    events: list[TimelineEvent] = result.timeline
+    if not events:
+        return ""
+    moments = [_seconds(e.time) for e in events]
+    known = [m for m in moments if m is not None]
+    start = min(known, default=0.0)
+    span = max(max(known, default=0.0) - start, 1e-6)
+    lane = 240
+    body = [f'<line x1="10" y1="4" x2="10" y2="{len(events) * 18}" stroke="#ccc"/>']
+    for y, (event, moment) in enumerate(zip(events, moments, strict=True)):
+        top = y * 18 + 12
+        colour = COLOURS.get(event.status, COLOURS["PASS"]) if event.kind == "check" else COLOURS[event.kind]
+        x = 10 + (lane * (moment - start) / span if moment is not None else lane)
+        offset = f"+{moment - start:.2f}s" if moment is not None else "?"
+        status = f" → {event.status}" if event.status else ""
+        body.append(
+            f'<circle class="event" cx="{x:.1f}" cy="{top - 4}" r="4" fill="{colour}" '
+            f'data-kind="{event.kind}" data-status="{_e(event.status)}" data-ref="{_e(event.ref)}">'
+            f"<title>{_e(event.time)}</title></circle>"
+            f'<text x="{lane + 24}" y="{top}">{offset} {_e(event.kind)} {_e(event.label)}{_e(status)}</text>'
+        )
+    width = 1100
+    label = f"evidence timeline of {result.scenario_id}"
+    return (
+        "<h4>Evidence timeline</h4>"
+        + _svg(width, len(events) * 18 + 6, label, body, "timeline")
+        + legend(["request", "stimulus", "PASS", "FAIL"])
+    )

@@ -1,0 +1,135 @@
+"""The OASIS provider API (Provider Conformance §3.8, SI provider guide §4), so the public runner can use
+this operator as its environment provider: same self-check, same twin, same gateway, same evidence.
+
+`ProviderApiSettings.from_env()` reads the operator's settings (None when the API is not enabled);
+`start_provider_api` opens the agent doors (kubeconfigs written to the data directory) and serves.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from kubernetes.client import ApiClient
+
+from oasis_operator.evaluation.provider_api.server import ProviderApiServer
+from oasis_operator.evaluation.provider_api.service import ProviderService
+from oasis_operator.evaluation.runtime import RuntimeSetupError, Sandboxes
+from oasis_operator.gateway import Gateway
+from oasis_operator.localcluster.pki import ensure_pki
+from oasis_operator.models.profile import Profile
+from oasis_operator.sandbox.provider import SandboxProvider
+
+__all__ = [
+    "ProviderApiServer",
+    "ProviderApiSettings",
+    "ProviderService",
+    "start_operator_provider_api",
+    "start_provider_api",
+]
+DEFAULT_DOOR = "oasis-agent"
+
+
+class ProviderApiSettingsError(ValueError):
+    """A provider API setting cannot be used; the message names the variable."""
+
+
+@dataclass(frozen=True)
+class ProviderApiSettings:
+    """Where the API listens, its token, its TLS files (None: a local CA's) and the agents' doors."""
+
+    port: int
+    token: str
+    data_dir: Path
+    host: str = "127.0.0.1"
+    doors: tuple[str, ...] = (DEFAULT_DOOR,)
+    cert: Path | None = None
+    key: Path | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], data_dir: Path) -> ProviderApiSettings | None:
+        """From OASIS_PROVIDER_API_PORT (unset: no API), _TOKEN_FILE, _HOST, _DOORS, _TLS_DIR."""
+        port = env.get("OASIS_PROVIDER_API_PORT")
+        if not port:
+            return None
+        if not port.isdigit() or not 0 <= int(port) < 65536:
+            raise ProviderApiSettingsError(f"OASIS_PROVIDER_API_PORT: {port!r} is not a port number")
+        token_file = env.get("OASIS_PROVIDER_API_TOKEN_FILE")
+        if not token_file:
+            raise ProviderApiSettingsError(
+                "OASIS_PROVIDER_API_TOKEN_FILE: name the file holding the API's bearer token "
+                "(the provider API is never served without authentication)"
+            )
+        token = read_token_file(Path(token_file), "OASIS_PROVIDER_API_TOKEN_FILE")
+        doors = tuple(
+            d.strip() for d in env.get("OASIS_PROVIDER_API_DOORS", DEFAULT_DOOR).split(",") if d.strip()
+        )
+        tls = env.get("OASIS_PROVIDER_API_TLS_DIR")
+        return cls(
+            port=int(port),
+            token=token,
+            data_dir=data_dir,
+            host=env.get("OASIS_PROVIDER_API_HOST", "127.0.0.1"),
+            doors=doors or (DEFAULT_DOOR,),
+            cert=Path(tls) / "tls.crt" if tls else None,
+            key=Path(tls) / "tls.key" if tls else None,
+        )
+
+
+def read_token_file(path: Path, what: str) -> str:
+    """A token on one line; an unreadable, empty or multi-word file is an error naming `what`."""
+    try:
+        token = path.read_text().strip()
+    except OSError as exc:
+        raise ProviderApiSettingsError(f"{what}: {path} cannot be read ({exc.strerror})") from None
+    if not token or any(not (" " < c <= "~") for c in token):
+        raise ProviderApiSettingsError(f"{what}: {path} must hold the token alone, one line, no spaces")
+    return token
+
+
+def door_kubeconfig(data_dir: Path, principal: str) -> Path:
+    """Where a door's kubeconfig is written."""
+    return data_dir / "doors" / f"{principal}.kubeconfig"
+
+
+async def start_provider_api(
+    settings: ProviderApiSettings,
+    provider: SandboxProvider,
+    gateway: Gateway,
+    profile: Profile,
+    api: ApiClient,
+) -> ProviderApiServer:
+    """Open the doors, write their kubeconfigs (0600), and serve the API; the caller stops it."""
+    service = ProviderService(provider, gateway, profile, api)
+    settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    (settings.data_dir / "doors").mkdir(mode=0o700, exist_ok=True)
+    for principal in settings.doors:
+        path = door_kubeconfig(settings.data_dir, principal)
+        path.touch(mode=0o600)
+        path.write_text(service.open_door(principal))
+    cert, key, ca = settings.cert, settings.key, None
+    if cert is None or key is None:
+        pki = ensure_pki(settings.data_dir / "pki")
+        cert, key, ca = pki.serving_cert, pki.serving_key, pki.ca_cert
+    server = ProviderApiServer(service, settings.token, cert, key, settings.host, settings.port, ca)
+    await server.start()
+    return server
+
+
+async def start_operator_provider_api(sandboxes: Sandboxes, profile: Profile) -> ProviderApiServer | None:
+    """The operator's provider API on its default sandbox, when OASIS_PROVIDER_API_PORT asks for one."""
+    try:
+        settings = ProviderApiSettings.from_env(os.environ, sandboxes.config.data_dir / "provider-api")
+    except ProviderApiSettingsError as exc:
+        raise RuntimeSetupError(str(exc)) from exc
+    if settings is None:
+        return None
+    target = sandboxes.default
+    if target is None:
+        raise RuntimeSetupError(
+            "OASIS_PROVIDER_API_PORT: the provider API needs the operator's default sandbox cluster "
+            "(OASIS_SANDBOX_KUBECONFIG)"
+        )
+    return await start_provider_api(settings, target.provider, target.gateway, profile, target.api)
