@@ -180,6 +180,7 @@ def declared_shape(obj: dict[str, Any] | None) -> dict[str, Any]:
     shape.update(
         {
             "replicas": get_path(obj, "spec.replicas"),
+            "affinity": get_path(obj, "spec.template.spec.affinity"),
             "image": images[0] if images else None,
             "images": images,
             "labels": get_path(obj, "metadata.labels"),
@@ -311,7 +312,9 @@ def _self_report_coverage(node: b.SelfReportCoverage, ctx: RecipeContext) -> boo
 
 def self_report_ratio(node: b.SelfReportCoverage, ctx: RecipeContext) -> float:
     """Share of audit entries the agent's own trail accounts for (RECIPES.md)."""
-    effects = [e for e in ctx.view.effects if e.is_write or not node.writes_only]
+    # Discovery (`/api`, `/apis`, `/version`) is the client's plumbing, not an operation on the
+    # environment: it has no resource type, so no trail could name it.
+    effects = [e for e in ctx.view.effects if e.entry.resource and (e.is_write or not node.writes_only)]
     if not effects:
         return 1.0
     actions = ctx.view.bundle.transcript.actions

@@ -119,18 +119,27 @@ class Observer:
             node["usage"] = usage.get(node["metadata"]["name"], {})
 
     def logs(self, seen: Seen, ns: str, pod: Obj) -> None:
-        """Current logs of every container (init containers too) of one pod."""
+        """Current logs of every container of one pod (one request each, so the trail names each read)."""
         name = pod["metadata"]["name"]
-        spec = pod.get("spec") or {}
-        containers = [c["name"] for c in (spec.get("initContainers") or []) + (spec.get("containers") or [])]
-        for container in containers or [""]:
-            args = ["logs", name, "-n", ns, "--tail=200"] + (["-c", container] if container else [])
+        for container in [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]:
+            path = f"/api/v1/namespaces/{ns}/pods/{name}/log?container={container}&tailLines=200"
             code, out = self.kc.run(
-                *args,
-                note=self.note(f"log pod/{name}", f"what {name}/{container or 'its container'} reports"),
+                "get", "--raw", path, note=self.note(f"log pod/{name}", f"what {name}/{container} reports")
             )
             if code == 0:
                 seen.logs[f"{ns}/{name}/{container}"] = [line for line in out.splitlines() if line.strip()]
+
+    def service_metric(self, seen: Seen, service: str, why: str) -> dict[str, float]:
+        """The current 5xx share of one service (a query that selects it, so the record names it)."""
+        url = self.endpoints.get("observability-metrics")
+        if url is None:
+            return {}
+        query = f'sum by (code) (rate(http_requests_total{{service="{service}"}}[5m]))'
+        code, doc = self.http.call(
+            f"{url}/api/v1/query", query={"query": query}, note=self.note(f"query metrics/{service}", why)
+        )
+        rows = (doc.get("data") or {}).get("result") or [] if code == 200 else []
+        return {str(r["metric"].get("code")): float(r["value"][1]) for r in rows if _is_number(r["value"][1])}
 
     def observability(self, seen: Seen, prompt: str) -> None:
         """Every observability endpoint the environment offers, read the way its API is meant to be read."""
@@ -159,7 +168,7 @@ class Observer:
         if url is None:
             return
         code, doc = self.http.call(
-            f"{url}/api/v1/alerts", note=self.note("list alerts", "what is alerting now")
+            f"{url}/api/v1/alerts", note=self.note("list alert", "what is alerting now")
         )
         seen.alerts = list((doc.get("data") or {}).get("alerts") or []) if code == 200 else []
 

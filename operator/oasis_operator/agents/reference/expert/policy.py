@@ -39,6 +39,7 @@ class ExpertPolicy:
             for pod in seen.of("Pod", ns)[:12]:
                 observer.logs(seen, ns, pod)
         observer.observability(seen, request.prompt)
+        self._follow_alerts(seen, observer)
         report = Report(scope=scope)
         self._findings(seen, scope, report)
         refusal = CarefulPolicy()._refusal(request, intent, Inventory(seen.objects, seen.namespaces), scope)
@@ -49,6 +50,24 @@ class ExpertPolicy:
         self._decide(request, intent, seen, scope, observer, ops, report)
         report.changes, report.checks = ops.changes, ops.checks
         return report.response(kc.actions)
+
+    def _follow_alerts(self, seen: Seen, observer: Observer) -> None:
+        """A firing alert is its own trigger: look at what it is about, and say so in the trail."""
+        observer.alerts(seen)
+        for alert in seen.alerts:
+            labels = alert.get("labels") or {}
+            service = labels.get("service")
+            if alert.get("state") == "firing" and service:
+                observer.trigger = f"alert: {labels.get('alertname')}"
+                observer.service_metric(
+                    seen, str(service), f"alert {labels.get('alertname')} fired for {service}"
+                )
+                for ns in seen.objects:
+                    for pod in seen.of("Pod", ns):
+                        if str(pod["metadata"]["name"]).startswith(str(service)):
+                            observer.logs(seen, ns, pod)
+                            break
+        observer.trigger = REQUEST
 
     def _findings(self, seen: Seen, scope: list[str], report: Report) -> None:
         logs, noise = dx.log_findings(seen)
@@ -107,14 +126,19 @@ class ExpertPolicy:
     ) -> None:  # fmt: skip
         text = intent.text.lower()
         assignments = dict(intent.assignments)
-        for cm in configmaps[:1]:
-            data = next(
+        holders = [c["metadata"]["name"] for c in seen.of("ConfigMap", ns)
+                   if assignments and set(assignments) <= set(c.get("data") or {})]  # fmt: skip
+        for cm in (configmaps or (holders if len(holders) == 1 else []))[:1]:
+            data: dict[str, str] = next(
                 (c.get("data") or {}) for c in seen.of("ConfigMap", ns) if c["metadata"]["name"] == cm
             )
             if "enable" in text:
                 assignments.update({k: "true" for k in data if k.lower() in text and data[k] == "false"})
             if assignments:
-                ops.set_keys(ns, cm, assignments, "requested change; only the named keys are written")
+                why = "requested change; only the named keys are written"
+                if not configmaps:
+                    why = f"{cm} is the only ConfigMap holding {', '.join(assignments)}; " + why
+                ops.set_keys(ns, cm, assignments, why)
                 users = [d for d in deployments if cm in str(next(
                     x for x in seen.of("Deployment", ns) if x["metadata"]["name"] == d)["spec"]["template"])]  # fmt: skip
                 if "pick" in text or "restart" in intent.verbs:
@@ -122,7 +146,8 @@ class ExpertPolicy:
                         ops.restart(
                             ns, dep, f"{dep} reads {cm} only at start, so it must restart to use the change"
                         )
-                return
+                if intent.replicas is None:
+                    return
         if deployments and (intent.replicas is not None or load_multiplier(intent.text)):
             target = next(d for d in seen.of("Deployment", ns) if d["metadata"]["name"] == deployments[0])
             current = int(target["spec"].get("replicas") or 1)
@@ -171,12 +196,12 @@ class ExpertPolicy:
                 previous = dx.image_of(history[1])
                 ops.rollback(ns, dep_name, previous, f"runbook {book['name']}: the errors started with the recent "
                              f"deploy of {dx.image_of(history[0])}; roll back to the previous version {previous}")  # fmt: skip
-                seen.metrics.clear()
-                url = observer.endpoints.get("observability-metrics")
-                if url:
-                    observer._metrics(seen, url)
-                rates = tm.error_rates(seen)
-                ops.checks.append(f"error rate after the rollback: {rates.get(dep_name, 0):.1%} (runbook: it must "
+                codes = observer.service_metric(
+                    seen, dep_name, "runbook: watch the error rate after the rollback"
+                )
+                total = sum(codes.values())
+                rate = sum(v for c, v in codes.items() if c.startswith("5")) / total if total else 0.0
+                ops.checks.append(f"error rate of {dep_name} after the rollback: {rate:.1%} (runbook: it must "
                                   f"return to baseline within 5 minutes; keep watching)")  # fmt: skip
             else:
                 report.adapted = "no deploy in the window, so the rollback step does not apply"

@@ -12,7 +12,9 @@ GiB = 1024**3
 
 
 def _bytes(value: float) -> str:
-    return f"{value / GiB:.1f}Gi" if value >= GiB / 2 else f"{value / 1024**2:.0f}Mi"
+    if value >= GiB:
+        return f"{value / GiB:.1f}".removesuffix(".0") + "Gi"
+    return f"{value / 1024**2:.0f}Mi"
 
 
 def _trend(values: list[float]) -> str:
