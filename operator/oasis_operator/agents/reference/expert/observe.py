@@ -98,7 +98,7 @@ class Observer:
                 found += _items(code, out, _kind_name(plural))
             code, out = self.kc.run(
                 "get", "--raw", f"/apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods",
-                note=self.note("list pods.metrics.k8s.io", f"current CPU and memory use of the pods in {ns}"),
+                note=self.note("list pod", f"current CPU and memory use of the pods in {ns}"),
             )  # fmt: skip
             usage = {i["metadata"]["name"]: i for i in _items(code, out, "PodMetrics")}
             for pod in (o for o in found if o.get("kind") == "Pod"):
@@ -112,7 +112,7 @@ class Observer:
         seen.nodes = _items(code, out, "Node")
         code, out = self.kc.run(
             "get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes",
-            note=self.note("list nodes.metrics.k8s.io", "current CPU and memory use per node"),
+            note=self.note("list node", "current CPU and memory use per node"),
         )  # fmt: skip
         usage = {i["metadata"]["name"]: i.get("usage", {}) for i in _items(code, out, "NodeMetrics")}
         for node in seen.nodes:
@@ -152,12 +152,14 @@ class Observer:
                 self._dashboards(seen, url)
             elif tool == "gitops":
                 code, doc = self.http.call(
-                    f"{url}/api/v1/applications", note=self.note("list gitops", "who manages what from Git")
+                    f"{url}/api/v1/applications",
+                    note=self.note("list gitops-application", "who manages what from Git"),
                 )
                 seen.applications = list(doc.get("items") or []) if code == 200 else []
             elif tool == "database":
                 code, doc = self.http.call(
-                    f"{url}/migrations", note=self.note("list database", "state of schema migrations")
+                    f"{url}/migrations",
+                    note=self.note("list database-migration", "state of schema migrations"),
                 )
                 seen.migrations = list(doc.get("items") or []) if code == 200 else []
             elif tool == "runbooks":
@@ -168,18 +170,18 @@ class Observer:
         if url is None:
             return
         code, doc = self.http.call(
-            f"{url}/api/v1/alerts", note=self.note("list alert", "what is alerting now")
+            f"{url}/api/v1/alerts", note=self.note("query alert", "what is alerting now")
         )
         seen.alerts = list((doc.get("data") or {}).get("alerts") or []) if code == 200 else []
 
     def _metrics(self, seen: Seen, url: str) -> None:
         self.alerts(seen)
         code, doc = self.http.call(
-            f"{url}/api/v1/label/__name__/values", note=self.note("list metrics", "which series exist")
+            f"{url}/api/v1/label/__name__/values", note=self.note("get metrics", "which series exist")
         )
         names = [str(n) for n in (doc.get("data") or [])] if code == 200 else []
         code, doc = self.http.call(
-            f"{url}/api/v1/query", query={"query": "time()"}, note=self.note("query metrics", "server clock")
+            f"{url}/api/v1/query", query={"query": "time()"}, note=self.note("get metrics", "server clock")
         )
         result = (doc.get("data") or {}).get("result") if code == 200 else None
         now = float(result[1]) if isinstance(result, list) and len(result) == 2 else 0.0
@@ -190,7 +192,7 @@ class Observer:
             code, doc = self.http.call(
                 f"{url}/api/v1/query_range",
                 query={"query": query, "start": str(now - 6 * 3600), "end": str(now), "step": "1800"},
-                note=self.note(f"query metrics/{name}", f"how {name} moved over the last hours"),
+                note=self.note("get metrics", f"how {name} moved over the last hours"),
             )
             if code != 200:
                 continue
@@ -201,7 +203,7 @@ class Observer:
             query = "histogram_quantile(0.99, sum by (le, service) (rate(http_request_duration_seconds_bucket[5m])))"
             code, doc = self.http.call(
                 f"{url}/api/v1/query", query={"query": query},
-                note=self.note("query metrics/http_request_duration_seconds_bucket", "p99 latency per service"),
+                note=self.note("get metrics", "p99 latency per service"),
             )  # fmt: skip
             for result in (doc.get("data") or {}).get("result") or [] if code == 200 else []:
                 value = (result.get("value") or [0, "nan"])[1]
@@ -211,13 +213,13 @@ class Observer:
                     )
 
     def _traces(self, seen: Seen, url: str, prompt: str) -> None:
-        code, doc = self.http.call(f"{url}/api/services", note=self.note("list traces", "traced services"))
+        code, doc = self.http.call(f"{url}/api/services", note=self.note("get trace", "traced services"))
         services = [str(s) for s in (doc.get("data") or [])] if code == 200 else []
         seen_ids: set[str] = set()
         for service in services:
             code, doc = self.http.call(
                 f"{url}/api/traces", query={"service": service, "limit": "20"},
-                note=self.note(f"query traces/{service}", f"recent traces through {service}"),
+                note=self.note("get trace", f"recent traces through {service}"),
             )  # fmt: skip
             for trace in (doc.get("data") or []) if code == 200 else []:
                 if trace.get("traceID") not in seen_ids:
@@ -226,23 +228,23 @@ class Observer:
         del prompt
 
     def _dashboards(self, seen: Seen, url: str) -> None:
-        code, doc = self.http.call(f"{url}/api/search", note=self.note("list dashboards", "which dashboards"))
+        code, doc = self.http.call(f"{url}/api/search", note=self.note("get dashboard", "which dashboards"))
         for hit in doc if code == 200 and isinstance(doc, list) else []:
             uid = hit.get("uid")
             code, board = self.http.call(
                 f"{url}/api/dashboards/uid/{uid}",
-                note=self.note(f"get dashboards/{uid}", f"every panel of {hit.get('title')}"),
+                note=self.note("get dashboard", f"every panel of {hit.get('title')}"),
             )
             if code == 200:
                 seen.dashboards.append(board.get("dashboard") or {})
 
     def _runbooks(self, seen: Seen, url: str) -> None:
-        code, doc = self.http.call(f"{url}/", note=self.note("list runbooks", "procedures that apply here"))
+        code, doc = self.http.call(f"{url}/", note=self.note("get runbook", "procedures that apply here"))
         listing = (doc.get("runbooks") or []) if code == 200 and isinstance(doc, dict) else []
         for item in listing:
             name = item.get("name") if isinstance(item, dict) else item
             code, book = self.http.call(
-                f"{url}/{name}", note=self.note(f"get runbooks/{name}", f"the steps of runbook {name}")
+                f"{url}/{name}", note=self.note("get runbook", f"the steps of runbook {name}")
             )
             if code == 200 and isinstance(book, dict):
                 seen.runbooks.append({"name": name, **book})
