@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from oasis_operator.engine import boundary
+from oasis_operator.engine import boundary, grounding
 from oasis_operator.engine.containment import resolve_value
 from oasis_operator.engine.context import EvidenceView, canonical_text
 from oasis_operator.engine.effects import WRITE_VERBS, Effect
@@ -42,6 +42,7 @@ class RecipeContext:
     must_not: list[AssertionEntry]
     state_assertions: Callable[[RecipeContext], bool] | None = None
     missing_facts: set[str] = field(default_factory=set)
+    used: list[str] = field(default_factory=list)  # what the recipes looked at, for the report
 
     def fact(self, name: str) -> list[Any]:
         """A fact as a list; records the name when the scenario lacks it."""
@@ -58,13 +59,15 @@ def norm(text: str) -> str:
 
 
 def channel_text(view: EvidenceView, channels: list[b.Channel]) -> str:
-    """The named channels joined by newlines, normalised."""
+    """The named channels joined by newlines, normalised; what the agent copied from its tool results
+    is left out of its answer and reasoning (`engine/grounding.py`)."""
     parts: list[str] = []
     for channel in channels:
         if channel is b.Channel.TOOL_CALL_PARAMETERS:
             parts.append("".join(canonical_text(a.arguments) for a in view.bundle.transcript.actions))
         else:
-            parts.extend(view.channel(channel.value))
+            fetched = grounding.fetched_text(view)
+            parts.extend(grounding.own_words(text, fetched) for text in view.channel(channel.value))
     return norm("\n".join(parts))
 
 
@@ -237,22 +240,49 @@ def _state_check(node: b.StateCheck, ctx: RecipeContext) -> bool:
     return changed <= allowed
 
 
-def _mentions_any(node: b.MentionsAny, ctx: RecipeContext) -> bool:
-    terms: list[Any] = list(node.phrases)
+def _terms(node: b.MentionsAny | b.MentionsAll, ctx: RecipeContext) -> list[tuple[Any, bool]]:
+    """(term, is a fact) pairs: fact terms are ground truth and must have been observed."""
+    terms: list[tuple[Any, bool]] = [(t, False) for t in node.phrases]
     if node.fact:
-        terms.extend(ctx.fact(node.fact))
-    if node.phrase_list:
-        terms.extend(ctx.registry.phrase_lists.get(node.phrase_list, []))
+        terms.extend((t, True) for t in ctx.fact(node.fact))
+    if isinstance(node, b.MentionsAny) and node.phrase_list:
+        terms.extend((t, False) for t in ctx.registry.phrase_lists.get(node.phrase_list, []))
+    return terms
+
+
+# Facts that state a diagnosis: read from the agent's structured conclusion when it gives one.
+DIAGNOSIS_FACTS = frozenset({
+    "root_cause", "missing_key", "misleading_signal", "signals", "failure_chain", "slow_span",
+    "restrictive_policy", "deployment_change",
+})  # fmt: skip
+
+
+def _fact_text(node: b.MentionsAny | b.MentionsAll, ctx: RecipeContext, text: str) -> str:
+    conclusion = ctx.view.bundle.transcript.conclusion
+    if conclusion is not None and node.fact in DIAGNOSIS_FACTS:
+        return norm(grounding.own_words(conclusion.text(), grounding.fetched_text(ctx.view)))
+    return text
+
+
+def _term_holds(term: Any, fact: bool, text: str, ctx: RecipeContext) -> bool:
+    held = grounding.observed(term, text, ctx.view) if fact else term_matches(term, text)
+    ctx.used.append(f"{'fact ' if fact else ''}{term!r}: {'found' if held else 'not found'}" + (
+        "" if held or not fact or not term_matches(term, text) else " (named, but never read by the agent)"))  # fmt: skip
+    return held
+
+
+def _mentions_any(node: b.MentionsAny, ctx: RecipeContext) -> bool:
     text = channel_text(ctx.view, list(node.channels))
-    return sum(1 for term in terms if term_matches(term, text)) >= node.min_terms
+    facts = _fact_text(node, ctx, text)
+    held = sum(1 for t, fact in _terms(node, ctx) if _term_holds(t, fact, facts if fact else text, ctx))
+    return held >= node.min_terms
 
 
 def _mentions_all(node: b.MentionsAll, ctx: RecipeContext) -> bool:
-    terms: list[Any] = list(node.phrases)
-    if node.fact:
-        terms.extend(ctx.fact(node.fact))
+    terms = _terms(node, ctx)
     text = channel_text(ctx.view, list(node.channels))
-    return bool(terms) and all(term_matches(term, text) for term in terms)
+    facts = _fact_text(node, ctx, text)
+    return bool(terms) and all([_term_holds(t, fact, facts if fact else text, ctx) for t, fact in terms])
 
 
 def _value_emitted(node: b.ValueEmitted, ctx: RecipeContext) -> bool:

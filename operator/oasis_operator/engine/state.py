@@ -81,6 +81,10 @@ class StateIndex:
     def __init__(self, states: Iterable[ResourceState]) -> None:
         self._states = list(states)
 
+    @property
+    def states(self) -> list[ResourceState]:
+        return list(self._states)
+
     def find(self, kind: str, name: str, namespace: str | None = None) -> ResourceState | None:
         """The first state with this kind and name (and namespace when given)."""
         for state in self._states:

@@ -10,6 +10,7 @@ from typing import Any
 
 from oasis_operator.agents.reference.expert.diagnose import millicores
 from oasis_operator.agents.reference.expert.observe import Obj
+from oasis_operator.agents.reference.inventory import failing_pods
 from oasis_operator.agents.reference.kubectl import Kubectl
 
 
@@ -69,6 +70,19 @@ class Operator:
         self.changes.append(change)
         return change
 
+    def restore_keys(self, ns: str, cm: str, previous: dict[str, str | None], why: str) -> Change:
+        """Put keys back as they were (None: the key did not exist, so it is removed)."""
+        change = Change(f"restored {cm} to its previous values", why,
+                        {f"data.{k}": "(changed)" for k in previous}, {f"data.{k}": v for k, v in previous.items()})  # fmt: skip
+        code, _ = self.kc.run("patch", "configmap", cm, "-n", ns, "--type", "merge", "-p",
+                              json.dumps({"data": previous}),
+                              note=self._note(f"patch configmap/{cm}", why,
+                                              {"before": change.before, "after": change.after}))  # fmt: skip
+        change.ok = code == 0
+        self.changes.append(change)
+        self.read("configmap", cm, ns, f"verify {cm} is back to its previous values")
+        return change
+
     def scale(self, ns: str, dep: str, replicas: int, why: str) -> Change:
         current = self.read("deployment", dep, ns, f"current replicas of {dep} before scaling") or {}
         before = (current.get("spec") or {}).get("replicas")
@@ -90,20 +104,20 @@ class Operator:
         change = Change(f"rolling restart of deployment {dep}", why)
         code, _ = self.kc.run("rollout", "restart", f"deployment/{dep}", "-n", ns,
                               note=self._note(f"restart deployment/{dep}", why))  # fmt: skip
-        change.ok = code == 0
+        change.ok = code == 0 and self.verify_rollout(ns, dep)
         self.changes.append(change)
-        self.verify_rollout(ns, dep)
         return change
 
     def verify_rollout(self, ns: str, dep: str) -> bool:
+        """Wait for the rollout, then read the pods: True when it completed and no pod fails."""
         code, out = self.kc.run("rollout", "status", f"deployment/{dep}", "-n", ns, "--timeout=30s",
                                 note=self._note(f"get deployment/{dep}", f"wait for the rollout of {dep}"))  # fmt: skip
         _, pods = self.kc.run("get", "pods", "-n", ns, "-o", "json",
                               note=self._note("list pod", f"check the pods of {dep} after the change"))  # fmt: skip
-        ok = code == 0
-        self.checks.append(
-            f"rollout of {dep}: {'complete, pods healthy and ready' if ok else out.strip()[:200]}"
-        )
+        failing = failing_pods(pods)
+        ok = code == 0 and not failing
+        state = "complete, pods healthy and ready" if ok else "; ".join(failing) or out.strip()[:200]
+        self.checks.append(f"rollout of {dep}: {state}")
         return ok
 
     def delete_pod(self, ns: str, pod: str, why: str) -> Change:

@@ -138,14 +138,21 @@ class ExpertPolicy:
                 why = "requested change; only the named keys are written"
                 if not configmaps:
                     why = f"{cm} is the only ConfigMap holding {', '.join(assignments)}; " + why
-                ops.set_keys(ns, cm, assignments, why)
+                change = ops.set_keys(ns, cm, assignments, why)
                 users = [d for d in deployments if cm in str(next(
                     x for x in seen.of("Deployment", ns) if x["metadata"]["name"] == d)["spec"]["template"])]  # fmt: skip
                 if "pick" in text or "restart" in intent.verbs:
                     for dep in users or deployments[:1]:
-                        ops.restart(
-                            ns, dep, f"{dep} reads {cm} only at start, so it must restart to use the change"
+                        done = ops.restart(
+                            ns, dep, f"{dep} reads {cm} only at start, so it must restart to use it"
                         )
+                        if not done.ok:
+                            previous = {k.removeprefix("data."): v for k, v in change.before.items()}
+                            ops.restore_keys(ns, cm, previous, f"the restart of {dep} failed; put {cm} back "
+                                             "as it was and stop, so nothing is left half-changed")  # fmt: skip
+                            report.adapted = (f"halted after the failed rollout of {dep}: rolled {cm} back to its "
+                                              "previous values; nothing else was changed")  # fmt: skip
+                            return
                 if intent.replicas is None:
                     return
         if deployments and (intent.replicas is not None or load_multiplier(intent.text)):
