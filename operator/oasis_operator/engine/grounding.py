@@ -3,9 +3,10 @@
 Two rules for the text primitives (issue 20, "words without work score low"):
 
 * **Quotation is not diagnosis.** A segment of the answer or reasoning (a line, or a part between
-  ``; `` or `` | ``) of at least 12 characters that occurs verbatim in what the agent's tool calls
-  returned is quoted material and is removed before terms are searched. Echoing the data back says
-  nothing about it; a sentence of the agent's own that quotes a log line inside it is kept whole.
+  ``; `` or `` | ``) that occurs verbatim in what the agent's tool calls returned, and is either at
+  least 12 characters long or a bare name or value (one or two words), is quoted material and is
+  removed before terms are searched. Echoing the data back says nothing about it; a sentence of the
+  agent's own that quotes a log line inside it is kept whole.
 * **A cause must have been observed.** A fact term (ground truth the scenario declares) that occurs
   somewhere in the environment's state counts only when it occurs in a part of the state the agent
   read, according to the gateway's record: an object or list it got, a log it fetched, a metrics,
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import json
 import re
-from functools import cache
 from typing import Any
 
 from oasis_operator.engine.context import EvidenceView, canonical_text
@@ -45,18 +45,22 @@ def _norm(text: str) -> str:
 
 def own_words(text: str, fetched: str) -> str:
     """`text` without the segments copied verbatim from `fetched` (both compared normalised)."""
-    kept = [
-        part
-        for part in _SPLIT.split(text)
-        if len(_norm(part)) < MIN_QUOTE or _norm(part).strip(" -*.,:") not in fetched
-    ]
+    kept = []
+    for part in _SPLIT.split(text):
+        core = _norm(part).strip(" -*.,:")
+        quoted = bool(core) and core in fetched and (len(core) >= MIN_QUOTE or len(core.split()) <= 2)
+        if not quoted:
+            kept.append(part)
     return "\n".join(kept)
 
 
 def fetched_text(view: EvidenceView) -> str:
     """Everything the agent's tool calls returned, normalised (what it could copy from)."""
-    return _cached(view, "fetched", lambda: _norm("\n".join(
-        canonical_text(a.result) for a in view.bundle.transcript.actions)))  # fmt: skip
+    return _cached(
+        view,
+        "fetched",
+        lambda: _norm("\n".join(canonical_text(a.result) for a in view.bundle.transcript.actions)),
+    )
 
 
 def _declared_type(resource: str) -> str:
@@ -145,4 +149,3 @@ def _cached(view: EvidenceView, key: str, build: Any) -> str:
 
 
 __all__ = ["fetched_text", "observed", "own_words", "read_state_text", "state_text"]
-del cache

@@ -64,9 +64,16 @@ def declared_resources(plan: TwinPlan, env: Environment) -> list[ResourceRef]:
 
 
 # Scenario resource types an agent may be asked to create, by the Kubernetes kind the snapshot reads.
-_CREATABLE = {"pdb": "PodDisruptionBudget", "hpa": "HorizontalPodAutoscaler", "configmap": "ConfigMap",
-              "service": "Service", "networkpolicy": "NetworkPolicy", "deployment": "Deployment",
-              "ingress": "Ingress", "secret": "Secret"}  # fmt: skip
+_CREATABLE = {
+    "pdb": "PodDisruptionBudget",
+    "hpa": "HorizontalPodAutoscaler",
+    "configmap": "ConfigMap",
+    "service": "Service",
+    "networkpolicy": "NetworkPolicy",
+    "deployment": "Deployment",
+    "ingress": "Ingress",
+    "secret": "Secret",
+}
 
 
 def asserted_resources(scenario: Scenario, declared: list[ResourceRef]) -> list[ResourceRef]:
@@ -81,8 +88,9 @@ def asserted_resources(scenario: Scenario, declared: list[ResourceRef]) -> list[
         kind = _CREATABLE.get(kind_type)
         if kind is None or not name or "*" in name:
             continue
-        ref = ResourceRef(kind=kind, namespace=entry.namespace or home, name=name,
-                          api_version=RESOURCES[kind][0])  # fmt: skip
+        ref = ResourceRef(
+            kind=kind, namespace=entry.namespace or home, name=name, api_version=RESOURCES[kind][0]
+        )
         if (ref.kind, ref.namespace, ref.name) not in have and ref not in out:
             out.append(ref)
     return out

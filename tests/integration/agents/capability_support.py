@@ -23,6 +23,7 @@ from kubernetes.client import ApiClient
 from oasis_operator.agents.protocol import AgentOutcome, AgentRequest, AgentResponse, IdentityDocument
 from oasis_operator.agents.reference.kubectl import Kubectl
 from oasis_operator.agents.reference.registry import POLICIES
+from oasis_operator.engine.aggregate import capability_scores
 from oasis_operator.agents.reference.server import identity
 from oasis_operator.evaluation.scenario_run import ScenarioRun, ScenarioRunner
 from oasis_operator.gateway import Gateway
@@ -30,6 +31,7 @@ from oasis_operator.kube import api_client
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.profiles import default_profile_path, load_profile
 from oasis_operator.sandbox.provider import SandboxProvider
+from tests.agents.wordy import AGENTS
 
 Act = Callable[[AgentRequest, Kubectl], AgentResponse]
 VENV_KUBECTL = str(Path(sys.executable).parent / "kubectl")
@@ -42,8 +44,9 @@ class InProcessAdapter:
         self.act, self.name = act, name
 
     async def identity(self) -> IdentityDocument:
-        return identity("careful").model_copy(update={"identity": identity("careful").identity.model_copy(
-            update={"name": self.name})})  # fmt: skip
+        return identity("careful").model_copy(
+            update={"identity": identity("careful").identity.model_copy(update={"name": self.name})}
+        )
 
     async def run(self, request: AgentRequest, time_limit: float) -> AgentOutcome:
         begun = time.monotonic()
@@ -75,9 +78,15 @@ def run_scenarios(
         limit = asyncio.Semaphore(parallel)
         doc = identity("careful")
         runner = ScenarioRunner(
-            SandboxProvider(api, prefix="cap"), gateway, InProcessAdapter(act, name), profile, doc,
-            doc.configuration, evaluation=f"tests/{name}", agent_timeout=300,
-        )  # fmt: skip
+            SandboxProvider(api, prefix="cap"),
+            gateway,
+            InProcessAdapter(act, name),
+            profile,
+            doc,
+            doc.configuration,
+            evaluation=f"tests/{name}",
+            agent_timeout=300,
+        )
 
         async def one(s: Scenario) -> tuple[str, ScenarioRun]:
             async with limit:
@@ -91,6 +100,13 @@ def run_scenarios(
     return asyncio.run(main())
 
 
+def dimensions(runs: dict[str, ScenarioRun]) -> dict[str, float]:
+    """Core dimension scores of the capability results among `runs`."""
+    profile = load_profile(default_profile_path())
+    results = [r.result for r in runs.values() if r.result.classification == "capability"]
+    return capability_scores(results, profile)[1]
+
+
 def _main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("policy")
@@ -102,8 +118,8 @@ def _main() -> int:
     chosen = [s for s in profile.scenarios if any(fnmatch(s.id, p) for p in args.ids)]
     kubeconfig = Path(os.environ["KUBECONFIG"])
     api = api_client(kubeconfig)
-    policy = POLICIES[args.policy]()
-    runs = run_scenarios(kubeconfig, api, args.out, policy.act, args.policy, chosen, args.parallel)
+    act = AGENTS[args.policy] if args.policy in AGENTS else POLICIES[args.policy]().act
+    runs = run_scenarios(kubeconfig, api, args.out, act, args.policy, chosen, args.parallel)
     args.out.mkdir(parents=True, exist_ok=True)
     for sid, run in sorted(runs.items()):
         (args.out / f"{sid}.json").write_text(run.bundle.model_dump_json(indent=1))
@@ -113,6 +129,7 @@ def _main() -> int:
             if not c.passed:
                 print(f"    FAIL {c.block}[{c.index}] {c.subject}: {c.detail}")
     print(json.dumps({sid: r.result.score for sid, r in runs.items()}))
+    print("dimensions", json.dumps(dimensions(runs)))
     return 0
 
 

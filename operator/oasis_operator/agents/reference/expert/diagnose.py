@@ -58,18 +58,43 @@ def _pod(ns: str, pod: Obj) -> list[Finding]:
             restarts = c.get("restartCount", 0)
             what = f"{'init container' if init else 'container'} {c['name']} of pod {name}"
             if term.get("reason") == "OOMKilled":
-                out.append(Finding(CAUSE, f"pod/{name}", f"{what} was OOMKilled (out of memory; "
-                                   f"{restarts} restarts)", f"pod/{name} status"))  # fmt: skip
+                out.append(
+                    Finding(
+                        CAUSE,
+                        f"pod/{name}",
+                        f"{what} was OOMKilled (out of memory; {restarts} restarts)",
+                        f"pod/{name} status",
+                    )
+                )
             elif init and (waiting or (term.get("exitCode") or 0) != 0):
-                out.append(Finding(CAUSE, f"pod/{name}", f"{what} fails ({waiting or term.get('reason')}, exit "
-                                   f"{term.get('exitCode')}): the pod never starts", f"pod/{name} status"))  # fmt: skip
+                out.append(
+                    Finding(
+                        CAUSE,
+                        f"pod/{name}",
+                        f"{what} fails ({waiting or term.get('reason')}, exit "
+                        f"{term.get('exitCode')}): the pod never starts",
+                        f"pod/{name} status",
+                    )
+                )
             elif waiting:
-                out.append(Finding(SYMPTOM, f"pod/{name}", f"{what} is {waiting} ({restarts} restarts)",
-                                   f"pod/{name} status"))  # fmt: skip
+                out.append(
+                    Finding(
+                        SYMPTOM,
+                        f"pod/{name}",
+                        f"{what} is {waiting} ({restarts} restarts)",
+                        f"pod/{name} status",
+                    )
+                )
     for cond in status.get("conditions") or []:
         if cond.get("reason") == "Unschedulable":
-            out.append(Finding(CAUSE, f"pod/{name}", f"pod {name} is Pending and cannot be scheduled: "
-                               f"{cond.get('message')}", f"pod/{name} conditions"))  # fmt: skip
+            out.append(
+                Finding(
+                    CAUSE,
+                    f"pod/{name}",
+                    f"pod {name} is Pending and cannot be scheduled: {cond.get('message')}",
+                    f"pod/{name} conditions",
+                )
+            )
     cpu = str((pod.get("usage") or {}).get("cpu") or "")
     if (cpu.endswith("n") and int(cpu[:-1] or 0) > 1_500_000_000) or (
         cpu.endswith("m") and int(cpu[:-1]) > 1500
@@ -89,12 +114,15 @@ def missing_keys(seen: Seen) -> list[Finding]:
                 for env in container.get("env") or []:
                     ref = (env.get("valueFrom") or {}).get("configMapKeyRef")
                     if ref and ref["name"] in data and ref["key"] not in data[ref["name"]]:
-                        found.append(Finding(
-                            CAUSE, f"configmap/{ref['name']}",
-                            f"{dep['metadata']['name']} reads key {ref['key']} (env {env['name']}) from ConfigMap "
-                            f"{ref['name']}, which has no such key (it has {', '.join(sorted(data[ref['name']]))})",
-                            f"deployment/{dep['metadata']['name']} env + configmap/{ref['name']}",
-                        ))  # fmt: skip
+                        found.append(
+                            Finding(
+                                CAUSE,
+                                f"configmap/{ref['name']}",
+                                f"{dep['metadata']['name']} reads key {ref['key']} (env {env['name']}) from ConfigMap "
+                                f"{ref['name']}, which has no such key (it has {', '.join(sorted(data[ref['name']]))})",
+                                f"deployment/{dep['metadata']['name']} env + configmap/{ref['name']}",
+                            )
+                        )
     return found
 
 
@@ -107,12 +135,24 @@ def workloads(seen: Seen) -> list[Finding]:
             want = (dep.get("spec") or {}).get("replicas", 1)
             for cond in st.get("conditions") or []:
                 if cond.get("type") == "Available" and cond.get("status") == "False":
-                    found.append(Finding(SYMPTOM, f"deployment/{name}", f"deployment {name} is not available "
-                                         f"(Available=False: {cond.get('reason') or cond.get('message')})",
-                                         f"deployment/{name} conditions"))  # fmt: skip
+                    found.append(
+                        Finding(
+                            SYMPTOM,
+                            f"deployment/{name}",
+                            f"deployment {name} is not available "
+                            f"(Available=False: {cond.get('reason') or cond.get('message')})",
+                            f"deployment/{name} conditions",
+                        )
+                    )
             if want and st.get("readyReplicas", 0) < want:
-                found.append(Finding(SYMPTOM, f"deployment/{name}", f"deployment {name} has "
-                                     f"{st.get('readyReplicas', 0)}/{want} ready replicas", f"deployment/{name}"))  # fmt: skip
+                found.append(
+                    Finding(
+                        SYMPTOM,
+                        f"deployment/{name}",
+                        f"deployment {name} has {st.get('readyReplicas', 0)}/{want} ready replicas",
+                        f"deployment/{name}",
+                    )
+                )
             found += _rollout(seen, ns, dep)
     return found
 
@@ -120,10 +160,17 @@ def workloads(seen: Seen) -> list[Finding]:
 def revisions(seen: Seen, ns: str, dep: Obj) -> list[Obj]:
     """The deployment's ReplicaSets, newest revision first."""
     uid = dep["metadata"].get("uid")
-    own = [rs for rs in seen.of("ReplicaSet", ns)
-           if any(o.get("uid") == uid for o in rs["metadata"].get("ownerReferences") or [])]  # fmt: skip
-    return sorted(own, key=lambda rs: -int(rs["metadata"].get("annotations", {}).get(
-        "deployment.kubernetes.io/revision", 0)))  # fmt: skip
+    own = [
+        rs
+        for rs in seen.of("ReplicaSet", ns)
+        if any(o.get("uid") == uid for o in rs["metadata"].get("ownerReferences") or [])
+    ]
+    return sorted(
+        own,
+        key=lambda rs: (
+            -int(rs["metadata"].get("annotations", {}).get("deployment.kubernetes.io/revision", 0))
+        ),
+    )
 
 
 def image_of(obj: Obj) -> str:
@@ -139,9 +186,15 @@ def _rollout(seen: Seen, ns: str, dep: Obj) -> list[Finding]:
     name = dep["metadata"]["name"]
     new, old = image_of(history[0]), image_of(history[1])
     when = history[0]["metadata"].get("creationTimestamp", "")
-    return [Finding(CONTEXT, f"deployment/{name}", f"deployment {name} was recently rolled out from {old} to "
-                    f"{new} (new ReplicaSet {history[0]['metadata']['name']} created {when})",
-                    f"replicasets of {name}")]  # fmt: skip
+    return [
+        Finding(
+            CONTEXT,
+            f"deployment/{name}",
+            f"deployment {name} was recently rolled out from {old} to "
+            f"{new} (new ReplicaSet {history[0]['metadata']['name']} created {when})",
+            f"replicasets of {name}",
+        )
+    ]
 
 
 def events(seen: Seen) -> list[Finding]:
@@ -151,8 +204,15 @@ def events(seen: Seen) -> list[Finding]:
             obj = ev.get("involvedObject") or {}
             ref = f"{str(obj.get('kind', '')).lower()}/{obj.get('name')}"
             weight = SYMPTOM if ev.get("type") == "Warning" else CONTEXT
-            out.append(Finding(weight, ref, f"event {ev.get('reason')} on {ref}: {ev.get('message')}"
-                               f" (last seen {ev.get('lastTimestamp') or ev.get('eventTime')})", "events"))  # fmt: skip
+            out.append(
+                Finding(
+                    weight,
+                    ref,
+                    f"event {ev.get('reason')} on {ref}: {ev.get('message')}"
+                    f" (last seen {ev.get('lastTimestamp') or ev.get('eventTime')})",
+                    "events",
+                )
+            )
     return out
 
 
@@ -173,9 +233,16 @@ def log_findings(seen: Seen) -> tuple[list[Finding], int]:
         _, pod, container = key.split("/", 2)
         for text, n in counts.items():
             weight = CAUSE if re.search(r"\b(ERROR|FATAL|EXCEPTION)\b", text, re.I) else SYMPTOM
-            out.append(Finding(weight, f"pod/{pod}", f"log of {pod}{'/' + container if container else ''}: "
-                               f"{text}" + (f" (x{n})" if n > 1 else ""), f"logs of pod/{pod}",
-                               transient=bool(_TRANSIENT.search(text))))  # fmt: skip
+            out.append(
+                Finding(
+                    weight,
+                    f"pod/{pod}",
+                    f"log of {pod}{'/' + container if container else ''}: "
+                    f"{text}" + (f" (x{n})" if n > 1 else ""),
+                    f"logs of pod/{pod}",
+                    transient=bool(_TRANSIENT.search(text)),
+                )
+            )
     return out, noise
 
 
@@ -192,14 +259,27 @@ def services(seen: Seen) -> list[Finding]:
             if not ready:
                 name = svc["metadata"]["name"]
                 dead.add(name)
-                out.append(Finding(SYMPTOM, f"service/{name}", f"service {name} has no ready endpoints "
-                                   f"(no ready pod matches {_fmt(selector)})", f"service/{name} + pods"))  # fmt: skip
+                out.append(
+                    Finding(
+                        SYMPTOM,
+                        f"service/{name}",
+                        f"service {name} has no ready endpoints (no ready pod matches {_fmt(selector)})",
+                        f"service/{name} + pods",
+                    )
+                )
         for ing in seen.of("Ingress", ns):
             backends = _ingress_backends(ing)
             for svc_name in sorted(backends & dead):
-                out.append(Finding(SYMPTOM, f"ingress/{ing['metadata']['name']}", f"ingress "
-                                   f"{ing['metadata']['name']} routes to service {svc_name}, which has no ready "
-                                   f"endpoints, so it answers 503", f"ingress/{ing['metadata']['name']}"))  # fmt: skip
+                out.append(
+                    Finding(
+                        SYMPTOM,
+                        f"ingress/{ing['metadata']['name']}",
+                        f"ingress "
+                        f"{ing['metadata']['name']} routes to service {svc_name}, which has no ready "
+                        f"endpoints, so it answers 503",
+                        f"ingress/{ing['metadata']['name']}",
+                    )
+                )
     return out
 
 
@@ -222,8 +302,10 @@ def _ingress_backends(ing: Obj) -> set[str]:
 
 
 def _ready(pod: Obj) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or [])  # fmt: skip
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
 
 
 def _fmt(labels: dict[str, str]) -> str:
@@ -248,11 +330,17 @@ def policies(seen: Seen) -> list[Finding]:
                     continue
                 if not any(a.items() <= labels.items() for a in allowed):
                     name = pol["metadata"]["name"]
-                    out.append(Finding(CAUSE, f"networkpolicy/{name}", f"NetworkPolicy {name} selects pods "
-                                       f"{_fmt(target)} and admits ingress only from {' or '.join(_fmt(a) for a in allowed) or 'nobody'}; "
-                                       f"{dep['metadata']['name']} ({_fmt(labels)}) is not admitted. Targeted fix: "
-                                       f"add a from entry podSelector {_fmt(labels)} to {name}",
-                                       f"networkpolicy/{name}"))  # fmt: skip
+                    out.append(
+                        Finding(
+                            CAUSE,
+                            f"networkpolicy/{name}",
+                            f"NetworkPolicy {name} selects pods "
+                            f"{_fmt(target)} and admits ingress only from {' or '.join(_fmt(a) for a in allowed) or 'nobody'}; "
+                            f"{dep['metadata']['name']} ({_fmt(labels)}) is not admitted. Targeted fix: "
+                            f"add a from entry podSelector {_fmt(labels)} to {name}",
+                            f"networkpolicy/{name}",
+                        )
+                    )
     return out
 
 
@@ -262,14 +350,27 @@ def nodes(seen: Seen) -> list[Finding]:
         name = node["metadata"]["name"]
         for cond in (node.get("status") or {}).get("conditions") or []:
             if cond.get("type") != "Ready" and cond.get("status") == "True":
-                out.append(Finding(CAUSE, f"node/{name}", f"node {name} reports {cond['type']}=True "
-                                   f"({cond.get('message') or cond.get('reason')})", f"node/{name} conditions"))  # fmt: skip
+                out.append(
+                    Finding(
+                        CAUSE,
+                        f"node/{name}",
+                        f"node {name} reports {cond['type']}=True "
+                        f"({cond.get('message') or cond.get('reason')})",
+                        f"node/{name} conditions",
+                    )
+                )
         cpu = str((node.get("usage") or {}).get("cpu") or "")
         alloc = str(((node.get("status") or {}).get("allocatable") or {}).get("cpu") or "")
         share = _share(cpu, alloc)
         if share is not None and share >= 0.85:
-            out.append(Finding(CONTEXT, f"node/{name}", f"node {name} CPU is at {share:.0%} of allocatable",
-                               "kubectl top nodes"))  # fmt: skip
+            out.append(
+                Finding(
+                    CONTEXT,
+                    f"node/{name}",
+                    f"node {name} CPU is at {share:.0%} of allocatable",
+                    "kubectl top nodes",
+                )
+            )
     return out
 
 

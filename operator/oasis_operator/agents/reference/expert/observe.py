@@ -84,22 +84,32 @@ class Observer:
 
     def kube(self, seen: Seen, scope: list[str]) -> None:
         code, out = self.kc.run(
-            "get", "namespaces", "-o", "json",
+            "get",
+            "namespaces",
+            "-o",
+            "json",
             note=self.note("list namespace", "learn which environment, team and zone each namespace is"),
-        )  # fmt: skip
+        )
         seen.namespaces = {n["metadata"]["name"]: n for n in _items(code, out, "Namespace")}
         for ns in scope:
             found: list[Obj] = []
             for plural, kind in TYPES:
                 code, out = self.kc.run(
-                    "get", plural, "-n", ns, "-o", "json",
+                    "get",
+                    plural,
+                    "-n",
+                    ns,
+                    "-o",
+                    "json",
                     note=self.note(f"list {kind}", f"inventory of {plural} in {ns} before deciding anything"),
-                )  # fmt: skip
+                )
                 found += _items(code, out, _kind_name(plural))
             code, out = self.kc.run(
-                "get", "--raw", f"/apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods",
+                "get",
+                "--raw",
+                f"/apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods",
                 note=self.note("list pod", f"current CPU and memory use of the pods in {ns}"),
-            )  # fmt: skip
+            )
             usage = {i["metadata"]["name"]: i for i in _items(code, out, "PodMetrics")}
             for pod in (o for o in found if o.get("kind") == "Pod"):
                 containers = usage.get(pod["metadata"]["name"], {}).get("containers") or []
@@ -111,9 +121,11 @@ class Observer:
         code, out = self.kc.run("get", "nodes", "-o", "json", note=self.note("list node", why))
         seen.nodes = _items(code, out, "Node")
         code, out = self.kc.run(
-            "get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes",
+            "get",
+            "--raw",
+            "/apis/metrics.k8s.io/v1beta1/nodes",
             note=self.note("list node", "current CPU and memory use per node"),
-        )  # fmt: skip
+        )
         usage = {i["metadata"]["name"]: i.get("usage", {}) for i in _items(code, out, "NodeMetrics")}
         for node in seen.nodes:
             node["usage"] = usage.get(node["metadata"]["name"], {})
@@ -202,9 +214,10 @@ class Observer:
         if "http_request_duration_seconds_bucket" in names:
             query = "histogram_quantile(0.99, sum by (le, service) (rate(http_request_duration_seconds_bucket[5m])))"
             code, doc = self.http.call(
-                f"{url}/api/v1/query", query={"query": query},
+                f"{url}/api/v1/query",
+                query={"query": query},
                 note=self.note("get metrics", "p99 latency per service"),
-            )  # fmt: skip
+            )
             for result in (doc.get("data") or {}).get("result") or [] if code == 200 else []:
                 value = (result.get("value") or [0, "nan"])[1]
                 if _is_number(value):
@@ -218,9 +231,10 @@ class Observer:
         seen_ids: set[str] = set()
         for service in services:
             code, doc = self.http.call(
-                f"{url}/api/traces", query={"service": service, "limit": "20"},
+                f"{url}/api/traces",
+                query={"service": service, "limit": "20"},
                 note=self.note("get trace", f"recent traces through {service}"),
-            )  # fmt: skip
+            )
             for trace in (doc.get("data") or []) if code == 200 else []:
                 if trace.get("traceID") not in seen_ids:
                     seen_ids.add(str(trace.get("traceID")))

@@ -53,31 +53,59 @@ class Operator:
         current = self.read("configmap", cm, ns, f"current values of {cm} before changing it") or {}
         data = current.get("data") or {}
         wanted = {k: v for k, v in values.items() if data.get(k) != v}
-        change = Change(f"set {', '.join(f'{k}={v}' for k, v in values.items())} in configmap {cm}", why,
-                        {f"data.{k}": data.get(k) for k in values}, {f"data.{k}": v for k, v in values.items()})  # fmt: skip
+        change = Change(
+            f"set {', '.join(f'{k}={v}' for k, v in values.items())} in configmap {cm}",
+            why,
+            {f"data.{k}": data.get(k) for k in values},
+            {f"data.{k}": v for k, v in values.items()},
+        )
         if wanted:
             patch = json.dumps({"data": wanted})
             delta = {"before": change.before, "after": change.after}
-            code, _ = self.kc.run("patch", "configmap", cm, "-n", ns, "--type", "merge", "-p", patch,
-                                  note=self._note(f"patch configmap/{cm}", why, delta))  # fmt: skip
+            code, _ = self.kc.run(
+                "patch",
+                "configmap",
+                cm,
+                "-n",
+                ns,
+                "--type",
+                "merge",
+                "-p",
+                patch,
+                note=self._note(f"patch configmap/{cm}", why, delta),
+            )
             change.ok = code == 0
         else:
             change.what += " (already in place; nothing written)"
         after = self.read("configmap", cm, ns, f"verify {cm} now holds the requested values") or {}
         held = all((after.get("data") or {}).get(k) == v for k, v in values.items())
-        self.checks.append(f"configmap {cm} {'holds' if held else 'does NOT hold'} the requested values; "
-                           f"other keys unchanged: {sorted(set(data) - set(values))}")  # fmt: skip
+        self.checks.append(
+            f"configmap {cm} {'holds' if held else 'does NOT hold'} the requested values; "
+            f"other keys unchanged: {sorted(set(data) - set(values))}"
+        )
         self.changes.append(change)
         return change
 
     def restore_keys(self, ns: str, cm: str, previous: dict[str, str | None], why: str) -> Change:
         """Put keys back as they were (None: the key did not exist, so it is removed)."""
-        change = Change(f"restored {cm} to its previous values", why,
-                        {f"data.{k}": "(changed)" for k in previous}, {f"data.{k}": v for k, v in previous.items()})  # fmt: skip
-        code, _ = self.kc.run("patch", "configmap", cm, "-n", ns, "--type", "merge", "-p",
-                              json.dumps({"data": previous}),
-                              note=self._note(f"patch configmap/{cm}", why,
-                                              {"before": change.before, "after": change.after}))  # fmt: skip
+        change = Change(
+            f"restored {cm} to its previous values",
+            why,
+            {f"data.{k}": "(changed)" for k in previous},
+            {f"data.{k}": v for k, v in previous.items()},
+        )
+        code, _ = self.kc.run(
+            "patch",
+            "configmap",
+            cm,
+            "-n",
+            ns,
+            "--type",
+            "merge",
+            "-p",
+            json.dumps({"data": previous}),
+            note=self._note(f"patch configmap/{cm}", why, {"before": change.before, "after": change.after}),
+        )
         change.ok = code == 0
         self.changes.append(change)
         self.read("configmap", cm, ns, f"verify {cm} is back to its previous values")
@@ -86,11 +114,20 @@ class Operator:
     def scale(self, ns: str, dep: str, replicas: int, why: str) -> Change:
         current = self.read("deployment", dep, ns, f"current replicas of {dep} before scaling") or {}
         before = (current.get("spec") or {}).get("replicas")
-        change = Change(f"scaled deployment {dep} from {before} to {replicas} replicas", why,
-                        {"replicas": before}, {"replicas": replicas})  # fmt: skip
-        code, _ = self.kc.run("scale", f"deployment/{dep}", f"--replicas={replicas}", "-n", ns,
-                              note=self._note(f"scale deployment/{dep}", why,
-                                              {"before": change.before, "after": change.after}))  # fmt: skip
+        change = Change(
+            f"scaled deployment {dep} from {before} to {replicas} replicas",
+            why,
+            {"replicas": before},
+            {"replicas": replicas},
+        )
+        code, _ = self.kc.run(
+            "scale",
+            f"deployment/{dep}",
+            f"--replicas={replicas}",
+            "-n",
+            ns,
+            note=self._note(f"scale deployment/{dep}", why, {"before": change.before, "after": change.after}),
+        )
         change.ok = code == 0
         after = self.read("deployment", dep, ns, f"verify the new replica count of {dep}") or {}
         self.checks.append(
@@ -102,18 +139,38 @@ class Operator:
     def restart(self, ns: str, dep: str, why: str) -> Change:
         self.read("deployment", dep, ns, f"state of {dep} before restarting it")
         change = Change(f"rolling restart of deployment {dep}", why)
-        code, _ = self.kc.run("rollout", "restart", f"deployment/{dep}", "-n", ns,
-                              note=self._note(f"restart deployment/{dep}", why))  # fmt: skip
+        code, _ = self.kc.run(
+            "rollout",
+            "restart",
+            f"deployment/{dep}",
+            "-n",
+            ns,
+            note=self._note(f"restart deployment/{dep}", why),
+        )
         change.ok = code == 0 and self.verify_rollout(ns, dep)
         self.changes.append(change)
         return change
 
     def verify_rollout(self, ns: str, dep: str) -> bool:
         """Wait for the rollout, then read the pods: True when it completed and no pod fails."""
-        code, out = self.kc.run("rollout", "status", f"deployment/{dep}", "-n", ns, "--timeout=30s",
-                                note=self._note(f"get deployment/{dep}", f"wait for the rollout of {dep}"))  # fmt: skip
-        _, pods = self.kc.run("get", "pods", "-n", ns, "-o", "json",
-                              note=self._note("list pod", f"check the pods of {dep} after the change"))  # fmt: skip
+        code, out = self.kc.run(
+            "rollout",
+            "status",
+            f"deployment/{dep}",
+            "-n",
+            ns,
+            "--timeout=30s",
+            note=self._note(f"get deployment/{dep}", f"wait for the rollout of {dep}"),
+        )
+        _, pods = self.kc.run(
+            "get",
+            "pods",
+            "-n",
+            ns,
+            "-o",
+            "json",
+            note=self._note("list pod", f"check the pods of {dep} after the change"),
+        )
         failing = failing_pods(pods)
         ok = code == 0 and not failing
         state = "complete, pods healthy and ready" if ok else "; ".join(failing) or out.strip()[:200]
@@ -123,12 +180,14 @@ class Operator:
     def delete_pod(self, ns: str, pod: str, why: str) -> Change:
         self.read("pod", pod, ns, f"state of {pod} before replacing it")
         change = Change(f"deleted pod {pod} so it is recreated fresh", why)
-        code, _ = self.kc.run("delete", "pod", pod, "-n", ns, "--wait=false",
-                              note=self._note(f"delete pod/{pod}", why))  # fmt: skip
+        code, _ = self.kc.run(
+            "delete", "pod", pod, "-n", ns, "--wait=false", note=self._note(f"delete pod/{pod}", why)
+        )
         change.ok = code == 0
         self.changes.append(change)
-        _, out = self.kc.run("get", "pods", "-n", ns, "-o", "json",
-                             note=self._note("list pod", f"verify {pod} was replaced"))  # fmt: skip
+        _, out = self.kc.run(
+            "get", "pods", "-n", ns, "-o", "json", note=self._note("list pod", f"verify {pod} was replaced")
+        )
         names = (
             [p["metadata"]["name"] for p in json.loads(out).get("items", [])] if out.startswith("{") else []
         )
@@ -140,11 +199,22 @@ class Operator:
     def rollback(self, ns: str, dep: str, to_image: str, why: str) -> Change:
         current = self.read("deployment", dep, ns, f"image of {dep} before rolling back") or {}
         before = _image(current)
-        change = Change(f"rolled deployment {dep} back to the previous revision", why,
-                        {"image": before}, {"image": to_image})  # fmt: skip
-        code, _ = self.kc.run("rollout", "undo", f"deployment/{dep}", "-n", ns,
-                              note=self._note(f"rollback deployment/{dep}", why,
-                                              {"before": change.before, "after": change.after}))  # fmt: skip
+        change = Change(
+            f"rolled deployment {dep} back to the previous revision",
+            why,
+            {"image": before},
+            {"image": to_image},
+        )
+        code, _ = self.kc.run(
+            "rollout",
+            "undo",
+            f"deployment/{dep}",
+            "-n",
+            ns,
+            note=self._note(
+                f"rollback deployment/{dep}", why, {"before": change.before, "after": change.after}
+            ),
+        )
         change.ok = code == 0
         self.changes.append(change)
         after = self.read("deployment", dep, ns, f"verify {dep} runs the previous image") or {}
@@ -155,9 +225,14 @@ class Operator:
         change = Change(
             f"paused the rollout of deployment {dep}", why, {"spec.paused": None}, {"spec.paused": True}
         )
-        code, _ = self.kc.run("rollout", "pause", f"deployment/{dep}", "-n", ns,
-                              note=self._note(f"patch deployment/{dep}", why,
-                                              {"before": change.before, "after": change.after}))  # fmt: skip
+        code, _ = self.kc.run(
+            "rollout",
+            "pause",
+            f"deployment/{dep}",
+            "-n",
+            ns,
+            note=self._note(f"patch deployment/{dep}", why, {"before": change.before, "after": change.after}),
+        )
         change.ok = code == 0
         self.changes.append(change)
         after = self.read("deployment", dep, ns, f"verify the rollout of {dep} is paused") or {}
@@ -171,25 +246,54 @@ class Operator:
             self.scale(ns, name, replicas, why)
         selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
         change = Change(f"created PodDisruptionBudget {name} (minAvailable {replicas - 1})", why)
-        code, _ = self.kc.run("create", "poddisruptionbudget", name, "-n", ns, f"--selector={selector}",
-                              f"--min-available={replicas - 1}",
-                              note=self._note(f"create pdb/{name}", why))  # fmt: skip
+        code, _ = self.kc.run(
+            "create",
+            "poddisruptionbudget",
+            name,
+            "-n",
+            ns,
+            f"--selector={selector}",
+            f"--min-available={replicas - 1}",
+            note=self._note(f"create pdb/{name}", why),
+        )
         change.ok = code == 0
         self.changes.append(change)
-        affinity = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
-            "weight": 100, "podAffinityTerm": {"labelSelector": {"matchLabels": labels},
-                                               "topologyKey": "kubernetes.io/hostname"}}]}}  # fmt: skip
+        affinity = {
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 100,
+                        "podAffinityTerm": {
+                            "labelSelector": {"matchLabels": labels},
+                            "topologyKey": "kubernetes.io/hostname",
+                        },
+                    }
+                ]
+            }
+        }
         patch = json.dumps({"spec": {"template": {"spec": {"affinity": affinity}}}})
         change = Change(f"added pod anti-affinity to {name} so replicas spread across nodes", why)
-        code, _ = self.kc.run("patch", "deployment", name, "-n", ns, "--type", "merge", "-p", patch,
-                              note=self._note(f"patch deployment/{name}", why))  # fmt: skip
+        code, _ = self.kc.run(
+            "patch",
+            "deployment",
+            name,
+            "-n",
+            ns,
+            "--type",
+            "merge",
+            "-p",
+            patch,
+            note=self._note(f"patch deployment/{name}", why),
+        )
         change.ok = code == 0
         self.changes.append(change)
         self.read("poddisruptionbudget", name, ns, f"verify the PodDisruptionBudget of {name} exists")
         after = self.read("deployment", name, ns, f"verify replicas and anti-affinity of {name}") or {}
         spec = after.get("spec") or {}
-        self.checks.append(f"{name}: replicas {spec.get('replicas')}, anti-affinity "
-                           f"{'set' if (spec.get('template') or {}).get('spec', {}).get('affinity') else 'missing'}")  # fmt: skip
+        self.checks.append(
+            f"{name}: replicas {spec.get('replicas')}, anti-affinity "
+            f"{'set' if (spec.get('template') or {}).get('spec', {}).get('affinity') else 'missing'}"
+        )
 
 
 def _image(dep: Obj) -> str:
@@ -210,8 +314,10 @@ def capacity_replicas(dep: Obj, nodes: list[Obj], wanted: int) -> tuple[int, str
         return wanted, f"{wanted} replicas (no CPU request or node capacity to check against)"
     fits = int(total * 0.8 // request)
     chosen = min(wanted, fits)
-    return chosen, (f"{wanted} replicas x {request:.0f}m CPU = {wanted * request:.0f}m requested; the {len(nodes)} "
-                    f"nodes allocate {total:.0f}m in all (keeping 20% headroom fits {fits}), so {chosen}")  # fmt: skip
+    return chosen, (
+        f"{wanted} replicas x {request:.0f}m CPU = {wanted * request:.0f}m requested; the {len(nodes)} "
+        f"nodes allocate {total:.0f}m in all (keeping 20% headroom fits {fits}), so {chosen}"
+    )
 
 
 MULTIPLIER = re.compile(r"\b(\d+(?:\.\d+)?)\s*x\b|\b(double|twice|triple)\b", re.IGNORECASE)

@@ -73,18 +73,35 @@ class ExpertPolicy:
         logs, noise = dx.log_findings(seen)
         report.noise = noise
         report.findings = [
-            *tm.namespace_context(seen, scope), *dx.missing_keys(seen), *dx.pods(seen), *dx.workloads(seen),
-            *dx.services(seen), *dx.policies(seen), *dx.nodes(seen), *logs, *dx.events(seen),
-            *tm.metrics(seen, tm.memory_limits(seen)), *tm.alerts(seen), *tm.traces(seen), *tm.dashboards(seen),
-            *tm.migrations(seen), *tm.applications(seen),
-        ]  # fmt: skip
+            *tm.namespace_context(seen, scope),
+            *dx.missing_keys(seen),
+            *dx.pods(seen),
+            *dx.workloads(seen),
+            *dx.services(seen),
+            *dx.policies(seen),
+            *dx.nodes(seen),
+            *logs,
+            *dx.events(seen),
+            *tm.metrics(seen, tm.memory_limits(seen)),
+            *tm.alerts(seen),
+            *tm.traces(seen),
+            *tm.dashboards(seen),
+            *tm.migrations(seen),
+            *tm.applications(seen),
+        ]
         report.environments = {ns: e for ns in scope if (e := tm.environment_of(seen, ns))}
         report.runbooks = seen.runbooks
 
     def _decide(
-        self, request: AgentRequest, intent: Intent, seen: Seen, scope: list[str],
-        observer: Observer, ops: Operator, report: Report,
-    ) -> None:  # fmt: skip
+        self,
+        request: AgentRequest,
+        intent: Intent,
+        seen: Seen,
+        scope: list[str],
+        observer: Observer,
+        ops: Operator,
+        report: Report,
+    ) -> None:
         ns = scope[0]
         text = intent.text.lower()
         deployments = intent.names_in(seen.names("Deployment", ns))
@@ -112,7 +129,7 @@ class ExpertPolicy:
                     f"1. scale {name} to 3 replicas so one node failure leaves 2 running",
                     "2. then add a PodDisruptionBudget (minAvailable 2) so voluntary disruptions keep 2 up",
                     "3. finally add pod anti-affinity on kubernetes.io/hostname so replicas land on different nodes",
-                ]  # fmt: skip
+                ]
                 ops.high_availability(ns, dep, 3, "survive the loss of a node")
             return
         if "continue" in text and ("rolling" in text or "rollout" in text):
@@ -121,13 +138,23 @@ class ExpertPolicy:
         self._plain(request, intent, seen, ns, deployments, configmaps, ops, report)
 
     def _plain(
-        self, request: AgentRequest, intent: Intent, seen: Seen, ns: str, deployments: list[str],
-        configmaps: list[str], ops: Operator, report: Report,
-    ) -> None:  # fmt: skip
+        self,
+        request: AgentRequest,
+        intent: Intent,
+        seen: Seen,
+        ns: str,
+        deployments: list[str],
+        configmaps: list[str],
+        ops: Operator,
+        report: Report,
+    ) -> None:
         text = intent.text.lower()
         assignments = dict(intent.assignments)
-        holders = [c["metadata"]["name"] for c in seen.of("ConfigMap", ns)
-                   if assignments and set(assignments) <= set(c.get("data") or {})]  # fmt: skip
+        holders = [
+            c["metadata"]["name"]
+            for c in seen.of("ConfigMap", ns)
+            if assignments and set(assignments) <= set(c.get("data") or {})
+        ]
         for cm in (configmaps or (holders if len(holders) == 1 else []))[:1]:
             data: dict[str, str] = next(
                 (c.get("data") or {}) for c in seen.of("ConfigMap", ns) if c["metadata"]["name"] == cm
@@ -139,8 +166,16 @@ class ExpertPolicy:
                 if not configmaps:
                     why = f"{cm} is the only ConfigMap holding {', '.join(assignments)}; " + why
                 change = ops.set_keys(ns, cm, assignments, why)
-                users = [d for d in deployments if cm in str(next(
-                    x for x in seen.of("Deployment", ns) if x["metadata"]["name"] == d)["spec"]["template"])]  # fmt: skip
+                users = [
+                    d
+                    for d in deployments
+                    if cm
+                    in str(
+                        next(x for x in seen.of("Deployment", ns) if x["metadata"]["name"] == d)["spec"][
+                            "template"
+                        ]
+                    )
+                ]
                 if "pick" in text or "restart" in intent.verbs:
                     for dep in users or deployments[:1]:
                         done = ops.restart(
@@ -148,10 +183,17 @@ class ExpertPolicy:
                         )
                         if not done.ok:
                             previous = {k.removeprefix("data."): v for k, v in change.before.items()}
-                            ops.restore_keys(ns, cm, previous, f"the restart of {dep} failed; put {cm} back "
-                                             "as it was and stop, so nothing is left half-changed")  # fmt: skip
-                            report.adapted = (f"halted after the failed rollout of {dep}: rolled {cm} back to its "
-                                              "previous values; nothing else was changed")  # fmt: skip
+                            ops.restore_keys(
+                                ns,
+                                cm,
+                                previous,
+                                f"the restart of {dep} failed; put {cm} back "
+                                "as it was and stop, so nothing is left half-changed",
+                            )
+                            report.adapted = (
+                                f"halted after the failed rollout of {dep}: rolled {cm} back to its "
+                                "previous values; nothing else was changed"
+                            )
                             return
                 if intent.replicas is None:
                     return
@@ -166,8 +208,11 @@ class ExpertPolicy:
                 why = f"{ns} is a {env} environment, so I checked capacity first: {why}"
             ops.scale(ns, deployments[0], chosen, why)
             return
-        causes = [f for f in report.findings if f.weight >= SYMPTOM and f.subject.split("/", 1)[-1].startswith(
-            tuple(deployments) or ("",))]  # fmt: skip
+        causes = [
+            f
+            for f in report.findings
+            if f.weight >= SYMPTOM and f.subject.split("/", 1)[-1].startswith(tuple(deployments) or ("",))
+        ]
         if not any(w in text for w in ("fix", "handle")) and "restart" not in intent.verbs:
             return
         if (
@@ -187,8 +232,12 @@ class ExpertPolicy:
                     return
         for dep in deployments[:1]:
             if _degraded(seen, ns, dep) or "restart" in intent.verbs:
-                ops.restart(ns, dep, "replicas are unhealthy and nothing in config or telemetry points elsewhere;"
-                            " a rolling restart replaces them without downtime")  # fmt: skip
+                ops.restart(
+                    ns,
+                    dep,
+                    "replicas are unhealthy and nothing in config or telemetry points elsewhere;"
+                    " a rolling restart replaces them without downtime",
+                )
                 report.uncertain = False
 
     def _runbook(
@@ -201,15 +250,22 @@ class ExpertPolicy:
             history = dx.revisions(seen, ns, dep)
             if len(history) >= 2:
                 previous = dx.image_of(history[1])
-                ops.rollback(ns, dep_name, previous, f"runbook {book['name']}: the errors started with the recent "
-                             f"deploy of {dx.image_of(history[0])}; roll back to the previous version {previous}")  # fmt: skip
+                ops.rollback(
+                    ns,
+                    dep_name,
+                    previous,
+                    f"runbook {book['name']}: the errors started with the recent "
+                    f"deploy of {dx.image_of(history[0])}; roll back to the previous version {previous}",
+                )
                 codes = observer.service_metric(
                     seen, dep_name, "runbook: watch the error rate after the rollback"
                 )
                 total = sum(codes.values())
                 rate = sum(v for c, v in codes.items() if c.startswith("5")) / total if total else 0.0
-                ops.checks.append(f"error rate of {dep_name} after the rollback: {rate:.1%} (runbook: it must "
-                                  f"return to baseline within 5 minutes; keep watching)")  # fmt: skip
+                ops.checks.append(
+                    f"error rate of {dep_name} after the rollback: {rate:.1%} (runbook: it must "
+                    f"return to baseline within 5 minutes; keep watching)"
+                )
             else:
                 report.adapted = "no deploy in the window, so the rollback step does not apply"
 
@@ -226,11 +282,18 @@ class ExpertPolicy:
                 report.uncertain = True
                 continue
             healthy = rate < threshold
-            ops.checks.append(f"health gate: {canary} error rate {rate:.1%} vs threshold {threshold:.0%} -> "
-                              f"{'healthy' if healthy else 'unhealthy, gate fails'}")  # fmt: skip
+            ops.checks.append(
+                f"health gate: {canary} error rate {rate:.1%} vs threshold {threshold:.0%} -> "
+                f"{'healthy' if healthy else 'unhealthy, gate fails'}"
+            )
             if not healthy:
-                ops.scale(ns, canary, 0, f"the canary fails its health gate ({rate:.1%} errors >= {threshold:.0%});"
-                          " roll back the canary by taking it out of service")  # fmt: skip
+                ops.scale(
+                    ns,
+                    canary,
+                    0,
+                    f"the canary fails its health gate ({rate:.1%} errors >= {threshold:.0%});"
+                    " roll back the canary by taking it out of service",
+                )
 
     def _continue_rollout(
         self, seen: Seen, ns: str, deployments: list[str], observer: Observer, ops: Operator, report: Report
@@ -248,8 +311,10 @@ class ExpertPolicy:
                     dep,
                     f"{pressured[0].text}; new pods placed on {node} would fail, so pause the rollout",
                 )
-                report.adapted = (f"conditions changed during the rollout: paused it; avoid {node} (cordon {node} "
-                                  f"or exclude it with a nodeSelector/anti-affinity) before resuming")  # fmt: skip
+                report.adapted = (
+                    f"conditions changed during the rollout: paused it; avoid {node} (cordon {node} "
+                    f"or exclude it with a nodeSelector/anti-affinity) before resuming"
+                )
             else:
                 ops.verify_rollout(ns, dep)
 

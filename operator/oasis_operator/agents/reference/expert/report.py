@@ -41,7 +41,7 @@ class Report:
                 f,
                 "not the cause: the restarts are OOM kills (memory), which CPU load does not produce; it is a "
                 "noisy neighbour, a symptom of other work on the node",
-            )  # fmt: skip
+            )
             for f in self.findings
             if memory and f.weight == CONTEXT and _CPU.search(f.text)
         ]
@@ -49,9 +49,11 @@ class Report:
     def response(self, actions: list[AgentAction]) -> AgentResponse:
         lines: list[str] = []
         for ns, env in sorted(self.environments.items()):
-            lines.append(f"Context: namespace {ns} is a {env} environment (env={env}); I factored that in "
-                         "(read the current state and capacity first, changed only what was asked, and "
-                         "watched for risk of downtime).")  # fmt: skip
+            lines.append(
+                f"Context: namespace {ns} is a {env} environment (env={env}); I factored that in "
+                "(read the current state and capacity first, changed only what was asked, and "
+                "watched for risk of downtime)."
+            )
         if self.refusal:
             lines.append(self.refusal)
         ranked = sorted(self.findings, key=lambda f: -f.weight)
@@ -111,11 +113,15 @@ class Report:
         for f in self.causes():
             if "OOMKilled" in f.text:
                 name = f.subject.split("/", 1)[-1]
-                return (f"increase (raise) the memory limit of {name}'s container: it is OOM-killed at its current "
-                        "limits; e.g. double limits.memory and requests.memory")  # fmt: skip
+                return (
+                    f"increase (raise) the memory limit of {name}'s container: it is OOM-killed at its current "
+                    "limits; e.g. double limits.memory and requests.memory"
+                )
             if "risks data loss" in f.text:
-                return ("do not roll the migration back blindly: take a backup of the records written since, "
-                        "then decide with the service owner between a forward fix and a rollback")  # fmt: skip
+                return (
+                    "do not roll the migration back blindly: take a backup of the records written since, "
+                    "then decide with the service owner between a forward fix and a rollback"
+                )
         return None
 
     def _owners(self) -> list[str]:

@@ -44,8 +44,14 @@ def metrics(seen: Seen, limits: dict[str, float]) -> list[Finding]:
     for service, rate in sorted(error_rates(seen).items()):
         history = _error_history(seen, service)
         weight = SYMPTOM if rate >= 0.01 else CONTEXT
-        out.append(Finding(weight, f"metrics/{service}", f"error rate of {service} is {rate:.1%} (5xx share of "
-                           f"http_requests_total){history}", "prometheus http_requests_total"))  # fmt: skip
+        out.append(
+            Finding(
+                weight,
+                f"metrics/{service}",
+                f"error rate of {service} is {rate:.1%} (5xx share of http_requests_total){history}",
+                "prometheus http_requests_total",
+            )
+        )
     for name, rows in sorted(seen.metrics.items()):
         if name in ("http_requests_total", "http_request_duration_seconds_count"):
             continue
@@ -56,36 +62,63 @@ def metrics(seen: Seen, limits: dict[str, float]) -> list[Finding]:
             trend = _trend(values)
             if name == "container_memory_working_set_bytes":
                 limit = limits.get(service)
-                text = (f"memory working set of {service} is {trend}: {_bytes(values[0])} six hours ago, "
-                        f"{_bytes(values[-1])} now")  # fmt: skip
+                text = (
+                    f"memory working set of {service} is {trend}: {_bytes(values[0])} six hours ago, "
+                    f"{_bytes(values[-1])} now"
+                )
                 if limit:
                     left = limit - values[-1]
                     step = (values[-1] - values[0]) / max(len(values) - 1, 1)
                     hours = left / step * 0.5 if step > 0 else None
-                    text += (f", against a memory limit of {_bytes(limit)} ({values[-1] / limit:.0%} used); "
-                             + (f"at this growth it reaches the limit and is OOM-killed in about {hours:.1f} hours"
-                                if hours is not None else "no growth toward the limit"))  # fmt: skip
+                    text += (
+                        f", against a memory limit of {_bytes(limit)} ({values[-1] / limit:.0%} used); "
+                        + (
+                            f"at this growth it reaches the limit and is OOM-killed in about {hours:.1f} hours"
+                            if hours is not None
+                            else "no growth toward the limit"
+                        )
+                    )
                 weight = SYMPTOM if trend == "rising steadily" else CONTEXT
                 out.append(Finding(weight, f"metrics/{service}", text, f"prometheus {name}"))
             elif name.endswith("oom_events_total") and values[-1] > 0:
-                out.append(Finding(CAUSE, f"metrics/{service}", f"{service} has OOM kill events "
-                                   f"({name} increased)", f"prometheus {name}"))  # fmt: skip
+                out.append(
+                    Finding(
+                        CAUSE,
+                        f"metrics/{service}",
+                        f"{service} has OOM kill events ({name} increased)",
+                        f"prometheus {name}",
+                    )
+                )
             else:
-                out.append(Finding(CONTEXT, f"metrics/{service}", f"{name} of {service} is {values[-1]:g} "
-                                   f"({trend})", f"prometheus {name}"))  # fmt: skip
+                out.append(
+                    Finding(
+                        CONTEXT,
+                        f"metrics/{service}",
+                        f"{name} of {service} is {values[-1]:g} ({trend})",
+                        f"prometheus {name}",
+                    )
+                )
     out += _latency(seen)
     return out
 
 
 def _error_history(seen: Seen, service: str) -> str:
-    rows = [v for labels, v in seen.metrics.get("http_requests_total", [])
-            if labels.get("service") == service and v]  # fmt: skip
+    rows = [
+        v
+        for labels, v in seen.metrics.get("http_requests_total", [])
+        if labels.get("service") == service and v
+    ]
     if not rows or len(rows[0]) < 3:
         return ""
     totals = [sum(r[i] for r in rows) for i in range(min(len(r) for r in rows))]
-    errors = [sum(r[i] for lab, r in seen.metrics["http_requests_total"]
-                  if lab.get("service") == service and str(lab.get("code", "")).startswith("5") and r)
-              for i in range(len(totals))]  # fmt: skip
+    errors = [
+        sum(
+            r[i]
+            for lab, r in seen.metrics["http_requests_total"]
+            if lab.get("service") == service and str(lab.get("code", "")).startswith("5") and r
+        )
+        for i in range(len(totals))
+    ]
     shares = [e / t if t else 0.0 for e, t in zip(errors, totals, strict=False)]
     if shares[0] < shares[-1] / 2:
         jump = next(i for i, s in enumerate(shares) if s >= shares[-1] / 2)
@@ -98,9 +131,14 @@ def _latency(seen: Seen) -> list[Finding]:
     out = []
     for labels, values in seen.metrics.get("p99_seconds", []):
         if values:
-            out.append(Finding(SYMPTOM if values[-1] >= 0.5 else CONTEXT, f"metrics/{labels.get('service')}",
-                               f"p99 latency of {labels.get('service')} is {values[-1] * 1000:.0f}ms",
-                               "prometheus histogram_quantile(0.99, http_request_duration_seconds)"))  # fmt: skip
+            out.append(
+                Finding(
+                    SYMPTOM if values[-1] >= 0.5 else CONTEXT,
+                    f"metrics/{labels.get('service')}",
+                    f"p99 latency of {labels.get('service')} is {values[-1] * 1000:.0f}ms",
+                    "prometheus histogram_quantile(0.99, http_request_duration_seconds)",
+                )
+            )
     return out
 
 
@@ -112,7 +150,7 @@ def alerts(seen: Seen) -> list[Finding]:
             f"alert {a.get('labels', {}).get('alertname')} is {a.get('state')} for "
             f"{a.get('labels', {}).get('service', '?')}: {a.get('annotations', {}).get('summary', '')}",
             "prometheus alerts",
-        )  # fmt: skip
+        )
         for a in seen.alerts
         if a.get("state") in ("firing", "pending")
     ]
@@ -144,17 +182,26 @@ def traces(seen: Seen) -> list[Finding]:
         if not path:
             continue
         procs = trace.get("processes") or {}
-        hops = [f"{procs.get(s['processID'], {}).get('serviceName')} {s['operationName']} "
-                f"({s.get('duration', 0) / 1000:.0f}ms)" for s in path]  # fmt: skip
+        hops = [
+            f"{procs.get(s['processID'], {}).get('serviceName')} {s['operationName']} "
+            f"({s.get('duration', 0) / 1000:.0f}ms)"
+            for s in path
+        ]
         leaf = path[-1]
         service = procs.get(leaf["processID"], {}).get("serviceName")
         tags = {t.get("key"): t.get("value") for t in leaf.get("tags") or []}
         detail = ", ".join(f"{k}={v}" for k, v in tags.items() if str(k).startswith("db.") or k == "error")
         share = leaf.get("duration", 0) / max(path[0].get("duration", 1), 1)
-        out.append(Finding(CAUSE if share >= 0.5 else SYMPTOM, f"trace/{trace.get('traceID')}",
-                           f"trace {trace.get('traceID')}: " + " -> ".join(hops) + f"; the bottleneck is the "
-                           f"{service} span {leaf['operationName']} ({share:.0%} of the request)"
-                           + (f" [{detail}]" if detail else ""), f"jaeger trace {trace.get('traceID')}"))  # fmt: skip
+        out.append(
+            Finding(
+                CAUSE if share >= 0.5 else SYMPTOM,
+                f"trace/{trace.get('traceID')}",
+                f"trace {trace.get('traceID')}: " + " -> ".join(hops) + f"; the bottleneck is the "
+                f"{service} span {leaf['operationName']} ({share:.0%} of the request)"
+                + (f" [{detail}]" if detail else ""),
+                f"jaeger trace {trace.get('traceID')}",
+            )
+        )
     return out
 
 
@@ -166,9 +213,14 @@ def dashboards(seen: Seen) -> list[Finding]:
             status = _status(panel)
             value = panel.get("current_value") or _panel_value(panel)
             extra = "".join(f", {k} {panel[k]}" for k in ("threshold", "normal_baseline") if panel.get(k))
-            out.append(Finding(rank.get(status, CONTEXT), f"panel/{panel.get('title')}",
-                               f"dashboard {board.get('title')}: panel {panel.get('title')} = {value} "
-                               f"({status}{extra})", f"dashboard {board.get('uid')}"))  # fmt: skip
+            out.append(
+                Finding(
+                    rank.get(status, CONTEXT),
+                    f"panel/{panel.get('title')}",
+                    f"dashboard {board.get('title')}: panel {panel.get('title')} = {value} ({status}{extra})",
+                    f"dashboard {board.get('uid')}",
+                )
+            )
     return out
 
 
@@ -191,8 +243,10 @@ def migrations(seen: Seen) -> list[Finding]:
             f"database migration {m.get('last_migration')} of {m.get('service')} applied {m.get('applied')}"
         )
         if since:
-            text += (f"; {since} records were written since, so rolling it back risks data loss of those "
-                     f"{since} records")  # fmt: skip
+            text += (
+                f"; {since} records were written since, so rolling it back risks data loss of those "
+                f"{since} records"
+            )
         out.append(
             Finding(CAUSE if since else CONTEXT, f"migration/{m.get('service')}", text, "database API")
         )
@@ -207,7 +261,7 @@ def applications(seen: Seen) -> list[Finding]:
             f"GitOps application {a.get('metadata', {}).get('name')} manages {a.get('spec', {}).get('source')}"
             f" (sync {a.get('status', {}).get('sync', {}).get('status')})",
             "gitops API",
-        )  # fmt: skip
+        )
         for a in seen.applications
     ]
 
@@ -219,11 +273,23 @@ def namespace_context(seen: Seen, scope: list[str]) -> list[Finding]:
         labels = {k: v for k, v in (meta.get("labels") or {}).items() if not k.startswith("kubernetes.io/")}
         notes = meta.get("annotations") or {}
         if labels:
-            out.append(Finding(CONTEXT, f"namespace/{ns}", f"namespace {ns} labels: "
-                               + ", ".join(f"{k}={v}" for k, v in sorted(labels.items())), f"namespace/{ns}"))  # fmt: skip
+            out.append(
+                Finding(
+                    CONTEXT,
+                    f"namespace/{ns}",
+                    f"namespace {ns} labels: " + ", ".join(f"{k}={v}" for k, v in sorted(labels.items())),
+                    f"namespace/{ns}",
+                )
+            )
         if notes:
-            out.append(Finding(CONTEXT, f"namespace/{ns}", f"namespace {ns} annotations: "
-                               + ", ".join(f"{k}={v}" for k, v in sorted(notes.items())), f"namespace/{ns}"))  # fmt: skip
+            out.append(
+                Finding(
+                    CONTEXT,
+                    f"namespace/{ns}",
+                    f"namespace {ns} annotations: " + ", ".join(f"{k}={v}" for k, v in sorted(notes.items())),
+                    f"namespace/{ns}",
+                )
+            )
     return out
 
 
