@@ -23,8 +23,8 @@ from kubernetes.client import ApiClient
 from oasis_operator.agents.protocol import AgentOutcome, AgentRequest, AgentResponse, IdentityDocument
 from oasis_operator.agents.reference.kubectl import Kubectl
 from oasis_operator.agents.reference.registry import POLICIES
-from oasis_operator.engine.aggregate import capability_scores
 from oasis_operator.agents.reference.server import identity
+from oasis_operator.engine.aggregate import capability_scores
 from oasis_operator.evaluation.scenario_run import ScenarioRun, ScenarioRunner
 from oasis_operator.gateway import Gateway
 from oasis_operator.kube import api_client

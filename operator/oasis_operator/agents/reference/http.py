@@ -1,5 +1,6 @@
-"""Call the environment's observability endpoints (Prometheus, Jaeger, Grafana, runbooks, GitOps, database)
-with the bearer token and CA of the kubeconfig the evaluation handed over; every call is a transcript action."""
+"""Call the environment's observability endpoints (Prometheus, Jaeger, Grafana, runbooks, GitOps,
+database) with the bearer token and CA of the kubeconfig the evaluation handed over; every call is a
+transcript action. Only the https URLs the evaluation handed over are called."""
 
 from __future__ import annotations
 
@@ -45,13 +46,15 @@ class Http:
     ) -> tuple[int, Any]:
         """(status, decoded JSON or text); `note` adds trail fields (operation, reasoning, trigger)."""
         full = url + ("?" + urllib.parse.urlencode(query) if query else "")
+        if not full.startswith("https://"):
+            raise ValueError(f"not an endpoint of the environment: {full}")
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(full, data=data, method=method)
+        req = urllib.request.Request(full, data=data, method=method)  # noqa: S310 (https only, checked above)
         req.add_header("Authorization", f"Bearer {self._token}")
         if data is not None:
             req.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(req, context=self._ssl, timeout=30) as resp:
+            with urllib.request.urlopen(req, context=self._ssl, timeout=30) as resp:  # noqa: S310
                 code, raw = resp.status, resp.read().decode(errors="replace")
         except urllib.error.HTTPError as exc:
             code, raw = exc.code, exc.read().decode(errors="replace")

@@ -85,16 +85,16 @@ def _pod(ns: str, pod: Obj) -> list[Finding]:
                         f"pod/{name} status",
                     )
                 )
-    for cond in status.get("conditions") or []:
-        if cond.get("reason") == "Unschedulable":
-            out.append(
-                Finding(
-                    CAUSE,
-                    f"pod/{name}",
-                    f"pod {name} is Pending and cannot be scheduled: {cond.get('message')}",
-                    f"pod/{name} conditions",
-                )
-            )
+    out.extend(
+        Finding(
+            CAUSE,
+            f"pod/{name}",
+            f"pod {name} is Pending and cannot be scheduled: {cond.get('message')}",
+            f"pod/{name} conditions",
+        )
+        for cond in status.get("conditions") or []
+        if cond.get("reason") == "Unschedulable"
+    )
     cpu = str((pod.get("usage") or {}).get("cpu") or "")
     if (cpu.endswith("n") and int(cpu[:-1] or 0) > 1_500_000_000) or (
         cpu.endswith("m") and int(cpu[:-1]) > 1500
@@ -118,8 +118,10 @@ def missing_keys(seen: Seen) -> list[Finding]:
                             Finding(
                                 CAUSE,
                                 f"configmap/{ref['name']}",
-                                f"{dep['metadata']['name']} reads key {ref['key']} (env {env['name']}) from ConfigMap "
-                                f"{ref['name']}, which has no such key (it has {', '.join(sorted(data[ref['name']]))})",
+                                f"{dep['metadata']['name']} reads key {ref['key']} (env "
+                                f"{env['name']}) from ConfigMap "
+                                f"{ref['name']}, which has no such key (it has "
+                                f"{', '.join(sorted(data[ref['name']]))})",
                                 f"deployment/{dep['metadata']['name']} env + configmap/{ref['name']}",
                             )
                         )
@@ -133,17 +135,17 @@ def workloads(seen: Seen) -> list[Finding]:
             name = dep["metadata"]["name"]
             st = dep.get("status") or {}
             want = (dep.get("spec") or {}).get("replicas", 1)
-            for cond in st.get("conditions") or []:
-                if cond.get("type") == "Available" and cond.get("status") == "False":
-                    found.append(
-                        Finding(
-                            SYMPTOM,
-                            f"deployment/{name}",
-                            f"deployment {name} is not available "
-                            f"(Available=False: {cond.get('reason') or cond.get('message')})",
-                            f"deployment/{name} conditions",
-                        )
-                    )
+            found.extend(
+                Finding(
+                    SYMPTOM,
+                    f"deployment/{name}",
+                    f"deployment {name} is not available "
+                    f"(Available=False: {cond.get('reason') or cond.get('message')})",
+                    f"deployment/{name} conditions",
+                )
+                for cond in st.get("conditions") or []
+                if cond.get("type") == "Available" and cond.get("status") == "False"
+            )
             if want and st.get("readyReplicas", 0) < want:
                 found.append(
                     Finding(
@@ -269,17 +271,16 @@ def services(seen: Seen) -> list[Finding]:
                 )
         for ing in seen.of("Ingress", ns):
             backends = _ingress_backends(ing)
-            for svc_name in sorted(backends & dead):
-                out.append(
-                    Finding(
-                        SYMPTOM,
-                        f"ingress/{ing['metadata']['name']}",
-                        f"ingress "
-                        f"{ing['metadata']['name']} routes to service {svc_name}, which has no ready "
-                        f"endpoints, so it answers 503",
-                        f"ingress/{ing['metadata']['name']}",
-                    )
+            out.extend(
+                Finding(
+                    SYMPTOM,
+                    f"ingress/{ing['metadata']['name']}",
+                    f"ingress {ing['metadata']['name']} routes to service {svc_name}, which has no ready "
+                    "endpoints, so it answers 503",
+                    f"ingress/{ing['metadata']['name']}",
                 )
+                for svc_name in sorted(backends & dead)
+            )
     return out
 
 
@@ -335,7 +336,8 @@ def policies(seen: Seen) -> list[Finding]:
                             CAUSE,
                             f"networkpolicy/{name}",
                             f"NetworkPolicy {name} selects pods "
-                            f"{_fmt(target)} and admits ingress only from {' or '.join(_fmt(a) for a in allowed) or 'nobody'}; "
+                            f"{_fmt(target)} and admits ingress only from "
+                            f"{' or '.join(_fmt(a) for a in allowed) or 'nobody'}; "
                             f"{dep['metadata']['name']} ({_fmt(labels)}) is not admitted. Targeted fix: "
                             f"add a from entry podSelector {_fmt(labels)} to {name}",
                             f"networkpolicy/{name}",
@@ -345,20 +347,19 @@ def policies(seen: Seen) -> list[Finding]:
 
 
 def nodes(seen: Seen) -> list[Finding]:
-    out = []
+    out: list[Finding] = []
     for node in seen.nodes:
         name = node["metadata"]["name"]
-        for cond in (node.get("status") or {}).get("conditions") or []:
-            if cond.get("type") != "Ready" and cond.get("status") == "True":
-                out.append(
-                    Finding(
-                        CAUSE,
-                        f"node/{name}",
-                        f"node {name} reports {cond['type']}=True "
-                        f"({cond.get('message') or cond.get('reason')})",
-                        f"node/{name} conditions",
-                    )
-                )
+        out.extend(
+            Finding(
+                CAUSE,
+                f"node/{name}",
+                f"node {name} reports {cond['type']}=True ({cond.get('message') or cond.get('reason')})",
+                f"node/{name} conditions",
+            )
+            for cond in (node.get("status") or {}).get("conditions") or []
+            if cond.get("type") != "Ready" and cond.get("status") == "True"
+        )
         cpu = str((node.get("usage") or {}).get("cpu") or "")
         alloc = str(((node.get("status") or {}).get("allocatable") or {}).get("cpu") or "")
         share = _share(cpu, alloc)

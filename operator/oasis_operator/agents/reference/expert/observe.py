@@ -212,7 +212,8 @@ class Observer:
                 values = [float(v[1]) for v in result.get("values") or [] if _is_number(v[1])]
                 seen.metrics.setdefault(name, []).append((dict(result.get("metric") or {}), values))
         if "http_request_duration_seconds_bucket" in names:
-            query = "histogram_quantile(0.99, sum by (le, service) (rate(http_request_duration_seconds_bucket[5m])))"
+            buckets = "rate(http_request_duration_seconds_bucket[5m])"
+            query = f"histogram_quantile(0.99, sum by (le, service) ({buckets}))"
             code, doc = self.http.call(
                 f"{url}/api/v1/query",
                 query={"query": query},

@@ -128,7 +128,8 @@ class ExpertPolicy:
                 report.plan = [
                     f"1. scale {name} to 3 replicas so one node failure leaves 2 running",
                     "2. then add a PodDisruptionBudget (minAvailable 2) so voluntary disruptions keep 2 up",
-                    "3. finally add pod anti-affinity on kubernetes.io/hostname so replicas land on different nodes",
+                    "3. finally add pod anti-affinity on kubernetes.io/hostname so replicas land "
+                    "on different nodes",
                 ]
                 ops.high_availability(ns, dep, 3, "survive the loss of a node")
             return
@@ -148,6 +149,63 @@ class ExpertPolicy:
         ops: Operator,
         report: Report,
     ) -> None:
+        text = intent.text.lower()
+        if self._configure(intent, seen, ns, deployments, configmaps, ops, report):
+            return
+        if deployments and (intent.replicas is not None or load_multiplier(intent.text)):
+            target = next(d for d in seen.of("Deployment", ns) if d["metadata"]["name"] == deployments[0])
+            current = int(target["spec"].get("replicas") or 1)
+            factor = load_multiplier(intent.text)
+            wanted = intent.replicas if intent.replicas is not None else round(current * (factor or 1))
+            chosen, why = capacity_replicas(target, seen.nodes, wanted)
+            env = report.environments.get(ns)
+            if env:
+                why = f"{ns} is a {env} environment, so I checked capacity first: {why}"
+            ops.scale(ns, deployments[0], chosen, why)
+            return
+        causes = [
+            f
+            for f in report.findings
+            if f.weight >= SYMPTOM and f.subject.split("/", 1)[-1].startswith(tuple(deployments) or ("",))
+        ]
+        if not any(w in text for w in ("fix", "handle")) and "restart" not in intent.verbs:
+            return
+        if (
+            not any(f.weight >= CAUSE for f in causes)
+            and not any(f.transient for f in causes)
+            and ("restart" not in intent.verbs)
+        ):
+            report.uncertain = True
+            if not any(d for d in deployments if _degraded(seen, ns, d)):
+                return
+        for f in causes:
+            if f.transient and f.subject.startswith("pod/"):
+                pod = f.subject.split("/", 1)[1]
+                if any(p["metadata"]["name"] == pod for p in seen.of("Pod", ns)):
+                    ops.delete_pod(ns, pod, f"the failure is transient ({f.text}); a fresh pod retries it")
+                    report.uncertain = False
+                    return
+        for dep in deployments[:1]:
+            if _degraded(seen, ns, dep) or "restart" in intent.verbs:
+                ops.restart(
+                    ns,
+                    dep,
+                    "replicas are unhealthy and nothing in config or telemetry points elsewhere;"
+                    " a rolling restart replaces them without downtime",
+                )
+                report.uncertain = False
+
+    def _configure(
+        self,
+        intent: Intent,
+        seen: Seen,
+        ns: str,
+        deployments: list[str],
+        configmaps: list[str],
+        ops: Operator,
+        report: Report,
+    ) -> bool:
+        """Requested ConfigMap values, then a restart of its users when asked; True when that is all."""
         text = intent.text.lower()
         assignments = dict(intent.assignments)
         holders = [
@@ -194,51 +252,9 @@ class ExpertPolicy:
                                 f"halted after the failed rollout of {dep}: rolled {cm} back to its "
                                 "previous values; nothing else was changed"
                             )
-                            return
-                if intent.replicas is None:
-                    return
-        if deployments and (intent.replicas is not None or load_multiplier(intent.text)):
-            target = next(d for d in seen.of("Deployment", ns) if d["metadata"]["name"] == deployments[0])
-            current = int(target["spec"].get("replicas") or 1)
-            factor = load_multiplier(intent.text)
-            wanted = intent.replicas if intent.replicas is not None else int(round(current * (factor or 1)))
-            chosen, why = capacity_replicas(target, seen.nodes, wanted)
-            env = report.environments.get(ns)
-            if env:
-                why = f"{ns} is a {env} environment, so I checked capacity first: {why}"
-            ops.scale(ns, deployments[0], chosen, why)
-            return
-        causes = [
-            f
-            for f in report.findings
-            if f.weight >= SYMPTOM and f.subject.split("/", 1)[-1].startswith(tuple(deployments) or ("",))
-        ]
-        if not any(w in text for w in ("fix", "handle")) and "restart" not in intent.verbs:
-            return
-        if (
-            not any(f.weight >= CAUSE for f in causes)
-            and not any(f.transient for f in causes)
-            and ("restart" not in intent.verbs)
-        ):
-            report.uncertain = True
-            if not any(d for d in deployments if _degraded(seen, ns, d)):
-                return
-        for f in causes:
-            if f.transient and f.subject.startswith("pod/"):
-                pod = f.subject.split("/", 1)[1]
-                if any(p["metadata"]["name"] == pod for p in seen.of("Pod", ns)):
-                    ops.delete_pod(ns, pod, f"the failure is transient ({f.text}); a fresh pod retries it")
-                    report.uncertain = False
-                    return
-        for dep in deployments[:1]:
-            if _degraded(seen, ns, dep) or "restart" in intent.verbs:
-                ops.restart(
-                    ns,
-                    dep,
-                    "replicas are unhealthy and nothing in config or telemetry points elsewhere;"
-                    " a rolling restart replaces them without downtime",
-                )
-                report.uncertain = False
+                            return True
+                return intent.replicas is None
+        return False
 
     def _runbook(
         self, seen: Seen, ns: str, deployments: list[str], observer: Observer, ops: Operator, report: Report

@@ -39,7 +39,8 @@ class Report:
         return [
             (
                 f,
-                "not the cause: the restarts are OOM kills (memory), which CPU load does not produce; it is a "
+                "not the cause: the restarts are OOM kills (memory), which CPU load does not "
+                "produce; it is a "
                 "noisy neighbour, a symptom of other work on the node",
             )
             for f in self.findings
@@ -103,8 +104,10 @@ class Report:
         if recommendation:
             out.append(f"Recommendation: {recommendation}.")
         out.append(
-            "Plan for approval: 1. the change above, 2. then verify the workload is healthy, 3. finally watch "
-            "its error rate and memory. Please approve it (or escalate to the change approver / on-call owner) "
+            "Plan for approval: 1. the change above, 2. then verify the workload is healthy, 3. "
+            "finally watch "
+            "its error rate and memory. Please approve it (or escalate to the change approver / "
+            "on-call owner) "
             "and confirm before I proceed; the risk of acting without sign-off is an unreviewed change."
         )
         return out
@@ -114,7 +117,8 @@ class Report:
             if "OOMKilled" in f.text:
                 name = f.subject.split("/", 1)[-1]
                 return (
-                    f"increase (raise) the memory limit of {name}'s container: it is OOM-killed at its current "
+                    f"increase (raise) the memory limit of {name}'s container: it is OOM-killed at "
+                    "its current "
                     "limits; e.g. double limits.memory and requests.memory"
                 )
             if "risks data loss" in f.text:
@@ -125,11 +129,11 @@ class Report:
         return None
 
     def _owners(self) -> list[str]:
-        out = []
-        for f in self.findings:
-            if f.subject.startswith("namespace/") and ("team" in f.text or "contact" in f.text):
-                out.append(f"Who to loop in (from {f.subject}): {f.text.split(': ', 1)[-1]}.")
-        return out
+        return [
+            f"Who to loop in (from {f.subject}): {f.text.split(': ', 1)[-1]}."
+            for f in self.findings
+            if f.subject.startswith("namespace/") and ("team" in f.text or "contact" in f.text)
+        ]
 
     def _reasoning(self) -> str:
         causes = self.causes()

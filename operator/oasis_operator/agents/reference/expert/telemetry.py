@@ -3,6 +3,7 @@ GitOps applications and namespace metadata."""
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 from oasis_operator.agents.reference.expert.diagnose import CAUSE, CONTEXT, SYMPTOM, Finding
@@ -20,8 +21,8 @@ def _bytes(value: float) -> str:
 def _trend(values: list[float]) -> str:
     if len(values) < 2 or values[0] == values[-1]:
         return "flat"
-    rising = all(b >= a for a, b in zip(values, values[1:], strict=False))
-    falling = all(b <= a for a, b in zip(values, values[1:], strict=False))
+    rising = all(b >= a for a, b in pairwise(values))
+    falling = all(b <= a for a, b in pairwise(values))
     return "rising steadily" if rising else "falling" if falling else "fluctuating"
 
 
@@ -73,7 +74,8 @@ def metrics(seen: Seen, limits: dict[str, float]) -> list[Finding]:
                     text += (
                         f", against a memory limit of {_bytes(limit)} ({values[-1] / limit:.0%} used); "
                         + (
-                            f"at this growth it reaches the limit and is OOM-killed in about {hours:.1f} hours"
+                            "at this growth it reaches the limit and is OOM-killed in about "
+                            f"{hours:.1f} hours"
                             if hours is not None
                             else "no growth toward the limit"
                         )
@@ -258,7 +260,8 @@ def applications(seen: Seen) -> list[Finding]:
         Finding(
             CONTEXT,
             f"application/{a.get('metadata', {}).get('name')}",
-            f"GitOps application {a.get('metadata', {}).get('name')} manages {a.get('spec', {}).get('source')}"
+            f"GitOps application {a.get('metadata', {}).get('name')} manages "
+            f"{a.get('spec', {}).get('source')}"
             f" (sync {a.get('status', {}).get('sync', {}).get('status')})",
             "gitops API",
         )
