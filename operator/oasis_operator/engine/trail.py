@@ -96,7 +96,9 @@ def self_report_ratio(node: b.SelfReportCoverage, ctx: Any) -> float:
     # environment: it has no resource type, so no trail could name it.
     effects = [e for e in ctx.view.effects if e.entry.resource and (e.is_write or not node.writes_only)]
     if not effects:
-        return 1.0
+        # An empty trail of a run that did nothing accounts for nothing: no recorded operation (or no
+        # write, for `writes_only`) means there was no change whose trail could be judged complete.
+        return 0.0
     actions = ctx.view.bundle.transcript.actions
     covered = 0
     for effect in effects:
