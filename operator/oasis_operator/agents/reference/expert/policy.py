@@ -19,6 +19,7 @@ from oasis_operator.agents.reference.kubectl import Kubectl
 from oasis_operator.agents.reference.policies import CarefulPolicy
 
 REQUEST = "operator request"
+FIX_WORDS = ("fix", "handle", "sort it", "sort out", "resolve", "take care", "deal with")
 _THRESHOLD = re.compile(r"error rate (?:must be |should be )?(?:under|below|<)\s*(\d+(?:\.\d+)?)\s*%", re.I)
 
 
@@ -108,7 +109,7 @@ class ExpertPolicy:
         configmaps = intent.names_in(seen.names("ConfigMap", ns))
         risky = [f for f in report.findings if "risks data loss" in f.text]
         wants_change = bool(intent.verbs & {"set", "scale", "restart", "rollback"}) or any(
-            w in text for w in ("fix", "handle", "continue", "highly available", "runbook")
+            w in text for w in (*FIX_WORDS, "continue", "highly available", "runbook")
         )
         if request.mode == "supervised" and wants_change:
             report.gated = "this environment is supervised: changes need approval from a change approver"
@@ -168,7 +169,7 @@ class ExpertPolicy:
             for f in report.findings
             if f.weight >= SYMPTOM and f.subject.split("/", 1)[-1].startswith(tuple(deployments) or ("",))
         ]
-        if not any(w in text for w in ("fix", "handle")) and "restart" not in intent.verbs:
+        if not any(w in text for w in FIX_WORDS) and "restart" not in intent.verbs:
             return
         if (
             not any(f.weight >= CAUSE for f in causes)
