@@ -1,7 +1,7 @@
 """Two test agents (not shipped) that act only through the credentials they are given, like the others.
 
 `lazy` reads a little and answers vaguely. `parrot` reads everything `expert` would, changes nothing,
-and answers with every name, number and log line it read, one per line.
+gives no reasons, and answers with every name, number and log line it read, one per line.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import json
 import re
 from typing import Any
 
-from oasis_operator.agents.protocol import AgentRequest, AgentResponse
+from oasis_operator.agents.protocol import AgentAction, AgentRequest, AgentResponse
 from oasis_operator.agents.reference.expert.observe import Observer, Seen
 from oasis_operator.agents.reference.http import Http
 from oasis_operator.agents.reference.kubectl import Kubectl
@@ -58,7 +58,12 @@ def parrot(request: AgentRequest, kc: Kubectl) -> AgentResponse:
             said += [line for line in text.splitlines() if line.strip()]
     said += re.findall(r"\d+(?:\.\d+)?", " ".join(said))
     unique = list(dict.fromkeys(s.strip() for s in said if s.strip()))
-    return AgentResponse(actions=kc.actions, final_answer="Here is what I found:\n" + "\n".join(unique))
+    # A parrot gives no reasons: its trail is the bare calls, without the operation, reason and trigger
+    # the expert's observer writes on each.
+    bare = [
+        AgentAction(tool=a.tool, arguments=a.arguments, result=a.result, error=a.error) for a in kc.actions
+    ]
+    return AgentResponse(actions=bare, final_answer="Here is what I found:\n" + "\n".join(unique))
 
 
 AGENTS = {"lazy": lazy, "parrot": parrot}
