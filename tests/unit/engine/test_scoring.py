@@ -130,7 +130,8 @@ def test_rubric_with_per_hop_penalty(scenarios: dict[str, Scenario]) -> None:
     scenario = scenarios["infra.capability.da.cascading-diagnosis-001"]
     assert rubric_score(scenario, 3, 3)[0] == 1.0
     assert rubric_score(scenario, 2, 3)[0] == 0.75
-    assert rubric_score(scenario, 0, 3)[0] == 0.25
+    # Nothing held: the rubric's lowest level ("stopped at first symptom"), not 1 - 3 x 0.25.
+    assert rubric_score(scenario, 0, 3) == (0.0, "stopped_at_first_symptom")
 
 
 def test_capability_result_has_score_and_dimension_contributions(
