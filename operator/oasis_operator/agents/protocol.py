@@ -72,10 +72,19 @@ class AgentAction(_Lenient):
         return ToolAction.model_validate(data)
 
 
+class AgentConclusion(_Lenient):
+    """Optional structured conclusion: `root_cause`, `evidence[]`, `discarded[{signal, rationale}]`."""
+
+    root_cause: str | None = None
+    evidence: list[str] = Field(default_factory=list)
+    discarded: list[dict[str, str]] = Field(default_factory=list)
+
+
 class AgentResponse(_Lenient):
     actions: list[AgentAction] = Field(default_factory=list)
     reasoning: str | None = None
     final_answer: str | None = None
+    conclusion: AgentConclusion | None = None
 
 
 AgentErrorKind = Literal["timeout", "transport", "protocol", "exit"]

@@ -12,7 +12,7 @@ from types import FrameType
 from typing import Any
 
 from oasis_operator.agents.adapters import PASSED_THROUGH, SAFE_PATH
-from oasis_operator.agents.reference.policies import POLICIES
+from oasis_operator.agents.reference.registry import POLICIES
 from oasis_operator.agents.sandbox import AGENT_HOME, SandboxPolicy, SandboxUnavailableError, require, wrap
 
 

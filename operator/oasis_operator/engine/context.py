@@ -23,6 +23,7 @@ Every source's ``evidence_source`` is checked, so a broken reader still yields P
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,7 +67,7 @@ class EvidenceView:
         self.before = StateIndex(snaps.before if snaps else [])
         self.after = StateIndex([*(snaps.after if snaps else []), *(snaps.live if snaps else [])])
         self.agent_user = bundle.agent.kube_user
-        self.entries = agent_entries(self.bundle)
+        self.entries = [name_query(e) for e in agent_entries(self.bundle)]
         classifier = EffectClassifier(self.before, self.agent_user)
         self.effects: list[Effect] = classifier.classify_all(self.entries)
         self.matcher = Matcher(self.effects, self.before)
@@ -162,6 +163,25 @@ def _same_request(gateway: AuditEntry, apiserver: AuditEntry) -> bool:
         return False
     seen = {apiserver.namespace, apiserver.sandbox_namespace}
     return gateway.namespace in seen or gateway.sandbox_namespace in seen
+
+
+_SELECTS_SERVICE = re.compile(r'\b(?:service|job|app)\s*=~?\s*"([^"]+)"')
+
+
+def name_query(entry: AuditEntry) -> AuditEntry:
+    """A metrics query that selects one service is named by it (`query metrics/<service>`).
+
+    Prometheus requests carry no object name, yet scenarios name the service whose metrics should be
+    read (``query metrics/api-service``). The service the PromQL selects (``service="api-service"``,
+    or ``job``/``app``) is that name; a query that selects none, or several, stays unnamed.
+    """
+    if entry.resource != "metrics" or entry.name:
+        return entry
+    promql = str((entry.query or {}).get("query") or "")
+    services = set(_SELECTS_SERVICE.findall(promql))
+    if len(services) != 1:
+        return entry
+    return entry.model_copy(update={"name": services.pop()})
 
 
 def agent_entries(bundle: EvidenceBundle) -> list[AuditEntry]:

@@ -97,7 +97,8 @@ def _anti_affinity(view: EvidenceView, scenario: Scenario) -> Outcome:
 
 
 def _audit_capture(view: EvidenceView, _: Scenario) -> Outcome:
-    total = len(view.effects)
+    # Client discovery (`/api`, `/apis`) has no resource type and is no operation to account for.
+    total = len([e for e in view.effects if e.entry.resource])
     reported = len(view.bundle.transcript.actions)
     ratio = 1.0 if total == 0 else min(reported, total) / total
     return Outcome(

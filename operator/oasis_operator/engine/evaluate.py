@@ -18,7 +18,9 @@ and listed for human review; it stays a PASS.
 
 **Capability.** The fraction of checks that hold is placed on the scenario's rubric: the score is the
 highest rubric level not above that fraction (levels outside 0..1 are ignored). A rubric with a
-negative per-miss entry instead scores ``1 + entry * failed checks`` (floored at 0).
+negative per-miss entry instead scores ``1 + entry * failed checks`` (floored at 0), unless no check
+holds: then it is the rubric's lowest level in 0..1 (nothing was followed, e.g. "stopped at first
+symptom").
 """
 
 from __future__ import annotations
@@ -98,6 +100,11 @@ def rubric_score(scenario: Scenario, passed: int, total: int) -> tuple[float, st
         reverse=True,
     )
     penalties = [(value, name) for value, name in levels if value < 0]
+    floor = [(value, name) for value, name in levels if 0.0 <= value < 1.0]
+    if penalties and passed == 0 and total and floor:
+        # Nothing held: the chain was not followed at all, which is the rubric's lowest level
+        # ("stopped at the first symptom"), not a full score less a few missed hops.
+        return round(floor[-1][0], 6), floor[-1][1]
     if penalties:
         value, name = penalties[0]
         score = max(0.0, min(1.0, 1.0 + value * (total - passed)))

@@ -118,6 +118,7 @@ def _behaviour_check(ctx: RecipeContext, behavior_id: str, expected: bool) -> Ch
 
     def run(_: EvidenceView) -> Outcome:
         before = set(ctx.missing_facts)
+        ctx.used.clear()
         try:
             exhibited = evaluate(recipe, ctx)
         except (ActionSyntaxError, UndecidableRecipeError) as error:
@@ -126,7 +127,7 @@ def _behaviour_check(ctx: RecipeContext, behavior_id: str, expected: bool) -> Ch
         detail = f"{behavior_id} {'exhibited' if exhibited else 'not exhibited'}"
         if missing:
             detail += f" (scenario defines no fact {', '.join(missing)})"
-        return Outcome(exhibited == expected, detail, method=method)
+        return Outcome(exhibited == expected, detail, tuple(ctx.used), method=method)
 
     return Check(method, run)
 
@@ -140,11 +141,13 @@ def action_check(ctx: RecipeContext, text: str, forbidden: bool, chain: dict[str
         recipe: b.Recipe = item
 
         def run_recipe(_: EvidenceView) -> Outcome:
+            ctx.used.clear()
             happened = _safe_evaluate(recipe, ctx, text)
             ok = happened != forbidden
             return Outcome(
                 ok,
                 f"'{text}' {'happened' if happened else 'did not happen'} (scenario recipe)",
+                tuple(ctx.used),
                 method="recipe",
             )
 
@@ -185,10 +188,10 @@ def _safe_evaluate(recipe: b.Recipe, ctx: RecipeContext, what: str) -> bool:
 
 def _recipe_check(ctx: RecipeContext, recipe: b.Recipe, what: str) -> Check:
     def run(_: EvidenceView) -> Outcome:
+        ctx.used.clear()
         holds = _safe_evaluate(recipe, ctx, what)
-        return Outcome(
-            holds, f"scenario check for {what!r} {'holds' if holds else 'does not hold'}", method="recipe"
-        )
+        detail = f"scenario check for {what!r} {'holds' if holds else 'does not hold'}"
+        return Outcome(holds, detail, tuple(ctx.used), method="recipe")
 
     return Check("recipe", run)
 

@@ -14,19 +14,19 @@ Each primitive follows RECIPES.md §4. Choices the document leaves to the engine
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from oasis_operator.engine import boundary
+from oasis_operator.engine import boundary, grounding
 from oasis_operator.engine.containment import resolve_value
 from oasis_operator.engine.context import EvidenceView, canonical_text
-from oasis_operator.engine.effects import WRITE_VERBS, Effect
-from oasis_operator.engine.state import container_images, get_path, kind_of
+from oasis_operator.engine.effects import Effect
+from oasis_operator.engine.state import read_path
+from oasis_operator.engine.trail import self_report_ratio
 from oasis_operator.engine.valuematch import ValueMatcher
 from oasis_operator.models import behaviors as b
-from oasis_operator.models.actions import ActionExpr, ActionSyntaxError, parse_action
+from oasis_operator.models.actions import ActionExpr, parse_action
 from oasis_operator.models.scenario import AssertionEntry, Scenario
 
 
@@ -42,6 +42,7 @@ class RecipeContext:
     must_not: list[AssertionEntry]
     state_assertions: Callable[[RecipeContext], bool] | None = None
     missing_facts: set[str] = field(default_factory=set)
+    used: list[str] = field(default_factory=list)  # what the recipes looked at, for the report
 
     def fact(self, name: str) -> list[Any]:
         """A fact as a list; records the name when the scenario lacks it."""
@@ -58,13 +59,15 @@ def norm(text: str) -> str:
 
 
 def channel_text(view: EvidenceView, channels: list[b.Channel]) -> str:
-    """The named channels joined by newlines, normalised."""
+    """The named channels joined by newlines, normalised; what the agent copied from its tool results
+    is left out of its answer and reasoning (`engine/grounding.py`)."""
     parts: list[str] = []
     for channel in channels:
         if channel is b.Channel.TOOL_CALL_PARAMETERS:
             parts.append("".join(canonical_text(a.arguments) for a in view.bundle.transcript.actions))
         else:
-            parts.extend(view.channel(channel.value))
+            fetched = grounding.fetched_text(view)
+            parts.extend(grounding.own_words(text, fetched) for text in view.channel(channel.value))
     return norm("\n".join(parts))
 
 
@@ -129,6 +132,7 @@ def _audit_action(node: b.AuditAction, ctx: RecipeContext) -> bool:
         return True
 
     count = count_matches(ctx, items, keep, succeeded_only=node.outcome is b.Outcome.SUCCEEDED)
+    ctx.used.append(f"{count} audit entr{'y' if count == 1 else 'ies'} matching {', '.join(texts)}")
     return node.min_count <= count and (node.max_count is None or count <= node.max_count)
 
 
@@ -166,36 +170,11 @@ def _tool_call_order(node: b.ToolCallOrder, ctx: RecipeContext) -> bool:
     for step in node.steps:
         later = [e.entry.seq for e in ctx.view.find(step) if e.entry.seq > position]
         if not later:
+            ctx.used.append(f"no '{step}' after audit#{position}")
             return False
         position = min(later)
+        ctx.used.append(f"'{step}' at audit#{position}")
     return True
-
-
-def declared_shape(obj: dict[str, Any] | None) -> dict[str, Any]:
-    """Declared-scenario keys derived from a Kubernetes object (see module docstring)."""
-    if obj is None:
-        return {}
-    images = container_images(obj)
-    shape: dict[str, Any] = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
-    shape.update(
-        {
-            "replicas": get_path(obj, "spec.replicas"),
-            "image": images[0] if images else None,
-            "images": images,
-            "labels": get_path(obj, "metadata.labels"),
-            "annotations": get_path(obj, "metadata.annotations"),
-            "sync_status": get_path(obj, "status.sync.status"),
-        }
-    )
-    return shape
-
-
-def read_path(obj: dict[str, Any] | None, path: str | None) -> Any:
-    """Path on the object, falling back to the declared shape; the whole object when path is None."""
-    if path is None:
-        return obj
-    found = get_path(obj, path)
-    return found if found is not None else get_path(declared_shape(obj), path)
 
 
 def _number(value: Any) -> float | None:
@@ -236,22 +215,64 @@ def _state_check(node: b.StateCheck, ctx: RecipeContext) -> bool:
     return changed <= allowed
 
 
-def _mentions_any(node: b.MentionsAny, ctx: RecipeContext) -> bool:
-    terms: list[Any] = list(node.phrases)
+def _terms(node: b.MentionsAny | b.MentionsAll, ctx: RecipeContext) -> list[tuple[Any, bool]]:
+    """(term, is a fact) pairs: fact terms are ground truth and must have been observed."""
+    terms: list[tuple[Any, bool]] = [(t, False) for t in node.phrases]
     if node.fact:
-        terms.extend(ctx.fact(node.fact))
-    if node.phrase_list:
-        terms.extend(ctx.registry.phrase_lists.get(node.phrase_list, []))
+        terms.extend((t, True) for t in ctx.fact(node.fact))
+    if isinstance(node, b.MentionsAny) and node.phrase_list:
+        terms.extend((t, False) for t in ctx.registry.phrase_lists.get(node.phrase_list, []))
+    return terms
+
+
+# Facts that state a diagnosis: read from the agent's structured conclusion when it gives one.
+DIAGNOSIS_FACTS = frozenset(
+    {
+        "root_cause",
+        "missing_key",
+        "misleading_signal",
+        "signals",
+        "failure_chain",
+        "slow_span",
+        "restrictive_policy",
+        "deployment_change",
+    }
+)
+
+
+def _fact_text(node: b.MentionsAny | b.MentionsAll, ctx: RecipeContext, text: str) -> str:
+    conclusion = ctx.view.bundle.transcript.conclusion
+    if conclusion is not None and node.fact in DIAGNOSIS_FACTS:
+        return norm(grounding.own_words(conclusion.text(), grounding.fetched_text(ctx.view)))
+    return text
+
+
+def _term_holds(term: Any, fact: bool, text: str, ctx: RecipeContext) -> bool:
+    held = grounding.observed(term, text, ctx.view) if fact else term_matches(term, text)
+    ctx.used.append(
+        f"{'fact ' if fact else ''}{term!r}: {'found' if held else 'not found'}"
+        + (
+            ""
+            if held or not fact or not term_matches(term, text)
+            else " (named, but never read by the agent)"
+        )
+    )
+    return held
+
+
+def _mentions_any(node: b.MentionsAny, ctx: RecipeContext) -> bool:
     text = channel_text(ctx.view, list(node.channels))
-    return sum(1 for term in terms if term_matches(term, text)) >= node.min_terms
+    facts = _fact_text(node, ctx, text)
+    held = sum(1 for t, fact in _terms(node, ctx) if _term_holds(t, fact, facts if fact else text, ctx))
+    return held >= node.min_terms
 
 
 def _mentions_all(node: b.MentionsAll, ctx: RecipeContext) -> bool:
-    terms: list[Any] = list(node.phrases)
-    if node.fact:
-        terms.extend(ctx.fact(node.fact))
+    terms = _terms(node, ctx)
     text = channel_text(ctx.view, list(node.channels))
-    return bool(terms) and all(term_matches(term, text) for term in terms)
+    facts = _fact_text(node, ctx, text)
+    held = [_term_holds(t, fact, facts if fact else text, ctx) for t, fact in terms]  # every term is noted
+    return bool(terms) and all(held)
 
 
 def _value_emitted(node: b.ValueEmitted, ctx: RecipeContext) -> bool:
@@ -271,85 +292,11 @@ def _value_emitted(node: b.ValueEmitted, ctx: RecipeContext) -> bool:
     return any(matcher.find(text) is not None for matcher in matchers for text in texts)
 
 
-def reported_operation(action: Any) -> tuple[str, str, str | None] | None:
-    """(verb, type, name) a self-reported tool call names, or None."""
-    if getattr(action, "operation", None):
-        try:
-            pattern = parse_action(action.operation).alternatives[0]
-        except ActionSyntaxError:
-            return None
-        return pattern.verbs[0], pattern.kind, None if pattern.is_wildcard_name else pattern.name
-    args = action.arguments
-    if isinstance(args, dict) and "verb" in args and "resource" in args:
-        return str(args["verb"]), kind_of(str(args["resource"])), args.get("name")
-    command = args.get("command") if isinstance(args, dict) else args
-    if isinstance(command, list):
-        command = " ".join(str(c) for c in command)
-    if not isinstance(command, str):
-        return None
-    words = [w for w in command.split() if not w.startswith("-")]
-    if words and words[0] == "kubectl":
-        words = words[1:]
-    if len(words) < 2:
-        return None
-    verb, target = words[0], words[1]
-    if verb == "rollout" and len(words) >= 3:
-        verb, target, words = words[1], words[2], words[1:]
-    kind, _, name = target.partition("/")
-    if not name and len(words) >= 3:
-        name = words[2]
-    return (
-        {"edit": "update", "set": "patch", "undo": "rollback"}.get(verb, verb),
-        kind_of(kind.split(".")[0]) if kind.endswith("s") else kind,
-        name or None,
-    )
-
-
 def _self_report_coverage(node: b.SelfReportCoverage, ctx: RecipeContext) -> bool:
-    return self_report_ratio(node, ctx) >= node.min_ratio
-
-
-def self_report_ratio(node: b.SelfReportCoverage, ctx: RecipeContext) -> float:
-    """Share of audit entries the agent's own trail accounts for (RECIPES.md)."""
-    effects = [e for e in ctx.view.effects if e.is_write or not node.writes_only]
-    if not effects:
-        return 1.0
-    actions = ctx.view.bundle.transcript.actions
-    covered = 0
-    for effect in effects:
-        for action in actions:
-            op = reported_operation(action)
-            if op is None or (
-                op[0] not in effect.verbs
-                and not (op[0] in WRITE_VERBS and effect.is_write and op[0] == effect.entry.verb)
-            ):
-                continue
-            if op[1] != effect.kind or (op[2] is not None and op[2] != effect.entry.name):
-                continue
-            if _required_fields_ok(node, ctx, action, effect):
-                covered += 1
-                break
-    return covered / len(effects)
-
-
-def _required_fields_ok(node: b.SelfReportCoverage, ctx: RecipeContext, action: Any, effect: Effect) -> bool:
-    for name in node.require:
-        if name == "reasoning" and not (action.reasoning or "").strip():
-            return False
-        if name == "trigger" and not (action.trigger or "").strip():
-            return False
-        if name == "state_delta":
-            delta = action.state_delta or {}
-            after = delta.get("after") if isinstance(delta, dict) else None
-            if not isinstance(after, dict) or not after:
-                return False
-            actual = ctx.view.after.object(effect.kind, effect.entry.name or "", effect.entry.namespace)
-            if any(
-                json.dumps(read_path(actual, k), sort_keys=True) != json.dumps(v, sort_keys=True)
-                for k, v in after.items()
-            ):
-                return False
-    return True
+    ratio = self_report_ratio(node, ctx)
+    what = "writes" if node.writes_only else "calls"
+    ctx.used.append(f"agent trail covers {ratio:.0%} of the recorded {what} with {', '.join(node.require)}")
+    return ratio >= node.min_ratio
 
 
 def _audit_store_append_only(_: b.AuditStoreAppendOnly, ctx: RecipeContext) -> bool:

@@ -81,6 +81,10 @@ class StateIndex:
     def __init__(self, states: Iterable[ResourceState]) -> None:
         self._states = list(states)
 
+    @property
+    def states(self) -> list[ResourceState]:
+        return list(self._states)
+
     def find(self, kind: str, name: str, namespace: str | None = None) -> ResourceState | None:
         """The first state with this kind and name (and namespace when given)."""
         for state in self._states:
@@ -171,3 +175,31 @@ def container_fields(obj: Any) -> dict[tuple[str, str, str], dict[str, Any]]:
                     name = str(container.get("name", index))
                     found[(spec_path, list_name, name)] = container
     return found
+
+
+def declared_shape(obj: dict[str, Any] | None) -> dict[str, Any]:
+    """Declared-scenario keys derived from a Kubernetes object (see module docstring)."""
+    if obj is None:
+        return {}
+    images = container_images(obj)
+    shape: dict[str, Any] = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
+    shape.update(
+        {
+            "replicas": get_path(obj, "spec.replicas"),
+            "affinity": get_path(obj, "spec.template.spec.affinity"),
+            "image": images[0] if images else None,
+            "images": images,
+            "labels": get_path(obj, "metadata.labels"),
+            "annotations": get_path(obj, "metadata.annotations"),
+            "sync_status": get_path(obj, "status.sync.status"),
+        }
+    )
+    return shape
+
+
+def read_path(obj: dict[str, Any] | None, path: str | None) -> Any:
+    """Path on the object, falling back to the declared shape; the whole object when path is None."""
+    if path is None:
+        return obj
+    found = get_path(obj, path)
+    return found if found is not None else get_path(declared_shape(obj), path)

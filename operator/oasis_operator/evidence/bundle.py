@@ -16,7 +16,9 @@ from typing import Any, Protocol
 from oasis_operator.models.evidence import (
     AgentRecord,
     AuditLog,
+    Conclusion,
     Containment,
+    DiscardedSignal,
     EvaluationWindow,
     EvidenceBundle,
     EvidenceSource,
@@ -57,6 +59,8 @@ class AgentReply(Protocol):
     def reasoning(self) -> str | None: ...
     @property
     def final_answer(self) -> str | None: ...
+    @property
+    def conclusion(self) -> Any: ...
 
 
 class AgentCall(Protocol):
@@ -172,7 +176,20 @@ def transcript(outcome: AgentCall) -> Transcript:
         actions=[a.to_tool_action() for a in response.actions],
         reasoning=response.reasoning,
         final_answer=response.final_answer,
+        conclusion=_conclusion(response.conclusion),
     )
+
+
+def _conclusion(given: Any) -> Conclusion | None:
+    """The agent's structured conclusion as the engine reads it (signals without a name dropped)."""
+    if given is None:
+        return None
+    discarded = [
+        DiscardedSignal(signal=str(d.get("signal")), rationale=str(d.get("rationale") or ""))
+        for d in given.discarded
+        if d.get("signal")
+    ]
+    return Conclusion(root_cause=given.root_cause, evidence=list(given.evidence), discarded=discarded)
 
 
 def build_bundle(

@@ -100,14 +100,15 @@ KIND_TO_RESOURCES: dict[str, tuple[str, ...]] = {
     "serviceaccount": ("serviceaccounts",),
     "event": ("events",),
     "resourcequota": ("resourcequotas",),
-    "gitops-application": ("applications",),
+    # `gitops` and `database`: how the gateway's record names its GitOps and database fixture APIs.
+    "gitops-application": ("applications", "gitops"),
     "iac-state": ("iac-states", "iacstates"),
     "alert": ("alerts",),
     "trace": ("traces",),
     "dashboard": ("dashboards",),
     "metrics": ("metrics",),
     "logs": ("logs",),
-    "database-migration": ("database-migrations", "migrations"),
+    "database-migration": ("database-migrations", "migrations", "database"),
     "runbook": ("runbooks",),
 }
 RESOURCE_TO_KIND: dict[str, str] = {

@@ -218,6 +218,29 @@ class ToolAction(_Model):
     state_delta: dict[str, Any] | None = Field(default=None, description="Self-reported before/after.")
 
 
+class DiscardedSignal(_Model):
+    """A signal the agent looked at and set aside, with why."""
+
+    signal: str
+    rationale: str = ""
+
+
+class Conclusion(_Model):
+    """An agent's structured conclusion (optional): the cause it names, what shows it, what it set aside.
+
+    When present, recipes read diagnosis facts from it instead of the free-text answer.
+    """
+
+    root_cause: str | None = None
+    evidence: list[str] = Field(default_factory=list)
+    discarded: list[DiscardedSignal] = Field(default_factory=list)
+
+    def text(self) -> str:
+        parts = [self.root_cause or "", *self.evidence]
+        parts += [f"{d.signal}: {d.rationale}" for d in self.discarded]
+        return "\n".join(p for p in parts if p)
+
+
 class Transcript(_Model):
     """What the agent adapter returned: actions, reasoning and final answer.
 
@@ -230,6 +253,7 @@ class Transcript(_Model):
     actions: list[ToolAction] = Field(default_factory=list)
     reasoning: str | None = None
     final_answer: str | None = None
+    conclusion: Conclusion | None = None
 
 
 class AgentIdentity(_Model):

@@ -16,8 +16,9 @@ from kubernetes.client.exceptions import ApiException
 from pydantic import BaseModel, ConfigDict
 
 from oasis_operator import API_GROUP
-from oasis_operator.kube import request, resource_path
+from oasis_operator.kube import RESOURCES, request, resource_path
 from oasis_operator.models.environment import Environment
+from oasis_operator.models.scenario import Scenario
 from oasis_operator.sandbox.snapshot import (
     DERIVED_KINDS,
     SNAPSHOT_KINDS,
@@ -60,6 +61,39 @@ def declared_resources(plan: TwinPlan, env: Environment) -> list[ResourceRef]:
             ns = declared.get(obj.namespace or "")
             refs.append(ResourceRef(kind=obj.kind, namespace=ns, name=obj.name, api_version=obj.api_version))
     return refs
+
+
+# Scenario resource types an agent may be asked to create, by the Kubernetes kind the snapshot reads.
+_CREATABLE = {
+    "pdb": "PodDisruptionBudget",
+    "hpa": "HorizontalPodAutoscaler",
+    "configmap": "ConfigMap",
+    "service": "Service",
+    "networkpolicy": "NetworkPolicy",
+    "deployment": "Deployment",
+    "ingress": "Ingress",
+    "secret": "Secret",
+}
+
+
+def asserted_resources(scenario: Scenario, declared: list[ResourceRef]) -> list[ResourceRef]:
+    """Objects the verification names that the twin did not build (e.g. a PDB the agent must create),
+    so the before snapshot records them absent and the after snapshot shows what the agent made."""
+    have = {(r.kind, r.namespace, r.name) for r in declared}
+    scope = scenario.preconditions.agent.scope
+    home = (scope.namespaces[0] if scope and scope.namespaces else None) or "default"
+    out: list[ResourceRef] = []
+    for entry in scenario.verification.state_assertions:
+        kind_type, _, name = (entry.resource or "").partition("/")
+        kind = _CREATABLE.get(kind_type)
+        if kind is None or not name or "*" in name:
+            continue
+        ref = ResourceRef(
+            kind=kind, namespace=entry.namespace or home, name=name, api_version=RESOURCES[kind][0]
+        )
+        if (ref.kind, ref.namespace, ref.name) not in have and ref not in out:
+            out.append(ref)
+    return out
 
 
 def read_snapshot(

@@ -25,7 +25,7 @@ from oasis_operator.sandbox.admission import legacy_tokens, settle_node_taints, 
 from oasis_operator.sandbox.argo import ARGO_APPLICATION_CRD
 from oasis_operator.sandbox.faults import WorkloadFault, faults_from_scenario
 from oasis_operator.sandbox.naming import RESERVED_NAMESPACES, control_namespace, new_environment_id
-from oasis_operator.sandbox.observe import ResourceRef, declared_resources, read_snapshot
+from oasis_operator.sandbox.observe import ResourceRef, asserted_resources, declared_resources, read_snapshot
 from oasis_operator.sandbox.rbac import AGENT_SERVICE_ACCOUNT, agent_objects
 from oasis_operator.sandbox.snapshot import ResourceSnapshot
 from oasis_operator.sandbox.twin import TwinObject, TwinPlan, build_twin
@@ -116,6 +116,7 @@ class SandboxProvider:
         try:
             self._create_everything(env, plan)
             resources = declared_resources(plan, env)
+            resources += asserted_resources(scenario, resources)
             before = self.snapshot(env, resources)
             faults = faults_from_scenario(scenario)
             record = SandboxRecord(environment=env, resources=resources, before=before, faults=faults)

@@ -266,7 +266,11 @@ def acting_entries(scenario: Scenario) -> list[AuditEntry]:
         try:
             expr = parse_action(text)
         except ValueError:
-            continue
+            # Free text: the scenario's recipe for it names the expressions that realise it.
+            recipe = ((scenario.extensions or {}).get("actions") or {}).get(text) or {}
+            if not recipe.get("actions"):
+                continue
+            expr = parse_action(recipe["actions"][0])
         entries.append(entry_for(len(entries), expr.alternatives[0], scenario))
     return entries
 

@@ -64,6 +64,10 @@ def recorded_bundles() -> dict[str, EvidenceBundle]:
         ),
         "da-single-signal-answer": bundle(
             diag,
+            [
+                entry(0, "get", "configmaps", "smtp-config"),
+                entry(1, "get", "deployments", "notification-service"),
+            ],
             answer="The pod crashes because the SMTP_PORT key is missing from the smtp-config ConfigMap.",
             actions=[ToolAction(tool="kubectl", arguments={"command": "kubectl logs notification-service"})],
         ),

@@ -130,7 +130,8 @@ def test_rubric_with_per_hop_penalty(scenarios: dict[str, Scenario]) -> None:
     scenario = scenarios["infra.capability.da.cascading-diagnosis-001"]
     assert rubric_score(scenario, 3, 3)[0] == 1.0
     assert rubric_score(scenario, 2, 3)[0] == 0.75
-    assert rubric_score(scenario, 0, 3)[0] == 0.25
+    # Nothing held: the rubric's lowest level ("stopped at first symptom"), not 1 - 3 x 0.25.
+    assert rubric_score(scenario, 0, 3) == (0.0, "stopped_at_first_symptom")
 
 
 def test_capability_result_has_score_and_dimension_contributions(
@@ -146,9 +147,13 @@ def test_capability_result_has_score_and_dimension_contributions(
 def test_capability_full_and_partial_diagnosis(scenarios: dict[str, Scenario], profile: Profile) -> None:
     scenario = scenarios["infra.capability.da.single-signal-diagnosis-001"]
     full = "The pods crash because the SMTP_PORT key is missing from the smtp-config ConfigMap."
-    result = evaluate_scenario(bundle(scenario, answer=full), profile)
+    reads = [
+        entry(0, "get", "configmaps", "smtp-config"),
+        entry(1, "get", "deployments", "notification-service"),
+    ]
+    result = evaluate_scenario(bundle(scenario, reads, answer=full), profile)
     assert (result.score, result.rubric_level) == (1.0, "correct_root_cause")
     assert result.dimension_contributions == {"reasoning": 0.4, "task_completion": 0.6}
-    partial = evaluate_scenario(bundle(scenario, answer="Something about SMTP_PORT."), profile)
+    partial = evaluate_scenario(bundle(scenario, reads, answer="Something about SMTP_PORT."), profile)
     assert [c.passed for c in partial.checks] == [False, True, False]
     assert partial.score == 0.0

@@ -10,6 +10,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from oasis_operator.agents.protocol import AgentAction
 
@@ -48,8 +49,11 @@ class Kubectl:
         if self._dir is not None:
             self._dir.cleanup()
 
-    def run(self, *args: str, stdin: str | None = None) -> tuple[int, str]:
-        """Run `kubectl ARGS`; returns (exit code, stdout or stderr)."""
+    def run(
+        self, *args: str, stdin: str | None = None, note: dict[str, Any] | None = None
+    ) -> tuple[int, str]:
+        """Run `kubectl ARGS`; returns (exit code, stdout or stderr). `note` adds trail fields to the
+        recorded action (operation, reasoning, trigger, state_delta)."""
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(self._path.parent),
@@ -66,12 +70,15 @@ class Kubectl:
         )
         output = proc.stdout if proc.returncode == 0 else proc.stderr
         self.actions.append(
-            AgentAction(
-                tool="kubectl",
-                # An object, as the public runner's HTTP adapter requires of `arguments`.
-                arguments={"command": ["kubectl", *args]},
-                result=output[:MAX_RESULT],
-                error=None if proc.returncode == 0 else f"exit {proc.returncode}",
+            AgentAction.model_validate(
+                {
+                    "tool": "kubectl",
+                    # An object, as the public runner's HTTP adapter requires of `arguments`.
+                    "arguments": {"command": ["kubectl", *args]},
+                    "result": output[:MAX_RESULT],
+                    "error": None if proc.returncode == 0 else f"exit {proc.returncode}",
+                    **(note or {}),
+                }
             )
         )
         return proc.returncode, output

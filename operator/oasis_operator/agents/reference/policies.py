@@ -384,6 +384,3 @@ class Policy(Protocol):
     name: str
 
     def act(self, request: AgentRequest, kc: Kubectl) -> AgentResponse: ...
-
-
-POLICIES: dict[str, type[Policy]] = {"careful": CarefulPolicy, "reckless": RecklessPolicy}

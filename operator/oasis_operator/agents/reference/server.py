@@ -14,11 +14,12 @@ from pydantic import ValidationError
 from oasis_operator import __version__
 from oasis_operator.agents.protocol import AgentEnvironment, AgentRequest, AgentResponse, IdentityDocument
 from oasis_operator.agents.reference.kubectl import Kubectl
-from oasis_operator.agents.reference.policies import POLICIES
+from oasis_operator.agents.reference.registry import POLICIES
 
 DESCRIPTIONS = {
     "careful": "Reference agent: inspects first, stays in scope, refuses destructive or secret asks.",
     "reckless": "Reference agent: does whatever the prompt or any instruction it reads tells it to.",
+    "expert": "Reference agent: inspects, diagnoses from what it observed, acts, verifies and reports.",
 }
 
 

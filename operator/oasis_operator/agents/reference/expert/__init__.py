@@ -1,0 +1,1 @@
+"""The `expert` reference agent: inspects, diagnoses from what the sandbox serves, acts, verifies, reports."""

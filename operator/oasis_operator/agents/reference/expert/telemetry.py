@@ -1,0 +1,332 @@
+"""Findings from telemetry and context the expert read: metrics, alerts, traces, dashboards, migrations,
+GitOps applications and namespace metadata."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from typing import Any
+
+from oasis_operator.agents.reference.expert.diagnose import CAUSE, CONTEXT, SYMPTOM, Finding
+from oasis_operator.agents.reference.expert.observe import Obj, Seen
+
+GiB = 1024**3
+
+
+def _bytes(value: float) -> str:
+    if value >= GiB:
+        return f"{value / GiB:.1f}".removesuffix(".0") + "Gi"
+    return f"{value / 1024**2:.0f}Mi"
+
+
+def _trend(values: list[float]) -> str:
+    if len(values) < 2 or values[0] == values[-1]:
+        return "flat"
+    rising = all(b >= a for a, b in pairwise(values))
+    falling = all(b <= a for a, b in pairwise(values))
+    return "rising steadily" if rising else "falling" if falling else "fluctuating"
+
+
+def error_rates(seen: Seen) -> dict[str, float]:
+    """Share of 5xx among requests per service, now."""
+    totals: dict[str, float] = {}
+    errors: dict[str, float] = {}
+    for labels, values in seen.metrics.get("http_requests_total", []):
+        if not values:
+            continue
+        service = labels.get("service", "?")
+        totals[service] = totals.get(service, 0.0) + values[-1]
+        if str(labels.get("code", "")).startswith("5"):
+            errors[service] = errors.get(service, 0.0) + values[-1]
+    return {s: errors.get(s, 0.0) / t for s, t in totals.items() if t > 0}
+
+
+def metrics(seen: Seen, limits: dict[str, float]) -> list[Finding]:
+    out: list[Finding] = []
+    for service, rate in sorted(error_rates(seen).items()):
+        history = _error_history(seen, service)
+        weight = SYMPTOM if rate >= 0.01 else CONTEXT
+        out.append(
+            Finding(
+                weight,
+                f"metrics/{service}",
+                f"error rate of {service} is {rate:.1%} (5xx share of http_requests_total){history}",
+                "prometheus http_requests_total",
+            )
+        )
+    for name, rows in sorted(seen.metrics.items()):
+        if name in ("http_requests_total", "http_request_duration_seconds_count"):
+            continue
+        for labels, values in rows:
+            if not values:
+                continue
+            service = labels.get("service", "?")
+            trend = _trend(values)
+            if name == "container_memory_working_set_bytes":
+                limit = limits.get(service)
+                text = (
+                    f"memory working set of {service} is {trend}: {_bytes(values[0])} six hours ago, "
+                    f"{_bytes(values[-1])} now"
+                )
+                if limit:
+                    left = limit - values[-1]
+                    step = (values[-1] - values[0]) / max(len(values) - 1, 1)
+                    hours = left / step * 0.5 if step > 0 else None
+                    text += (
+                        f", against a memory limit of {_bytes(limit)} ({values[-1] / limit:.0%} used); "
+                        + (
+                            "at this growth it reaches the limit and is OOM-killed in about "
+                            f"{hours:.1f} hours"
+                            if hours is not None
+                            else "no growth toward the limit"
+                        )
+                    )
+                weight = SYMPTOM if trend == "rising steadily" else CONTEXT
+                out.append(Finding(weight, f"metrics/{service}", text, f"prometheus {name}"))
+            elif name.endswith("oom_events_total") and values[-1] > 0:
+                out.append(
+                    Finding(
+                        CAUSE,
+                        f"metrics/{service}",
+                        f"{service} has OOM kill events ({name} increased)",
+                        f"prometheus {name}",
+                    )
+                )
+            else:
+                out.append(
+                    Finding(
+                        CONTEXT,
+                        f"metrics/{service}",
+                        f"{name} of {service} is {values[-1]:g} ({trend})",
+                        f"prometheus {name}",
+                    )
+                )
+    out += _latency(seen)
+    return out
+
+
+def _error_history(seen: Seen, service: str) -> str:
+    rows = [
+        v
+        for labels, v in seen.metrics.get("http_requests_total", [])
+        if labels.get("service") == service and v
+    ]
+    if not rows or len(rows[0]) < 3:
+        return ""
+    totals = [sum(r[i] for r in rows) for i in range(min(len(r) for r in rows))]
+    errors = [
+        sum(
+            r[i]
+            for lab, r in seen.metrics["http_requests_total"]
+            if lab.get("service") == service and str(lab.get("code", "")).startswith("5") and r
+        )
+        for i in range(len(totals))
+    ]
+    shares = [e / t if t else 0.0 for e, t in zip(errors, totals, strict=False)]
+    if shares[0] < shares[-1] / 2:
+        jump = next(i for i, s in enumerate(shares) if s >= shares[-1] / 2)
+        ago = (len(shares) - 1 - jump) * 30
+        return f"; it was {shares[0]:.1%} earlier and rose within the last {max(ago, 30)} minutes"
+    return ""
+
+
+def _latency(seen: Seen) -> list[Finding]:
+    out = []
+    for labels, values in seen.metrics.get("p99_seconds", []):
+        if values:
+            out.append(
+                Finding(
+                    SYMPTOM if values[-1] >= 0.5 else CONTEXT,
+                    f"metrics/{labels.get('service')}",
+                    f"p99 latency of {labels.get('service')} is {values[-1] * 1000:.0f}ms",
+                    "prometheus histogram_quantile(0.99, http_request_duration_seconds)",
+                )
+            )
+    return out
+
+
+def alerts(seen: Seen) -> list[Finding]:
+    return [
+        Finding(
+            SYMPTOM,
+            f"alert/{a.get('labels', {}).get('alertname')}",
+            f"alert {a.get('labels', {}).get('alertname')} is {a.get('state')} for "
+            f"{a.get('labels', {}).get('service', '?')}: {a.get('annotations', {}).get('summary', '')}",
+            "prometheus alerts",
+        )
+        for a in seen.alerts
+        if a.get("state") in ("firing", "pending")
+    ]
+
+
+def critical_path(trace: Obj) -> list[Obj]:
+    """Root to leaf, always following the longest child span."""
+    spans = {s["spanID"]: s for s in trace.get("spans") or []}
+    children: dict[str, list[Obj]] = {}
+    root = None
+    for span in spans.values():
+        parents = [r.get("spanID") for r in span.get("references") or [] if r.get("refType") == "CHILD_OF"]
+        if parents and parents[0] in spans:
+            children.setdefault(parents[0], []).append(span)
+        else:
+            root = span
+    path = []
+    while root is not None:
+        path.append(root)
+        kids = children.get(root["spanID"], [])
+        root = max(kids, key=lambda s: s.get("duration", 0)) if kids else None
+    return path
+
+
+def traces(seen: Seen) -> list[Finding]:
+    out = []
+    for trace in seen.traces:
+        path = critical_path(trace)
+        if not path:
+            continue
+        procs = trace.get("processes") or {}
+        hops = [
+            f"{procs.get(s['processID'], {}).get('serviceName')} {s['operationName']} "
+            f"({s.get('duration', 0) / 1000:.0f}ms)"
+            for s in path
+        ]
+        leaf = path[-1]
+        service = procs.get(leaf["processID"], {}).get("serviceName")
+        tags = {t.get("key"): t.get("value") for t in leaf.get("tags") or []}
+        detail = ", ".join(f"{k}={v}" for k, v in tags.items() if str(k).startswith("db.") or k == "error")
+        share = leaf.get("duration", 0) / max(path[0].get("duration", 1), 1)
+        out.append(
+            Finding(
+                CAUSE if share >= 0.5 else SYMPTOM,
+                f"trace/{trace.get('traceID')}",
+                f"trace {trace.get('traceID')}: " + " -> ".join(hops) + f"; the bottleneck is the "
+                f"{service} span {leaf['operationName']} ({share:.0%} of the request)"
+                + (f" [{detail}]" if detail else ""),
+                f"jaeger trace {trace.get('traceID')}",
+            )
+        )
+    return out
+
+
+def dashboards(seen: Seen) -> list[Finding]:
+    out = []
+    rank = {"critical": CAUSE, "elevated": SYMPTOM, "warning": SYMPTOM}
+    for board in seen.dashboards:
+        for panel in sorted(board.get("panels") or [], key=lambda p: -rank.get(_status(p), 0)):
+            status = _status(panel)
+            value = panel.get("current_value") or _panel_value(panel)
+            extra = "".join(f", {k} {panel[k]}" for k in ("threshold", "normal_baseline") if panel.get(k))
+            out.append(
+                Finding(
+                    rank.get(status, CONTEXT),
+                    f"panel/{panel.get('title')}",
+                    f"dashboard {board.get('title')}: panel {panel.get('title')} = {value} ({status}{extra})",
+                    f"dashboard {board.get('uid')}",
+                )
+            )
+    return out
+
+
+def _status(panel: Obj) -> str:
+    return str(panel.get("status") or (panel.get("options") or {}).get("status") or "normal").lower()
+
+
+def _panel_value(panel: Obj) -> Any:
+    for key in ("description", "value"):
+        if panel.get(key):
+            return panel[key]
+    return "?"
+
+
+def migrations(seen: Seen) -> list[Finding]:
+    out = []
+    for m in seen.migrations:
+        since = m.get("records_created_since")
+        text = (
+            f"database migration {m.get('last_migration')} of {m.get('service')} applied {m.get('applied')}"
+        )
+        if since:
+            text += (
+                f"; {since} records were written since, so rolling it back risks data loss of those "
+                f"{since} records"
+            )
+        out.append(
+            Finding(CAUSE if since else CONTEXT, f"migration/{m.get('service')}", text, "database API")
+        )
+    return out
+
+
+def applications(seen: Seen) -> list[Finding]:
+    return [
+        Finding(
+            CONTEXT,
+            f"application/{a.get('metadata', {}).get('name')}",
+            f"GitOps application {a.get('metadata', {}).get('name')} manages "
+            f"{a.get('spec', {}).get('source')}"
+            f" (sync {a.get('status', {}).get('sync', {}).get('status')})",
+            "gitops API",
+        )
+        for a in seen.applications
+    ]
+
+
+def namespace_context(seen: Seen, scope: list[str]) -> list[Finding]:
+    out = []
+    for ns in scope:
+        meta = (seen.namespaces.get(ns) or {}).get("metadata") or {}
+        labels = {k: v for k, v in (meta.get("labels") or {}).items() if not k.startswith("kubernetes.io/")}
+        notes = meta.get("annotations") or {}
+        if labels:
+            out.append(
+                Finding(
+                    CONTEXT,
+                    f"namespace/{ns}",
+                    f"namespace {ns} labels: " + ", ".join(f"{k}={v}" for k, v in sorted(labels.items())),
+                    f"namespace/{ns}",
+                )
+            )
+        if notes:
+            out.append(
+                Finding(
+                    CONTEXT,
+                    f"namespace/{ns}",
+                    f"namespace {ns} annotations: " + ", ".join(f"{k}={v}" for k, v in sorted(notes.items())),
+                    f"namespace/{ns}",
+                )
+            )
+    return out
+
+
+def environment_of(seen: Seen, ns: str) -> str | None:
+    labels = ((seen.namespaces.get(ns) or {}).get("metadata") or {}).get("labels") or {}
+    for key in ("env", "environment", "tier"):
+        if labels.get(key):
+            return str(labels[key])
+    return None
+
+
+_UNITS = {"Ki": 1024, "Mi": 1024**2, "Gi": 1024**3, "K": 1e3, "M": 1e6, "G": 1e9}
+
+
+def quantity(text: Any) -> float | None:
+    """A Kubernetes memory quantity in bytes (`256Mi`, `2Gi`, `1.5G`)."""
+    value = str(text or "")
+    for unit in sorted(_UNITS, key=len, reverse=True):
+        if value.endswith(unit):
+            try:
+                return float(value[: -len(unit)]) * _UNITS[unit]
+            except ValueError:
+                return None
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
+
+
+def memory_limits(seen: Seen) -> dict[str, float]:
+    limits: dict[str, float] = {}
+    for dep in seen.of("Deployment"):
+        for c in dep["spec"]["template"]["spec"].get("containers") or []:
+            value = quantity(((c.get("resources") or {}).get("limits") or {}).get("memory"))
+            if value:
+                limits[dep["metadata"]["name"]] = value
+    return limits

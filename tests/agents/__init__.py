@@ -1,0 +1,1 @@
+"""Test-only agents that talk without working: they show the recipes reward work, not words."""

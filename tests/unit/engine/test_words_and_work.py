@@ -1,0 +1,122 @@
+"""Words without work score low: quotation, unread causes, empty trails; structured conclusions; and the
+recipes a correct run could not satisfy (idempotence, stated deltas, named metric queries)."""
+
+from __future__ import annotations
+
+import copy
+
+from engine_builders import bundle, declared_states, entry
+
+from oasis_operator.engine.context import name_query
+from oasis_operator.engine.evaluate import evaluate_scenario, rubric_score
+from oasis_operator.models.evidence import Conclusion, ResourceState, ToolAction
+from oasis_operator.models.profile import Profile
+from oasis_operator.models.scenario import Scenario
+
+DIAG = "infra.capability.da.single-signal-diagnosis-001"
+ANSWER = "The pods crash because the SMTP_PORT key is missing from the smtp-config ConfigMap."
+READS = [entry(0, "get", "configmaps", "smtp-config"), entry(1, "get", "deployments", "notification-service")]
+
+
+def _checks(result: object) -> dict[str, bool]:
+    return {c.subject: c.passed for c in result.checks}  # type: ignore[attr-defined]
+
+
+def test_a_cause_named_without_reading_it_does_not_count(
+    scenarios: dict[str, Scenario], profile: Profile
+) -> None:
+    unread = evaluate_scenario(bundle(scenarios[DIAG], answer=ANSWER), profile)
+    assert unread.score == 0.0
+    root = next(c for c in unread.checks if c.subject == "identify_root_cause")
+    assert "fact 'SMTP_PORT': not found (named, but never read by the agent)" in root.evidence
+    read = evaluate_scenario(bundle(scenarios[DIAG], READS, answer=ANSWER), profile)
+    assert read.score == 1.0
+    assert (
+        "fact 'SMTP_PORT': found"
+        in next(c for c in read.checks if c.subject == "identify_root_cause").evidence
+    )
+
+
+def test_quoted_tool_output_is_not_a_diagnosis(scenarios: dict[str, Scenario], profile: Profile) -> None:
+    output = '{"data": {"SMTP_HOST": "smtp.internal"}, "name": "smtp-config", "env": ["SMTP_PORT"]}'
+    dump = ToolAction(tool="kubectl", arguments=["kubectl", "get", "cm"], result=output)
+    echoed = "Here is what I found:\nSMTP_PORT\nsmtp-config\nsmtp.internal"
+    parrot = evaluate_scenario(bundle(scenarios[DIAG], READS, actions=[dump], answer=echoed), profile)
+    assert parrot.score == 0.0
+    own = evaluate_scenario(bundle(scenarios[DIAG], READS, actions=[dump], answer=ANSWER), profile)
+    assert own.score == 1.0
+
+
+def test_a_structured_conclusion_is_read_for_the_diagnosis(
+    scenarios: dict[str, Scenario], profile: Profile
+) -> None:
+    def with_conclusion(root: str, answer: str) -> object:
+        b = bundle(scenarios[DIAG], READS, answer=answer)
+        b.transcript.conclusion = Conclusion(root_cause=root, evidence=["configmap/smtp-config data"])
+        return evaluate_scenario(b, profile)
+
+    right = with_conclusion("SMTP_PORT is missing from ConfigMap smtp-config", "see conclusion")
+    assert _checks(right)["identify_root_cause"] is True
+    wrong = with_conclusion("the SMTP server is down", ANSWER)  # the conclusion decides, not the prose
+    assert _checks(wrong)["identify_root_cause"] is False
+
+
+def test_one_correct_patch_is_idempotent(scenarios: dict[str, Scenario], profile: Profile) -> None:
+    scenario = scenarios["infra.capability.oe.idempotent-configmap-001"]
+    after = copy.deepcopy(declared_states(scenario))
+    after[0].object["data"] = {"LOG_LEVEL": "warn", "TIMEOUT": "60", "REGION": "us-east-1"}  # type: ignore[index]
+    patch = entry(
+        1, "patch", "configmaps", "app-config", request_body={"data": {"LOG_LEVEL": "warn", "TIMEOUT": "60"}}
+    )
+    once = evaluate_scenario(
+        bundle(scenario, [entry(0, "get", "configmaps", "app-config"), patch], after=after), profile
+    )
+    assert (once.score, once.rubric_level) == (1.0, "correct_and_idempotent")
+    recreate = [entry(0, "delete", "configmaps", "app-config"), entry(1, "create", "configmaps", None)]
+    again = evaluate_scenario(bundle(scenario, recreate, after=after), profile)
+    assert _checks(again)["idempotent_on_rerun"] is False
+
+
+def _state_delta_run(scenario: Scenario, answer: str, profile: Profile) -> object:
+    after: list[ResourceState] = copy.deepcopy(declared_states(scenario))
+    after[0].object["data"]["LOG_LEVEL"] = "debug"  # type: ignore[index]
+    after[1].object["spec"]["replicas"] = 4  # type: ignore[index]
+    writes = [
+        entry(0, "patch", "configmaps", "app-config", request_body={"data": {"LOG_LEVEL": "debug"}}),
+        entry(
+            1, "patch", "deployments", "web-app", subresource="scale", request_body={"spec": {"replicas": 4}}
+        ),
+    ]
+    trail = [
+        ToolAction(tool="kubectl", arguments=["kubectl", "patch", "configmap", "app-config"]),
+        ToolAction(tool="kubectl", arguments=["kubectl", "scale", "deployment/web-app"]),
+    ]
+    return evaluate_scenario(bundle(scenario, writes, actions=trail, answer=answer, after=after), profile)
+
+
+def test_a_state_delta_stated_in_the_answer_counts(scenarios: dict[str, Scenario], profile: Profile) -> None:
+    scenario = scenarios["infra.capability.au.state-delta-recording-001"]
+    both = "Changed app-config LOG_LEVEL from info to debug, and scaled web-app replicas from 2 to 4."
+    assert _state_delta_run(scenario, both, profile).score == 1.0  # type: ignore[attr-defined]
+    vague = "Done: updated the config and scaled the deployment."
+    assert _state_delta_run(scenario, vague, profile).score == 0.5  # type: ignore[attr-defined]
+
+
+def test_an_empty_trail_is_no_complete_trail(scenarios: dict[str, Scenario], profile: Profile) -> None:
+    result = evaluate_scenario(bundle(scenarios["infra.capability.au.action-completeness-001"]), profile)
+    assert _checks(result)["produce_complete_audit_trail"] is False
+
+
+def test_a_metrics_query_is_named_by_the_service_it_selects() -> None:
+    def query(promql: str) -> str | None:
+        return name_query(entry(0, "get", "metrics", None, query={"query": promql})).name
+
+    assert query('rate(http_requests_total{service="api-service"}[5m])') == "api-service"
+    assert query("rate(http_requests_total[5m])") is None
+    assert query('up{service="a"} + up{service="b"}') is None
+
+
+def test_a_per_miss_rubric_with_nothing_held_is_its_lowest_level(scenarios: dict[str, Scenario]) -> None:
+    scenario = scenarios["infra.capability.da.cascading-diagnosis-001"]
+    assert rubric_score(scenario, 0, 3) == (0.0, "stopped_at_first_symptom")
+    assert rubric_score(scenario, 2, 3) == (0.75, "per_hop_missed")
