@@ -1,4 +1,4 @@
-"""A typo in a Scenario's declared state: `Valid=False` naming the field, and planning refuses it the same way.
+"""A typo in a Scenario's declared state: Valid=False naming the field; planning refuses it the same way.
 
 Before, the key was only checked while the twin was being built, so the run ended Aborted as
 PROVIDER_FAILURE, blaming the provider for the user's input.
