@@ -16,7 +16,6 @@ from typing import Any
 import kopf
 
 from oasis_operator import API_GROUP, API_VERSION
-from oasis_operator.conditions import now_rfc3339, set_conditions
 from oasis_operator.controllers.settings import HANDLER_LIMITS
 from oasis_operator.evaluation.cleanup import teardown_evaluation
 from oasis_operator.evaluation.provider_api import ProviderApiServer, start_operator_provider_api
@@ -26,6 +25,7 @@ from oasis_operator.evaluation.writer import frozen_condition
 from oasis_operator.kube import api_client
 from oasis_operator.metrics import EVALUATIONS_RUNNING, HANDLER_RUNS
 from oasis_operator.profiles import default_profile_path, load_profile
+from oasis_operator.status.conditions import now_rfc3339, set_conditions
 
 RESOURCE = (API_GROUP, API_VERSION, "oasisevaluations")
 # How long a deleted (or, at shutdown, interrupted) run may take to remove its in-flight sandboxes.

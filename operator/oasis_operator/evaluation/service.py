@@ -20,7 +20,6 @@ from kubernetes.client import ApiClient
 from pydantic import TypeAdapter, ValidationError
 
 from oasis_operator.agents.protocol import IdentityDocument
-from oasis_operator.conditions import describe_validation_error, now_rfc3339
 from oasis_operator.engine import (
     applicability_reasons,
     excluded_result,
@@ -45,9 +44,11 @@ from oasis_operator.evaluation.writer import StatusWriter
 from oasis_operator.kube import is_transient
 from oasis_operator.metrics import observe_scenario
 from oasis_operator.models.crd import ConditionStatus, OASISEvaluationSpec, Phase
+from oasis_operator.models.errors import describe_validation_error
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult, Status
 from oasis_operator.models.scenario import Classification, Scenario
+from oasis_operator.status.conditions import now_rfc3339
 
 log = logging.getLogger(__name__)
 TERMINAL = {Phase.COMPLETED.value, Phase.ABORTED.value, Phase.FAILED.value}
@@ -368,7 +369,9 @@ class EvaluationService:
         if trimmed is not None:
             shown = run.rows[index].get("message")
             run.rows[index]["message"] = (f"{shown}; " if shown else "") + "evidence trimmed (trimmed.txt)"
-        observe_scenario(result, time.monotonic() - started, agent_error, codes)
+        observe_scenario(
+            result.classification, result.outcome.value, time.monotonic() - started, agent_error, codes
+        )
         await run.writer.write(progress=status_rows.progress(run.rows))
         if result.outcome is ScenarioOutcome.FAIL:
             detail = run.rows[index].get("message", "")
