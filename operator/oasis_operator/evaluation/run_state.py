@@ -8,7 +8,7 @@ from typing import Any
 from oasis_operator.evaluation.stimuli import stimulus_plan
 from oasis_operator.evaluation.writer import StatusWriter
 from oasis_operator.gateway.stimuli import StimulusPlan
-from oasis_operator.models.crd import OASISEvaluationSpec
+from oasis_operator.models.crd import EvaluationRef, OASISEvaluationSpec
 from oasis_operator.models.results import ScenarioResult
 from oasis_operator.models.scenario import Scenario
 
@@ -17,7 +17,7 @@ from oasis_operator.models.scenario import Scenario
 class RunState:
     """One evaluation run: its owner reference, frozen spec and scenarios, status writer and results."""
 
-    owner: dict[str, Any]
+    owner: EvaluationRef
     spec: OASISEvaluationSpec
     scenarios: list[Scenario]
     writer: StatusWriter
@@ -39,7 +39,7 @@ class RunState:
 
 def reference(run: RunState) -> str:
     """How sandboxes name their evaluation (namespace/name)."""
-    return f"{run.owner['metadata']['namespace']}/{run.owner['metadata']['name']}"
+    return run.owner.key
 
 
 def set_name(index: int) -> str:

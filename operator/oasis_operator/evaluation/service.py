@@ -42,7 +42,7 @@ from oasis_operator.evaluation.store import DocumentStore
 from oasis_operator.evaluation.writer import StatusWriter
 from oasis_operator.kube import is_transient
 from oasis_operator.metrics import observe_scenario
-from oasis_operator.models.crd import ConditionStatus, Phase
+from oasis_operator.models.crd import ConditionStatus, EvaluationRef, Phase
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.results import ScenarioOutcome, Status
 from oasis_operator.models.scenario import Classification
@@ -85,7 +85,7 @@ class EvaluationService:
         evaluation refused before its run started (bad spec) is judged again once its spec changes.
         """
         meta = body["metadata"]
-        owner = {"metadata": {k: meta[k] for k in ("name", "namespace", "uid")}}
+        owner = EvaluationRef.of(body)
         status = dict(body.get("status") or {})
         writer = StatusWriter(self.api, meta["namespace"], meta["name"], status, generation)
         if status.get("phase") in TERMINAL:
@@ -123,7 +123,7 @@ class EvaluationService:
     # --- the flow ---------------------------------------------------------------------------------------
     async def _execute(self, run: RunState) -> None:
         spec, writer = run.spec, run.writer
-        namespace, uid = run.owner["metadata"]["namespace"], run.owner["metadata"]["uid"]
+        namespace, uid = run.owner.namespace, run.owner.uid
         try:
             async with self.sandboxes.target(self.api, namespace, uid, spec.environment) as target:
                 conformance = await self._preflight(run, target)

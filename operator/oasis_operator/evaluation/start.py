@@ -21,7 +21,7 @@ from oasis_operator.evaluation.plan import RunStopped, plan_scenarios
 from oasis_operator.evaluation.run_state import RunState, set_name
 from oasis_operator.evaluation.store import DocumentStore
 from oasis_operator.evaluation.writer import StatusWriter
-from oasis_operator.models.crd import ConditionStatus, OASISEvaluationSpec, Phase
+from oasis_operator.models.crd import ConditionStatus, EvaluationRef, OASISEvaluationSpec, Phase
 from oasis_operator.models.errors import describe_validation_error
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult
@@ -54,11 +54,11 @@ class RunParts:
 
 
 async def start_or_resume(
-    parts: RunParts, owner: dict[str, Any], body: dict[str, Any], writer: StatusWriter
+    parts: RunParts, owner: EvaluationRef, body: dict[str, Any], writer: StatusWriter
 ) -> RunState:
     """A fresh run (spec and scenarios frozen into the `run` set) or the one the status describes."""
     status = writer.status
-    namespace, uid = owner["metadata"]["namespace"], owner["metadata"]["uid"]
+    namespace, uid = owner.namespace, owner.uid
     if status.get("runGeneration") is None:
         status.update(copy.deepcopy(_ATTEMPT_FIELDS))
         await patiently(lambda: parts.store.delete(namespace, uid, "agent"), "agent set")
@@ -66,9 +66,7 @@ async def start_or_resume(
             spec = OASISEvaluationSpec.model_validate(body.get("spec") or {})
         except ValidationError as exc:
             raise RunStopped("InvalidSpec", describe_validation_error(exc, prefix="spec")) from exc
-        planned = await asyncio.to_thread(
-            plan_scenarios, parts.api, parts.profile, spec, owner["metadata"]["namespace"]
-        )
+        planned = await asyncio.to_thread(plan_scenarios, parts.api, parts.profile, spec, owner.namespace)
         scenarios = planned.scenarios
         files = {
             "spec.json": spec.model_dump_json(by_alias=True, exclude_none=True),
@@ -102,7 +100,7 @@ async def start_or_resume(
 
 async def load_results(store: DocumentStore, run: RunState) -> None:
     """The results of the scenarios the status says are judged; a missing one stops the run."""
-    namespace, uid = run.owner["metadata"]["namespace"], run.owner["metadata"]["uid"]
+    namespace, uid = run.owner.namespace, run.owner.uid
     stored = await patiently(lambda: store.read_all(namespace, uid), "document sets")
     for index, row in enumerate(run.rows):
         if row.get("result") in (None, ScenarioOutcome.NOT_APPLICABLE.value):
