@@ -49,6 +49,12 @@ class OperatorSettings(BaseModel):
     audit_webhook_port: int | None = Field(None, alias="OASIS_AUDIT_WEBHOOK_PORT", ge=1, le=65535)
     audit_webhook_host: str = Field("127.0.0.1", alias="OASIS_AUDIT_WEBHOOK_HOST")
     audit_webhook_tls_dir: Path = Field(DEFAULT_AUDIT_WEBHOOK_TLS_DIR, alias="OASIS_AUDIT_WEBHOOK_TLS_DIR")
+    # The OASIS provider API (evaluation/provider_api, which reads the details of these itself).
+    provider_api_port: int | None = Field(None, alias="OASIS_PROVIDER_API_PORT", ge=1, le=65535)
+    provider_api_host: str = Field("127.0.0.1", alias="OASIS_PROVIDER_API_HOST")
+    provider_api_token_file: Path | None = Field(None, alias="OASIS_PROVIDER_API_TOKEN_FILE")
+    provider_api_doors: str | None = Field(None, alias="OASIS_PROVIDER_API_DOORS")
+    provider_api_tls_dir: Path | None = Field(None, alias="OASIS_PROVIDER_API_TLS_DIR")
 
     @classmethod
     def variables(cls) -> tuple[str, ...]:
