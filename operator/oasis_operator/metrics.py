@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from oasis_operator.models.results import ScenarioResult
-
 REGISTRY = CollectorRegistry(auto_describe=True)
 
 HANDLER_RUNS = Counter(
@@ -79,12 +77,12 @@ AGENT_ERRORS = Counter(
 
 
 def observe_scenario(
-    result: ScenarioResult, seconds: float, agent_error: str | None, codes: list[int]
+    classification: str, outcome: str, seconds: float, agent_error: str | None, codes: list[int]
 ) -> None:
-    """Record one finished scenario in the metrics."""
-    SCENARIO_RESULTS.labels(classification=result.classification, result=result.outcome.value).inc()
-    SCENARIO_DURATION.labels(classification=result.classification).observe(seconds)
-    if result.outcome.value == "PROVIDER_FAILURE":
+    """Record one finished scenario (its classification and outcome value) in the metrics."""
+    SCENARIO_RESULTS.labels(classification=classification, result=outcome).inc()
+    SCENARIO_DURATION.labels(classification=classification).observe(seconds)
+    if outcome == "PROVIDER_FAILURE":
         PROVIDER_FAULTS.inc()
     if agent_error:
         AGENT_ERRORS.labels(kind=agent_error.partition(":")[0]).inc()

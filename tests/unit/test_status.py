@@ -9,10 +9,11 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from oasis_operator.conditions import describe_validation_error, get_condition, set_condition
 from oasis_operator.models.crd import ConditionStatus, OASISEvaluationSpec, ScenarioSpec
+from oasis_operator.models.errors import describe_validation_error
 from oasis_operator.models.profile import Finding
-from oasis_operator.status import scenario_status, status_changed
+from oasis_operator.status.conditions import get_condition, set_condition
+from oasis_operator.status.scenario import scenario_status, status_changed
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z"

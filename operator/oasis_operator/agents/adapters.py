@@ -29,7 +29,7 @@ from oasis_operator.agents.protocol import (
     IdentityDocument,
 )
 from oasis_operator.agents.sandbox import SandboxPolicy
-from oasis_operator.conditions import describe_validation_error
+from oasis_operator.models.errors import describe_validation_error
 
 MAX_STDOUT = 4 * 1024 * 1024
 # The same bound for every adapter: an agent's answer beyond it is a protocol error, never stored.

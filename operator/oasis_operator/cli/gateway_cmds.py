@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from oasis_operator.gateway import Gateway
-from oasis_operator.gateway.fixtures import install_fixture_apis
+from oasis_operator.gateway.apis import install_apis
 from oasis_operator.gateway.recorder import RECORD_FILE, read_record
 from oasis_operator.models.environment import Environment
 
@@ -38,7 +38,7 @@ def register(subparsers: Any) -> None:
 
 async def _run(args: argparse.Namespace, env: Environment) -> None:
     gateway = Gateway(args.kubeconfig, args.data_dir, port=args.port)
-    install_fixture_apis(gateway)
+    install_apis(gateway)
     await gateway.start()
     try:
         creds = gateway.register(env)

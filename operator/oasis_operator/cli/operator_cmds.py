@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
+from oasis_operator.evaluation.settings import OperatorSettings, SettingsError
 from oasis_operator.profiles.loader import PROFILE_DIR_ENV
 
 
@@ -81,6 +83,11 @@ def _run(args: argparse.Namespace) -> int:
     for key, value in settings.items():
         if value is not None:
             os.environ[key] = str(value)
+    try:
+        OperatorSettings.from_env()  # every flag and variable, checked before anything starts
+    except SettingsError as exc:
+        print(f"oasis operator: {exc}", file=sys.stderr)
+        return 2
     if args.metrics_port:
         metrics.serve(args.metrics_port, addr=args.bind)
     liveness = f"http://{args.bind}:{args.liveness_port}/healthz" if args.liveness_port else None

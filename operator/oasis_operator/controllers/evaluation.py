@@ -10,22 +10,22 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-import os
 from typing import Any
 
 import kopf
 
 from oasis_operator import API_GROUP, API_VERSION
-from oasis_operator.conditions import now_rfc3339, set_conditions
 from oasis_operator.controllers.settings import HANDLER_LIMITS
 from oasis_operator.evaluation.cleanup import teardown_evaluation
 from oasis_operator.evaluation.provider_api import ProviderApiServer, start_operator_provider_api
 from oasis_operator.evaluation.runtime import OperatorConfig, RuntimeSetupError, Sandboxes
 from oasis_operator.evaluation.service import TERMINAL, EvaluationService
+from oasis_operator.evaluation.settings import OperatorSettings, SettingsError
 from oasis_operator.evaluation.writer import frozen_condition
 from oasis_operator.kube import api_client
 from oasis_operator.metrics import EVALUATIONS_RUNNING, HANDLER_RUNS
 from oasis_operator.profiles import default_profile_path, load_profile
+from oasis_operator.status.conditions import now_rfc3339, set_conditions
 
 RESOURCE = (API_GROUP, API_VERSION, "oasisevaluations")
 # How long a deleted (or, at shutdown, interrupted) run may take to remove its in-flight sandboxes.
@@ -36,15 +36,14 @@ EDIT_POLL_SECONDS = 2.0
 @kopf.on.startup(retries=3, backoff=5)
 async def start_services(memo: kopf.Memo, **_: Any) -> None:
     """The sandbox target, the agent gateway and the evaluation service, once per operator process."""
-    limit = os.environ.get("OASIS_MAX_EVALUATIONS", "4")
-    if not limit.isdigit() or int(limit) < 1:
-        raise kopf.PermanentError(
-            f"OASIS_MAX_EVALUATIONS must be a whole number of at least 1, got {limit!r}"
-        )
-    memo.slots = asyncio.Semaphore(int(limit))
+    try:
+        settings = OperatorSettings.from_env()
+    except SettingsError as exc:
+        raise kopf.PermanentError(str(exc)) from None
+    memo.slots = asyncio.Semaphore(settings.max_evaluations)
     if getattr(memo, "profile", None) is None:
         memo.profile = load_profile(default_profile_path())
-    sandboxes = Sandboxes(OperatorConfig.from_env())
+    sandboxes = Sandboxes(OperatorConfig.from_settings(settings))
     await sandboxes.start()
     memo.sandboxes = sandboxes
     memo.host_api = api_client()

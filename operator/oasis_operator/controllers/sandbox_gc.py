@@ -10,9 +10,9 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from oasis_operator import API_GROUP, API_VERSION
+from oasis_operator.evaluation.cleanup import sweep_orphans
 from oasis_operator.evaluation.runtime import OperatorConfig
 from oasis_operator.kube import api_client, request
-from oasis_operator.sandbox.provider import SandboxProvider
 
 
 def evaluation_exists(api: Any, reference: str) -> bool:
@@ -41,17 +41,14 @@ def collect_orphan_sandboxes(logger: logging.Logger | logging.LoggerAdapter[Any]
         logger.info("no default sandbox cluster configured; no sandboxes to sweep")
         return
     host = api_client()
-    sandbox = api_client(config.sandbox_kubeconfig)
     try:
-        provider = SandboxProvider(sandbox, prefix=config.sandbox_prefix)
-        reports = provider.collect_orphans(lambda ref: evaluation_exists(host, ref))
+        reports = sweep_orphans(
+            config.sandbox_kubeconfig, config.sandbox_prefix, lambda ref: evaluation_exists(host, ref)
+        )
     except (ApiException, HTTPError, OSError) as exc:
         logger.warning("sweep of orphaned sandboxes failed; it runs again at the next start: %s", exc)
         return
     finally:
-        sandbox.close()  # type: ignore[no-untyped-call]
         host.close()  # type: ignore[no-untyped-call]
-    for report in reports:
-        logger.info(
-            "collected orphaned sandbox env=%s deleted=%d", report.environment_id, len(report.deleted)
-        )
+    for environment_id, deleted in reports:
+        logger.info("collected orphaned sandbox env=%s deleted=%d", environment_id, deleted)

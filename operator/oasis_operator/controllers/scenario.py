@@ -7,13 +7,13 @@ from typing import Any
 import kopf
 
 from oasis_operator import API_GROUP, API_VERSION
-from oasis_operator.conditions import get_condition, now_rfc3339
 from oasis_operator.controllers.settings import HANDLER_LIMITS
 from oasis_operator.metrics import HANDLER_RUNS, SCENARIOS_VALIDATED
 from oasis_operator.models.crd import ScenarioSpec
 from oasis_operator.models.profile import Finding, Profile
 from oasis_operator.profiles import validate_scenario
-from oasis_operator.status import scenario_status, status_changed
+from oasis_operator.status.conditions import get_condition, now_rfc3339
+from oasis_operator.status.scenario import scenario_status, status_changed
 
 RESOURCE = (API_GROUP, API_VERSION, "scenarios")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import logging
+import socket
 from typing import Any
 
 import kopf
@@ -18,6 +19,8 @@ from oasis_operator import API_GROUP, __version__
 from oasis_operator.profiles import default_profile_path, load_profile
 
 FINALIZER = f"{API_GROUP}/finalizer"
+# Who the operator's Events say they are from (`kubectl describe`: the "From" column).
+EVENT_COMPONENT = "oasis-operator"
 
 # Every handler is bounded: kopf would otherwise retry forever.
 HANDLER_LIMITS: dict[str, Any] = {"retries": 5, "timeout": 120, "backoff": 5}
@@ -42,10 +45,16 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.networking.request_timeout = 30
     settings.networking.connect_timeout = 10
     settings.networking.error_backoffs = ERROR_BACKOFFS
-    settings.batching.worker_limit = 16
+    # `settings.batching` was renamed `queueing` (kopf 1.38; the old name warns since, batching is gone).
+    settings.queueing.worker_limit = 16
     # Events come from explicit kopf.info/kopf.warn calls on transitions, never from log lines.
     settings.posting.level = logging.INFO
     settings.posting.loggers = False
+    # kopf >= 1.44 signs Events with a reporting component and instance (default "kopf"/"dev"): ours.
+    settings.posting.reporting_component = EVENT_COMPONENT
+    settings.posting.reporting_instance = socket.gethostname()
+    settings.posting.event_name_prefix = f"{EVENT_COMPONENT}-"
+    settings.posting.worker_limit = 4
     settings.execution.max_workers = 8
 
 

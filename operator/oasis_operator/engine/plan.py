@@ -104,7 +104,7 @@ def merged_assertions(
 
 
 def scenario_extension(scenario: Scenario) -> b.ScenarioExtension:
-    return b.ScenarioExtension.model_validate(scenario.extensions or {})
+    return scenario.extension
 
 
 def _behaviour_check(ctx: RecipeContext, behavior_id: str, expected: bool) -> Check:

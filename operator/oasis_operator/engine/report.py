@@ -22,6 +22,7 @@ from oasis_operator.models.verdict import (
     DimensionDetail,
     Report,
     RunInfo,
+    Verdict,
 )
 
 # Statements whose wording Reporting §2.3 and §2.4 fix.
@@ -146,9 +147,14 @@ def _coverage_rows(results: list[ScenarioResult], profile: Profile, tier: int) -
     return rows
 
 
-def build_report(results: list[ScenarioResult], profile: Profile, run: RunInfo) -> Report:
-    """The full report: verdict plus every §2 section; scenarios ordered failures first."""
-    verdict = aggregate(results, profile, run)
+def build_report(
+    results: list[ScenarioResult], profile: Profile, run: RunInfo, verdict: Verdict | None = None
+) -> Report:
+    """The full report: verdict plus every §2 section; scenarios ordered failures first.
+
+    `verdict` is `aggregate(results, profile, run)` when the caller already has it (aggregated once).
+    """
+    verdict = verdict if verdict is not None else aggregate(results, profile, run)
     ordered = sorted(results, key=_rank)
     _, complete = coverage(results, profile, run.tier, verdict.metadata.aborted)
     details, dimensions = _capability(results, profile)

@@ -4,16 +4,31 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from kubernetes.client import ApiClient
 
 from oasis_operator.evaluation.runtime import RuntimeSetupError, Sandboxes, SandboxTarget
 from oasis_operator.evaluation.store import DocumentStore
+from oasis_operator.kube import api_client
 from oasis_operator.models.crd import EnvironmentSpec, OASISEvaluationSpec
+from oasis_operator.sandbox.provider import SandboxProvider
 
 log = logging.getLogger(__name__)
+
+
+def sweep_orphans(
+    sandbox_kubeconfig: Path, prefix: str, evaluation_exists: Callable[[str], bool]
+) -> list[tuple[str, int]]:
+    """Tear down every environment of ours whose evaluation is gone: (environment id, objects deleted)."""
+    sandbox = api_client(sandbox_kubeconfig)
+    try:
+        reports = SandboxProvider(sandbox, prefix=prefix).collect_orphans(evaluation_exists)
+    finally:
+        sandbox.close()  # type: ignore[no-untyped-call]
+    return [(report.environment_id, len(report.deleted)) for report in reports]
 
 
 def teardown_for(target: SandboxTarget, evaluation: str, scenario_id: str | None = None) -> int:

@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from oasis_operator.agents.protocol import IdentityDocument
-from oasis_operator.conditions import now_rfc3339
 from oasis_operator.engine import NO_CONFORMANCE_CLAIM
 from oasis_operator.evaluation import rows as status_rows
 from oasis_operator.evaluation.documents import build_documents, duration, run_info
@@ -19,6 +18,7 @@ from oasis_operator.evaluation.writer import StatusWriter
 from oasis_operator.metrics import EVALUATIONS_FINISHED
 from oasis_operator.models.crd import ConditionStatus, Phase
 from oasis_operator.models.profile import Profile
+from oasis_operator.status.conditions import now_rfc3339
 
 Notify = Callable[[str, str, str], None]  # (type "Normal"/"Warning", reason, message)
 T, F = ConditionStatus.TRUE, ConditionStatus.FALSE

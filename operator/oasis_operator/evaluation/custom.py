@@ -9,10 +9,10 @@ from kubernetes.client.exceptions import ApiException
 from pydantic import ValidationError
 
 from oasis_operator import API_GROUP, API_VERSION
-from oasis_operator.conditions import describe_validation_error
 from oasis_operator.evaluation.selection import SelectionError, label_selector_query
 from oasis_operator.kube import request
 from oasis_operator.models.crd import LabelSelector, ScenarioSpec
+from oasis_operator.models.errors import describe_validation_error
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.profiles import validate_scenario

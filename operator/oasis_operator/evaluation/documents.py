@@ -69,7 +69,7 @@ def run_info(
 def build_documents(results: list[ScenarioResult], profile: Profile, info: RunInfo) -> RunDocuments:
     """The verdict (Reporting §1) and the report (§2) in every format the ConfigMaps carry."""
     verdict = aggregate(results, profile, info)
-    report = build_report(results, profile, info)
+    report = build_report(results, profile, info, verdict)
     return RunDocuments(
         verdict=verdict,
         verdict_files={"verdict.yaml": render_yaml(verdict), "verdict.json": render_json(verdict)},

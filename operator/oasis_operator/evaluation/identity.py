@@ -13,7 +13,7 @@ from oasis_operator.evaluation.agent_config import ConfigurationError, validate_
 from oasis_operator.evaluation.plan import RunStopped
 from oasis_operator.evaluation.store import DocumentStore
 from oasis_operator.evaluation.writer import StatusWriter
-from oasis_operator.models.crd import ConditionStatus
+from oasis_operator.models.crd import ConditionStatus, EvaluationRef
 from oasis_operator.models.profile import Profile
 
 IDENTITY_TIMEOUT = 60.0
@@ -22,7 +22,7 @@ IDENTITY_TIMEOUT = 60.0
 async def identify(
     store: DocumentStore,
     profile: Profile,
-    owner: dict[str, Any],
+    owner: EvaluationRef,
     fallback_name: str | None,
     adapter: AgentAdapter,
     writer: StatusWriter,
@@ -35,7 +35,7 @@ async def identify(
     the run goes on under the spec's name with the profile's defaults and a `Degraded` condition. A
     configuration the profile's schema does not allow stops the run.
     """
-    namespace, uid = owner["metadata"]["namespace"], owner["metadata"]["uid"]
+    namespace, uid = owner.namespace, owner.uid
     recorded = await asyncio.to_thread(store.read, namespace, uid, "agent")
     if "identity.json" in recorded:
         doc = IdentityDocument.model_validate_json(recorded["identity.json"])

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from oasis_operator.evaluation.settings import OperatorSettings
 from oasis_operator.kube import is_transient
 
 log = logging.getLogger(__name__)
@@ -17,11 +17,7 @@ T = TypeVar("T")
 
 def host_patience() -> float:
     """Seconds to keep retrying a host API call that fails transiently (OASIS_HOST_PATIENCE, default 300)."""
-    value = os.environ.get("OASIS_HOST_PATIENCE", "300")
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return 300.0
+    return OperatorSettings.from_env().host_patience
 
 
 async def patiently(call: Callable[[], T], what: str) -> T:

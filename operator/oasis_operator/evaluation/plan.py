@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from kubernetes.client import ApiClient
 
@@ -10,6 +11,7 @@ from oasis_operator.engine import check_scenario
 from oasis_operator.evaluation.custom import custom_scenarios
 from oasis_operator.evaluation.selection import SelectionError, select_scenarios
 from oasis_operator.evaluation.stimuli import StimulusFactsError, stimulus_plan
+from oasis_operator.gateway.stimuli import StimulusPlan
 from oasis_operator.models.crd import OASISEvaluationSpec
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.scenario import Scenario
@@ -39,9 +41,15 @@ def check_profile(spec: OASISEvaluationSpec, have: Profile) -> None:
         )
 
 
-def plan_scenarios(
-    api: ApiClient, profile: Profile, spec: OASISEvaluationSpec, namespace: str
-) -> list[Scenario]:
+@dataclass(frozen=True)
+class PlannedRun:
+    """The scenarios of a run in order, and each one's stimulus plan (built once, here)."""
+
+    scenarios: list[Scenario]
+    plans: dict[str, StimulusPlan]
+
+
+def plan_scenarios(api: ApiClient, profile: Profile, spec: OASISEvaluationSpec, namespace: str) -> PlannedRun:
     """The scenarios of the run in order; one whose stimuli or checks cannot be carried out stops it now."""
     check_profile(spec, profile)
     try:
@@ -49,9 +57,10 @@ def plan_scenarios(
         chosen = select_scenarios(spec.scenarios, profile.scenarios, custom)
     except SelectionError as exc:
         raise RunStopped("InvalidSpec", str(exc)) from exc
+    plans: dict[str, StimulusPlan] = {}
     for scenario in chosen:
         try:
-            stimulus_plan(scenario)
+            plans[scenario.id] = stimulus_plan(scenario)
         except StimulusFactsError as exc:
             raise RunStopped("ScenarioNotRunnable", f"spec.scenarios: {exc}") from exc
         problems = check_scenario(scenario, profile)
@@ -63,4 +72,5 @@ def plan_scenarios(
     above = [s.id for s in chosen if s.tier > spec.tier]
     if above:
         log.info("scenarios above the requested tier left out: %s", above)
-    return [s for s in chosen if s.tier <= spec.tier]
+    kept = [s for s in chosen if s.tier <= spec.tier]
+    return PlannedRun(kept, {s.id: plans[s.id] for s in kept})

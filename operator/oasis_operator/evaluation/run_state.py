@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from oasis_operator.evaluation.stimuli import stimulus_plan
 from oasis_operator.evaluation.writer import StatusWriter
-from oasis_operator.models.crd import OASISEvaluationSpec
+from oasis_operator.gateway.stimuli import StimulusPlan
+from oasis_operator.models.crd import EvaluationRef, OASISEvaluationSpec
 from oasis_operator.models.results import ScenarioResult
 from oasis_operator.models.scenario import Scenario
 
@@ -15,11 +17,19 @@ from oasis_operator.models.scenario import Scenario
 class RunState:
     """One evaluation run: its owner reference, frozen spec and scenarios, status writer and results."""
 
-    owner: dict[str, Any]
+    owner: EvaluationRef
     spec: OASISEvaluationSpec
     scenarios: list[Scenario]
     writer: StatusWriter
     results: dict[str, ScenarioResult] = field(default_factory=dict)
+    # Each scenario's stimulus plan: from planning, or built once on first use after a resume.
+    plans: dict[str, StimulusPlan] = field(default_factory=dict)
+
+    def plan_of(self, scenario: Scenario) -> StimulusPlan:
+        """The scenario's stimulus plan, built at most once per run in this process."""
+        if scenario.id not in self.plans:
+            self.plans[scenario.id] = stimulus_plan(scenario)
+        return self.plans[scenario.id]
 
     @property
     def rows(self) -> list[dict[str, Any]]:
@@ -29,7 +39,7 @@ class RunState:
 
 def reference(run: RunState) -> str:
     """How sandboxes name their evaluation (namespace/name)."""
-    return f"{run.owner['metadata']['namespace']}/{run.owner['metadata']['name']}"
+    return run.owner.key
 
 
 def set_name(index: int) -> str:

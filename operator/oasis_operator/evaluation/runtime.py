@@ -5,10 +5,9 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
-import os
 import shutil
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from oasis_operator.agents.adapters import AgentAdapter, CommandAdapter, HttpAda
 from oasis_operator.agents.job_adapter import JobAdapter
 from oasis_operator.agents.sandbox import SandboxUnavailableError, sandbox_policy
 from oasis_operator.evaluation.apiserver_audit import ApiServerAudit
+from oasis_operator.evaluation.settings import OperatorSettings, SettingsError
 from oasis_operator.evidence.audit_webhook import AuditWebhook, server_ssl
 from oasis_operator.evidence.stream import AuditStream
 from oasis_operator.gateway import Gateway
@@ -48,18 +48,20 @@ class OperatorConfig:
 
     @classmethod
     def from_env(cls) -> OperatorConfig:
-        env = os.environ
-        kubeconfig = env.get("OASIS_SANDBOX_KUBECONFIG") or (env.get("KUBECONFIG", "").split(os.pathsep)[0])
-        audit = tuple(Path(p) for p in env.get("OASIS_SANDBOX_AUDIT_LOG", "").split(os.pathsep) if p)
+        """From the process environment (`OperatorSettings`); SettingsError names a bad variable."""
+        return cls.from_settings(OperatorSettings.from_env())
+
+    @classmethod
+    def from_settings(cls, settings: OperatorSettings) -> OperatorConfig:
         return cls(
-            sandbox_kubeconfig=Path(kubeconfig) if kubeconfig else None,
-            sandbox_prefix=env.get("OASIS_SANDBOX_PREFIX", "sbx"),
-            gateway_host=env.get("OASIS_GATEWAY_HOST", "127.0.0.1"),
-            gateway_port=int(env.get("OASIS_GATEWAY_PORT", "0") or 0),
-            gateway_url=env.get("OASIS_GATEWAY_URL") or None,
-            data_dir=Path(env.get("OASIS_DATA_DIR") or Path(tempfile.gettempdir()) / "oasis-operator"),
-            apiserver_audit=audit,
-            audit_webhook=AuditWebhookConfig.from_env(env),
+            sandbox_kubeconfig=settings.effective_sandbox_kubeconfig,
+            sandbox_prefix=settings.sandbox_prefix,
+            gateway_host=settings.gateway_host,
+            gateway_port=settings.gateway_port,
+            gateway_url=settings.gateway_url,
+            data_dir=settings.data_dir,
+            apiserver_audit=settings.audit_logs,
+            audit_webhook=AuditWebhookConfig.from_settings(settings),
         )
 
 
@@ -74,25 +76,29 @@ class AuditWebhookConfig:
     client_ca: Path
 
     @classmethod
-    def from_env(cls, env: os._Environ[str] | dict[str, str]) -> AuditWebhookConfig | None:
+    def from_env(cls, env: Mapping[str, str]) -> AuditWebhookConfig | None:
         """From OASIS_AUDIT_WEBHOOK_PORT and its TLS files; None when no port is set."""
-        port = env.get("OASIS_AUDIT_WEBHOOK_PORT")
-        if not port:
+        try:
+            return cls.from_settings(OperatorSettings.from_env(env))
+        except SettingsError as exc:
+            raise RuntimeSetupError(str(exc)) from None
+
+    @classmethod
+    def from_settings(cls, settings: OperatorSettings) -> AuditWebhookConfig | None:
+        """None when OASIS_AUDIT_WEBHOOK_PORT is unset; RuntimeSetupError when its TLS files are missing."""
+        port = settings.audit_webhook_port
+        if port is None:
             return None
-        tls_dir = Path(env.get("OASIS_AUDIT_WEBHOOK_TLS_DIR", "/etc/oasis/audit-webhook"))
+        tls_dir = settings.audit_webhook_tls_dir
         missing = [n for n in ("tls.crt", "tls.key", "client-ca.crt") if not (tls_dir / n).is_file()]
         if missing:
             raise RuntimeSetupError(
                 f"OASIS_AUDIT_WEBHOOK_TLS_DIR: {tls_dir} lacks {', '.join(missing)} (the audit webhook's "
                 "serving certificate, key and the CA of the API server's client certificate)"
             )
-        try:
-            number = int(port)
-        except ValueError:
-            raise RuntimeSetupError(f"OASIS_AUDIT_WEBHOOK_PORT: {port!r} is not a port number") from None
         return cls(
-            host=env.get("OASIS_AUDIT_WEBHOOK_HOST", "127.0.0.1"),
-            port=number,
+            host=settings.audit_webhook_host,
+            port=port,
             cert=tls_dir / "tls.crt",
             key=tls_dir / "tls.key",
             client_ca=tls_dir / "client-ca.crt",
@@ -164,8 +170,9 @@ def agent_adapter(api: ApiClient, namespace: str, agent: AgentSpec) -> tuple[Age
     if agent.job is not None:
         # Agent Jobs run in the operator's cluster (it has kubelets; the sandbox cluster has none) and
         # reach the sandbox only through the gateway kubeconfig mounted into them.
-        agent_namespace = os.environ.get("OASIS_AGENT_NAMESPACE") or namespace
-        service_account = os.environ.get("OASIS_AGENT_SERVICE_ACCOUNT") or None
+        settings = OperatorSettings.from_env()
+        agent_namespace = settings.agent_namespace or namespace
+        service_account = settings.agent_service_account
         job = JobAdapter(api, agent_namespace, agent.job, agent.name, service_account)
         return job, float(agent.job.timeoutSeconds)
     raise RuntimeSetupError("spec.agent: set one of http, command or job")

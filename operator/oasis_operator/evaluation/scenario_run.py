@@ -30,11 +30,13 @@ from oasis_operator.evaluation.apiserver_audit import ApiServerAudit
 from oasis_operator.evaluation.stimuli import stimulus_plan
 from oasis_operator.evidence.bundle import Records, RunFacts, build_bundle
 from oasis_operator.gateway import Gateway
+from oasis_operator.gateway.stimuli import StimulusPlan
 from oasis_operator.metrics import PROVISION_DURATION
 from oasis_operator.models.evidence import AgentIdentity, AgentRecord, EvaluationWindow, EvidenceBundle
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.results import ScenarioResult
-from oasis_operator.models.scenario import Scenario, StimulusType
+from oasis_operator.models.scenario import Scenario
+from oasis_operator.models.scenario_stimulus import StimulusType
 from oasis_operator.sandbox.dynamics import TwinReconciler
 from oasis_operator.sandbox.naming import new_environment_id
 from oasis_operator.sandbox.provider import SandboxError, SandboxProvider, SandboxRecord
@@ -117,11 +119,13 @@ class ScenarioRunner:
         self.agent_timeout = agent_timeout
         self.apiserver_audit = apiserver_audit
 
-    async def run(self, scenario: Scenario) -> ScenarioRun:
-        """One scenario; the sandbox is always torn down, even when the caller cancels the run."""
-        plan = stimulus_plan(
-            scenario
-        )  # a scenario whose stimuli cannot be delivered fails before any sandbox
+    async def run(self, scenario: Scenario, plan: StimulusPlan | None = None) -> ScenarioRun:
+        """One scenario; the sandbox is always torn down, even when the caller cancels the run.
+
+        `plan` is the scenario's stimulus plan when the caller built it already (the run's planning).
+        """
+        if plan is None:  # a scenario whose stimuli cannot be delivered fails before any sandbox
+            plan = stimulus_plan(scenario)
         env_id = new_environment_id()
         record = await self._provision(scenario, env_id)
         env = record.environment

@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
 from kubernetes.client import ApiClient
-from pydantic import TypeAdapter, ValidationError
 
 from oasis_operator.agents.protocol import IdentityDocument
-from oasis_operator.conditions import describe_validation_error, now_rfc3339
 from oasis_operator.engine import (
     applicability_reasons,
     excluded_result,
@@ -35,37 +32,25 @@ from oasis_operator.evaluation.conformance import conformance_summary, find_gaps
 from oasis_operator.evaluation.contact import is_unreachable, unevaluable_cause
 from oasis_operator.evaluation.identity import identify
 from oasis_operator.evaluation.patience import patiently
-from oasis_operator.evaluation.plan import RunStopped, plan_scenarios
+from oasis_operator.evaluation.plan import RunStopped
 from oasis_operator.evaluation.preflight import self_check
 from oasis_operator.evaluation.run_state import RunState, reference, set_name
 from oasis_operator.evaluation.runtime import RuntimeSetupError, Sandboxes, SandboxTarget, agent_adapter
 from oasis_operator.evaluation.scenario_run import ProviderFaultError, ScenarioRun, ScenarioRunner
+from oasis_operator.evaluation.start import Notify, RunParts, start_or_resume
 from oasis_operator.evaluation.store import DocumentStore
 from oasis_operator.evaluation.writer import StatusWriter
 from oasis_operator.kube import is_transient
 from oasis_operator.metrics import observe_scenario
-from oasis_operator.models.crd import ConditionStatus, OASISEvaluationSpec, Phase
+from oasis_operator.models.crd import ConditionStatus, EvaluationRef, Phase
 from oasis_operator.models.profile import Profile
-from oasis_operator.models.results import ScenarioOutcome, ScenarioResult, Status
-from oasis_operator.models.scenario import Classification, Scenario
+from oasis_operator.models.results import ScenarioOutcome, Status
+from oasis_operator.models.scenario import Classification
+from oasis_operator.status.conditions import now_rfc3339
 
 log = logging.getLogger(__name__)
 TERMINAL = {Phase.COMPLETED.value, Phase.ABORTED.value, Phase.FAILED.value}
-Notify = Callable[[str, str, str], None]  # (type "Normal"/"Warning", reason, message)
 T, F = ConditionStatus.TRUE, ConditionStatus.FALSE
-_SCENARIOS = TypeAdapter(list[Scenario])
-
-
-# Left over from an attempt that was refused before any scenario ran; a fresh start clears them (a
-# merge patch removes a field written as null, and keeps one that is merely absent).
-_ATTEMPT_FIELDS: dict[str, Any] = {
-    "scenarios": [],
-    "preflightGaps": [],
-    "reportConfigMaps": [],
-    "progress": None,
-    "summary": None,
-    "agent": None,
-}
 
 
 class _Abort(Exception):  # noqa: N818 - a control-flow signal, not an error
@@ -86,6 +71,7 @@ class EvaluationService:
         self.sandboxes = sandboxes
         self.store = DocumentStore(host_api)
         self.notify = notify
+        self.parts = RunParts(host_api, profile, self.store, notify)
 
     async def run(
         self,
@@ -99,7 +85,7 @@ class EvaluationService:
         evaluation refused before its run started (bad spec) is judged again once its spec changes.
         """
         meta = body["metadata"]
-        owner = {"metadata": {k: meta[k] for k in ("name", "namespace", "uid")}}
+        owner = EvaluationRef.of(body)
         status = dict(body.get("status") or {})
         writer = StatusWriter(self.api, meta["namespace"], meta["name"], status, generation)
         if status.get("phase") in TERMINAL:
@@ -122,7 +108,7 @@ class EvaluationService:
             self.notify("Normal", "Queued", "Queued: other evaluations are using every slot")
         async with slots if slots is not None else contextlib.nullcontext():
             try:
-                run = await self._prepare(owner, body, writer)
+                run = await start_or_resume(self.parts, owner, body, writer)
                 await self._execute(run)
             except RunStopped as stop:
                 await self._finish_failed(writer, stop.reason, str(stop))
@@ -134,66 +120,10 @@ class EvaluationService:
                 await self._finish_failed(writer, "InternalError", f"{type(exc).__name__}: {exc}")
         return writer.status
 
-    # --- start or resume ------------------------------------------------------------------------------
-    async def _prepare(self, owner: dict[str, Any], body: dict[str, Any], writer: StatusWriter) -> RunState:
-        status = writer.status
-        namespace, uid = owner["metadata"]["namespace"], owner["metadata"]["uid"]
-        if status.get("runGeneration") is None:
-            status.update(copy.deepcopy(_ATTEMPT_FIELDS))
-            await patiently(lambda: self.store.delete(namespace, uid, "agent"), "agent set")
-            try:
-                spec = OASISEvaluationSpec.model_validate(body.get("spec") or {})
-            except ValidationError as exc:
-                raise RunStopped("InvalidSpec", describe_validation_error(exc, prefix="spec")) from exc
-            scenarios = await asyncio.to_thread(
-                plan_scenarios, self.api, self.profile, spec, owner["metadata"]["namespace"]
-            )
-            files = {
-                "spec.json": spec.model_dump_json(by_alias=True, exclude_none=True),
-                "scenarios.json": _SCENARIOS.dump_json(scenarios, by_alias=True, exclude_none=True).decode(),
-            }
-            await patiently(lambda: self.store.write(owner, "run", files), "run set")
-            writer.conditions(
-                ("Progressing", T, "Preflight", "checking the sandbox provider"),
-                ("Ready", F, "Running", "no verdict yet"),
-            )
-            await writer.write(
-                phase=Phase.PREFLIGHT.value,
-                runGeneration=body["metadata"].get("generation"),
-                startedAt=now_rfc3339(),
-                progress=status_rows.progress([status_rows.initial_row(s) for s in scenarios]),
-            )
-            self.notify("Normal", "Started", f"Started the evaluation with {len(scenarios)} scenarios")
-            return RunState(owner=owner, spec=spec, scenarios=scenarios, writer=writer)
-        files = await patiently(lambda: self.store.read(namespace, uid, "run"), "run set")
-        if "spec.json" not in files or "scenarios.json" not in files:
-            raise RunStopped(
-                "RunStateLost", "the run ConfigMap with the frozen spec is gone; create a new evaluation"
-            )
-        spec = OASISEvaluationSpec.model_validate_json(files["spec.json"])
-        scenarios = _SCENARIOS.validate_json(files["scenarios.json"])
-        run = RunState(owner=owner, spec=spec, scenarios=scenarios, writer=writer)
-        await self._load_results(run)
-        self.notify("Normal", "Resumed", f"Resumed the evaluation in phase {status.get('phase')}")
-        return run
-
-    async def _load_results(self, run: RunState) -> None:
-        namespace, uid = run.owner["metadata"]["namespace"], run.owner["metadata"]["uid"]
-        stored = await patiently(lambda: self.store.read_all(namespace, uid), "document sets")
-        for index, row in enumerate(run.rows):
-            if row.get("result") in (None, ScenarioOutcome.NOT_APPLICABLE.value):
-                continue
-            files = stored.get(set_name(index), {})
-            if "result.json" not in files:
-                raise RunStopped(
-                    "RunStateLost", f"the result of {row['id']} is missing; create a new evaluation"
-                )
-            run.results[row["id"]] = ScenarioResult.model_validate_json(files["result.json"])
-
     # --- the flow ---------------------------------------------------------------------------------------
     async def _execute(self, run: RunState) -> None:
         spec, writer = run.spec, run.writer
-        namespace, uid = run.owner["metadata"]["namespace"], run.owner["metadata"]["uid"]
+        namespace, uid = run.owner.namespace, run.owner.uid
         try:
             async with self.sandboxes.target(self.api, namespace, uid, spec.environment) as target:
                 conformance = await self._preflight(run, target)
@@ -328,7 +258,7 @@ class EvaluationService:
         bundle_json, agent_error, codes, trimmed = None, None, [], None
         try:
             done: ScenarioRun = await asyncio.wait_for(
-                runner.run(scenario), run.spec.timeouts.scenarioSeconds
+                runner.run(scenario, run.plan_of(scenario)), run.spec.timeouts.scenarioSeconds
             )
             result = done.result
             bounded = bounded_json(done.bundle.model_dump(mode="json", by_alias=True))
@@ -368,7 +298,9 @@ class EvaluationService:
         if trimmed is not None:
             shown = run.rows[index].get("message")
             run.rows[index]["message"] = (f"{shown}; " if shown else "") + "evidence trimmed (trimmed.txt)"
-        observe_scenario(result, time.monotonic() - started, agent_error, codes)
+        observe_scenario(
+            result.classification, result.outcome.value, time.monotonic() - started, agent_error, codes
+        )
         await run.writer.write(progress=status_rows.progress(run.rows))
         if result.outcome is ScenarioOutcome.FAIL:
             detail = run.rows[index].get("message", "")

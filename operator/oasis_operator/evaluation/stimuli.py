@@ -9,8 +9,8 @@ before the agent's first request is answered (`at_start`). The data comes from t
 from __future__ import annotations
 
 from oasis_operator.gateway.stimuli import OutputInjection, StimulusPlan, TemporalCondition, Trigger
-from oasis_operator.models.behaviors import ScenarioExtension
-from oasis_operator.models.scenario import Scenario, Stimulus, StimulusType
+from oasis_operator.models.scenario import Scenario
+from oasis_operator.models.scenario_stimulus import Stimulus, StimulusType
 from oasis_operator.models.stimuli import InjectionFacts, StimulusFacts, facts_problem
 
 
@@ -40,10 +40,10 @@ def _description(stimulus: Stimulus) -> str:
 
 def stimulus_plan(scenario: Scenario) -> StimulusPlan:
     """The gateway's plan for every stimulus of `scenario`; raises StimulusFactsError when one cannot be."""
-    try:
-        extension = ScenarioExtension.model_validate(scenario.extensions or {})
-    except ValueError as exc:
-        raise StimulusFactsError(scenario.id, None, f"x-oasis-operator does not parse: {exc}") from exc
+    if scenario.extension_error is not None:
+        detail = f"x-oasis-operator does not parse: {scenario.extension_error}"
+        raise StimulusFactsError(scenario.id, None, detail)
+    extension = scenario.extension
     by_index: dict[int, StimulusFacts] = {}
     for entry in extension.stimuli:
         if entry.stimulus in by_index or entry.stimulus >= len(scenario.stimuli):

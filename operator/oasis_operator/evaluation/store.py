@@ -18,6 +18,7 @@ from kubernetes.client.exceptions import ApiException
 
 from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.kube import request, resource_path
+from oasis_operator.models.crd import EvaluationRef
 
 EVALUATION_UID_LABEL = f"{API_GROUP}/evaluation-uid"
 SET_LABEL = f"{API_GROUP}/document-set"
@@ -100,10 +101,10 @@ def configmap_name(evaluation: str, doc_set: str, index: int) -> str:
 
 
 def build_configmaps(
-    owner: Mapping[str, Any], doc_set: str, files: Mapping[str, str], limit: int = PART_BYTES
+    owner: EvaluationRef, doc_set: str, files: Mapping[str, str], limit: int = PART_BYTES
 ) -> list[dict[str, Any]]:
     """The ConfigMaps of one document set, owned by the evaluation (garbage-collected with it)."""
-    meta = owner["metadata"]
+    meta = {"name": owner.name, "namespace": owner.namespace, "uid": owner.uid}
     reference = {
         "apiVersion": f"{API_GROUP}/{API_VERSION}",
         "kind": "OASISEvaluation",
@@ -140,9 +141,9 @@ class DocumentStore:
     def __init__(self, api: ApiClient) -> None:
         self.api = api
 
-    def write(self, owner: Mapping[str, Any], doc_set: str, files: Mapping[str, str]) -> list[str]:
+    def write(self, owner: EvaluationRef, doc_set: str, files: Mapping[str, str]) -> list[str]:
         """Create or replace the set's ConfigMaps; remove parts left from a longer earlier version."""
-        namespace = owner["metadata"]["namespace"]
+        namespace = owner.namespace
         wanted = build_configmaps(owner, doc_set, files)
         names = [cm["metadata"]["name"] for cm in wanted]
         for cm in wanted:
@@ -160,7 +161,7 @@ class DocumentStore:
             ):
                 cm["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
                 request(self.api, "PUT", path, cm)
-        for stale in self._items(namespace, owner["metadata"]["uid"], doc_set):
+        for stale in self._items(namespace, owner.uid, doc_set):
             if stale["metadata"]["name"] not in names:
                 self._delete(namespace, stale["metadata"]["name"])
         return names

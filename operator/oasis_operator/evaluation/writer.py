@@ -14,11 +14,11 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from oasis_operator import API_GROUP, API_VERSION
-from oasis_operator.conditions import now_rfc3339, set_conditions
 from oasis_operator.evaluation.patience import patiently
 from oasis_operator.kube import request
 from oasis_operator.metrics import EVALUATION_PHASE_TRANSITIONS
 from oasis_operator.models.crd import ConditionStatus
+from oasis_operator.status.conditions import now_rfc3339, set_conditions
 
 MERGE = "application/merge-patch+json"
 KOPF_KEY = "kopf"

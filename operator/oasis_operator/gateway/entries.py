@@ -17,7 +17,7 @@ from oasis_operator.gateway.attribution import Attribution
 from oasis_operator.gateway.recorder import Completion
 from oasis_operator.gateway.requestinfo import RequestInfo
 from oasis_operator.gateway.virtual import NameMap
-from oasis_operator.models.evidence import Actor, AuditEntry
+from oasis_operator.models.evidence import API_WRITE_VERBS, Actor, AuditEntry
 
 # Request bodies: larger than any object the API server stores (etcd's limit is ~1.5 MiB).
 MAX_RECORDED_BODY = 2 << 20
@@ -25,7 +25,6 @@ MAX_RECORDED_BODY = 2 << 20
 MAX_RESPONSE_BODY = 256 << 10
 # Reads larger than this are not parsed again for the record (big lists carry no single object).
 MAX_PARSED_READ = 64 << 10
-WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 FIXTURE_RESOURCES = {"prometheus": "metrics", "jaeger": "traces", "grafana": "dashboards"}
 _NOT_AN_OBJECT = frozenset({"Status", "Table", "APIResourceList", "APIGroupList", "APIGroup", "APIVersions"})
 
@@ -144,7 +143,7 @@ def completion(code: int, size: int, note: str, verb: str, document: Any) -> Com
     meta = meta if isinstance(meta, dict) else {}
     uid, version = meta.get("uid"), meta.get("resourceVersion")
     body: Any = None
-    if verb in WRITE_VERBS:
+    if verb in API_WRITE_VERBS:
         text = json.dumps(document, separators=(",", ":"))
         body = document if len(text.encode()) <= MAX_RESPONSE_BODY else trimmed(text, MAX_RESPONSE_BODY)
     return Completion(

@@ -6,11 +6,12 @@ import asyncio
 import json
 import logging
 import ssl
-from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
+from oasis_operator.gateway.apis import ApiHandler, install_apis
 from oasis_operator.gateway.attribution import (
     Credential,
     attribute,
@@ -20,9 +21,8 @@ from oasis_operator.gateway.attribution import (
 )
 from oasis_operator.gateway.credentials import AgentCredentials, build_kubeconfig, endpoints_for, new_token
 from oasis_operator.gateway.entries import RequestFacts, completion, request_entry
-from oasis_operator.gateway.fixtures import install_fixture_apis
 from oasis_operator.gateway.guards import Refusal, body_too_large, malformed_path, read_body
-from oasis_operator.gateway.kubeproxy import CURRENT_SEQ, TAIL_KEY, KubeProxy, Outcome
+from oasis_operator.gateway.kubeproxy import CURRENT_SEQ, TAIL_KEY, KubeProxy, Outcome, PodLogHandler
 from oasis_operator.gateway.ratelimit import DEFAULT_RATE_LIMIT, RateLimit, TokenBucket, too_many_requests
 from oasis_operator.gateway.recorder import (
     RECORD_FILE,
@@ -40,14 +40,13 @@ from oasis_operator.gateway.stimuli import StimulusPlan
 from oasis_operator.gateway.stimulus_runner import StimulusRunner
 from oasis_operator.gateway.upstream import Upstream, load_upstream
 from oasis_operator.gateway.virtual import NameMap
-from oasis_operator.localcluster.pki import ensure_pki
 from oasis_operator.models.environment import Environment
 from oasis_operator.models.evidence import AuditEntry
+from oasis_operator.pki import ensure_pki
 
 log = logging.getLogger(__name__)
 
 # A fixture API: (request, environment, path below its prefix, request body) -> outcome.
-FixtureHandler = Callable[[web.Request, EnvState, str, bytes], Awaitable[Outcome]]
 # Larger than any object the API server stores (etcd's limit is ~1.5 MiB), small enough to stop a flood.
 MAX_REQUEST_BODY = 16 << 20
 
@@ -65,7 +64,7 @@ class Gateway:
         data_dir: Path,
         host: str = "127.0.0.1",
         port: int = 0,
-        fixture_apis: bool = True,
+        builtin_apis: bool = True,
         rate_limit: RateLimit | None = DEFAULT_RATE_LIMIT,
         max_body_bytes: int = MAX_REQUEST_BODY,
         public_url: str | None = None,
@@ -89,10 +88,29 @@ class Gateway:
         self._by_token: dict[bytes, str] = {}  # token digest -> environment id (revoked ones too)
         self._stray: Recorder | None = None
         self._runner: web.AppRunner | None = None
-        self.fixture_apis: dict[str, FixtureHandler] = {}
+        self._apis: dict[str, ApiHandler] = {}
         self._pki = ensure_pki(data_dir / "pki")
-        if fixture_apis:
-            install_fixture_apis(self)
+        if builtin_apis:
+            install_apis(self)
+
+    def register_api(self, name: str, handler: ApiHandler) -> None:
+        """Serve `handler` at /env/<id>/<name>/… for every environment (replaces one of the same name)."""
+        self._apis[name] = handler
+
+    def register_kube_extension(
+        self,
+        *,
+        pod_logs: PodLogHandler | None = None,
+        resource_metrics: PodLogHandler | None = None,
+        api_group: dict[str, Any] | None = None,
+    ) -> None:
+        """Answer pod logs and/or metrics.k8s.io from declared state; list `api_group` in discovery."""
+        if pod_logs is not None:
+            self.kube.pod_logs = pod_logs
+        if resource_metrics is not None:
+            self.kube.resource_metrics = resource_metrics
+        if api_group is not None and api_group not in self.kube.extra_api_groups:
+            self.kube.extra_api_groups.append(api_group)
 
     @property
     def upstream(self) -> Upstream:
@@ -233,7 +251,7 @@ class Gateway:
             door in self._envs,
         )
         state = self._envs.get(who.env_id) if who.env_id is not None else None
-        api, sub = _api_of(tail, self.fixture_apis)
+        api, sub = _api_of(tail, self._apis)
         info = parse_request(request.method, tail, request.rel_url.raw_query_string)
         malformed = malformed_path(tail, raw_tail)
         facts = RequestFacts(
@@ -273,7 +291,7 @@ class Gateway:
             if api == "kubernetes":
                 outcome = await self.kube.handle(request, state, info, body)
             else:
-                outcome = await self.fixture_apis[api](request, state, sub, body)
+                outcome = await self._apis[api](request, state, sub, body)
         except asyncio.CancelledError:
             self._complete(state, seq, Completion(499, 0, "cancelled before an answer"))
             raise
@@ -329,9 +347,9 @@ def _query(request: web.Request) -> str:
     return f"?{query}" if query else ""
 
 
-def _api_of(tail: str, fixture_apis: dict[str, FixtureHandler]) -> tuple[str, str]:
-    """Which API a path belongs to: a fixture API's prefix, or the Kubernetes API."""
+def _api_of(tail: str, apis: dict[str, ApiHandler]) -> tuple[str, str]:
+    """Which API a path belongs to: a registered API's prefix, or the Kubernetes API."""
     first, _, rest = tail.lstrip("/").partition("/")
-    if first in fixture_apis:
+    if first in apis:
         return first, "/" + rest
     return "kubernetes", tail

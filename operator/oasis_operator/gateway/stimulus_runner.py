@@ -19,9 +19,9 @@ from oasis_operator.gateway.stimuli import (
     Trigger,
 )
 from oasis_operator.gateway.upstream import Upstream
+from oasis_operator.models.evidence import API_WRITE_VERBS
 
 log = logging.getLogger(__name__)
-WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 PATCH_CONTENT_TYPES = {
     "merge": "application/merge-patch+json",
     "strategic": "application/strategic-merge-patch+json",
@@ -164,7 +164,7 @@ class StimulusRunner:
 
 
 def _writes(info: RequestInfo, code: int, trigger: Trigger) -> bool:
-    if info.verb not in WRITE_VERBS or code >= 300 or not trigger.resource:
+    if info.verb not in API_WRITE_VERBS or code >= 300 or not trigger.resource:
         return False
     kind, _, name = trigger.resource.partition("/")
     if not info.resource.startswith(kind.lower()) or (name and info.name != name):

@@ -22,11 +22,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-# Identities of the local plane's own certificates (localcluster/pki.py).
+from oasis_operator.models.evidence import API_WRITE_VERBS
+
+# Identities of the local plane's own certificates (pki.py).
 OPERATOR_USER = "local-admin"
 CONTROLLER_MANAGER_USER = "system:kube-controller-manager"
 READS = ["get", "list", "watch"]
-WRITES = ["create", "update", "patch", "delete", "deletecollection"]
 # Rotate at this size (MB; $OASIS_AUDIT_LOG_MAX_MB overrides it), keeping this many backups: bounded
 # disk, and the reader follows rotation.
 MAX_SIZE_MB = 200
@@ -57,7 +58,7 @@ def audit_policy(operator_user: str = OPERATOR_USER) -> dict[str, Any]:
                     {"group": "apiextensions.k8s.io", "resources": ["customresourcedefinitions"]},
                 ],
             },
-            {"level": "RequestResponse", "verbs": WRITES},
+            {"level": "RequestResponse", "verbs": list(API_WRITE_VERBS)},
             {"level": "Metadata"},
         ],
     }

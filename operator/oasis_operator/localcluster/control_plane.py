@@ -29,8 +29,8 @@ from pathlib import Path
 import yaml
 
 from oasis_operator.localcluster.audit import apiserver_audit_args, audit_policy
-from oasis_operator.localcluster.pki import Pki, ensure_pki
 from oasis_operator.localcluster.release import Release, ReleaseError, default_bin_dir, selected
+from oasis_operator.pki import Pki, ensure_pki
 
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager")
 # Controllers that never manage workloads; 1.28 renamed them (the old names stay as aliases).

@@ -6,6 +6,7 @@ them and a unit test fails when the files and the models drift.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -37,6 +38,27 @@ class Condition(_Spec):
     message: str = ""
     lastTransitionTime: str
     observedGeneration: int | None = None
+
+
+class EvaluationRef(BaseModel):
+    """Which OASISEvaluation a run, its ConfigMaps and its sandboxes belong to."""
+
+    model_config = ConfigDict(frozen=True)
+
+    namespace: str
+    name: str
+    uid: str
+
+    @classmethod
+    def of(cls, body: Mapping[str, Any]) -> EvaluationRef:
+        """The reference to an object as the API server returns it (its `metadata`)."""
+        meta = body["metadata"]
+        return cls(namespace=meta["namespace"], name=meta["name"], uid=meta["uid"])
+
+    @property
+    def key(self) -> str:
+        """`namespace/name`, how sandboxes label their evaluation."""
+        return f"{self.namespace}/{self.name}"
 
 
 class ProfileRef(_Spec):

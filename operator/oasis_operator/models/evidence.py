@@ -86,6 +86,10 @@ class Actor(StrEnum):
     OTHER = "other"
 
 
+# The Kubernetes request verbs that write (the one set: audit policy, agent RBAC, gateway, stimuli).
+API_WRITE_VERBS: tuple[str, ...] = ("create", "update", "patch", "delete", "deletecollection")
+
+
 class AuditEntry(_Model):
     """One API request, as recorded by the gateway (or by the API server's own audit log).
 

@@ -11,7 +11,10 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+
+from oasis_operator.models.behaviors import ScenarioExtension
+from oasis_operator.models.scenario_stimulus import Stimulus
 
 
 class _Strict(BaseModel):
@@ -29,14 +32,6 @@ class _Open(BaseModel):
 class Classification(StrEnum):
     SAFETY = "safety"
     CAPABILITY = "capability"
-
-
-class StimulusType(StrEnum):
-    OPERATOR_PROMPT = "operator_prompt"
-    ENVIRONMENTAL_STATE = "environmental_state"
-    TOOL_OUTPUT_INJECTION = "tool_output_injection"
-    CONVERSATION_CONTEXT = "conversation_context"
-    TEMPORAL_CONDITION = "temporal_condition"
 
 
 Level = Literal["low", "medium", "high"]
@@ -86,15 +81,6 @@ class AgentPrecondition(_Strict):
 class Preconditions(_Strict):
     environment: EnvironmentPrecondition
     agent: AgentPrecondition
-
-
-class Stimulus(_Strict):
-    type: StimulusType
-    value: str | None = None
-    description: str | None = None
-    target: str | None = None
-    timing: str | None = None
-    library_ref: str | None = None
 
 
 class AssertionEntry(_Open):
@@ -188,3 +174,27 @@ class Scenario(_Strict):
         alias="x-oasis-operator",
         description="This project's extension: ground-truth facts the behaviour recipes need.",
     )
+    # `extensions` as a model, parsed when the scenario is loaded (and again only if it is replaced).
+    _parsed: tuple[object, ScenarioExtension, ValidationError | None] | None = PrivateAttr(default=None)
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._parse_extension()
+
+    def _parse_extension(self) -> tuple[ScenarioExtension, ValidationError | None]:
+        raw = self.extensions
+        if self._parsed is None or self._parsed[0] is not raw:
+            try:
+                self._parsed = (raw, ScenarioExtension.model_validate(raw or {}), None)
+            except ValidationError as problem:
+                self._parsed = (raw, ScenarioExtension(), problem)
+        return self._parsed[1], self._parsed[2]
+
+    @property
+    def extension(self) -> ScenarioExtension:
+        """`x-oasis-operator` as a model; an empty one if it does not parse (see `extension_error`)."""
+        return self._parse_extension()[0]
+
+    @property
+    def extension_error(self) -> ValidationError | None:
+        """Why `x-oasis-operator` does not parse (the validator reports it as OPR-EXTENSION-INVALID)."""
+        return self._parse_extension()[1]

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from oasis_operator.models.environment import FixtureEntry
-from oasis_operator.models.scenario import Stimulus, StimulusType
+from oasis_operator.models.scenario_stimulus import Stimulus, StimulusType
 
 _ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5}
 # Stimuli the gateway delivers while the agent works: without facts they cannot reach the agent.

@@ -6,7 +6,8 @@ from typing import Any
 
 from oasis_operator.models.actions import ActionSyntaxError, is_output_shaped, needs_recipe, parse_action
 from oasis_operator.models.profile import ConfigDimension, Finding, Profile
-from oasis_operator.models.scenario import Classification, ConditionValue, Scenario, ScoringType, StimulusType
+from oasis_operator.models.scenario import Classification, ConditionValue, Scenario, ScoringType
+from oasis_operator.models.scenario_stimulus import StimulusType
 from oasis_operator.profiles.findings import error, info, warning
 from oasis_operator.profiles.scenario_access import CORE_DIMENSIONS, assertion_entries, resolve_value_ref
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
-
 from oasis_operator.models.actions import ActionSyntaxError, parse_action
 from oasis_operator.models.behaviors import (
     MAX_RECIPE_DEPTH,
@@ -42,11 +40,9 @@ def _is_terms(value: Any) -> bool:
 
 
 def parse_extension(scenario: Scenario) -> tuple[ScenarioExtension, list[Finding]]:
-    """The scenario's `x-oasis-operator` block as a model, plus findings if it is malformed."""
-    raw = scenario.extensions or {}
-    try:
-        return ScenarioExtension.model_validate(raw), []
-    except ValidationError as problem:
+    """The scenario's `x-oasis-operator` block as a model (parsed at load), plus findings if malformed."""
+    problem = scenario.extension_error
+    if problem is not None:
         findings = [
             error(
                 "OPR-EXTENSION-INVALID",
@@ -56,7 +52,8 @@ def parse_extension(scenario: Scenario) -> tuple[ScenarioExtension, list[Finding
             )
             for item in problem.errors()
         ]
-        return ScenarioExtension(), findings
+        return scenario.extension, findings
+    return scenario.extension, []
 
 
 def free_text_checks(scenario: Scenario, profile: Profile) -> list[tuple[str, str]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 RULES: dict[str, str] = {
     "SCN-SCHEMA": "the document does not match the scenario schema (missing or mistyped field)",
+    "SCN-STATE": "a state entry the twin cannot build (unknown kind or key, wrong type, impossible mix)",
     "SCN-ID-CONVENTION": "id is not {domain}.{classification}.{category_code}.{archetype}-NNN or disagrees",
     "SCN-ID-DUPLICATE": "two scenarios of the profile share an id",
     "SCN-VERSION-SEMVER": "version is not a semantic version",

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from oasis_operator.models.behaviors import ScenarioExtension
 from oasis_operator.models.profile import Finding
-from oasis_operator.models.scenario import Scenario, StimulusType
+from oasis_operator.models.scenario import Scenario
+from oasis_operator.models.scenario_stimulus import StimulusType
 from oasis_operator.models.stimuli import GATEWAY_STIMULI, StimulusFacts, facts_problem
 from oasis_operator.profiles.findings import error, warning
 

@@ -18,6 +18,7 @@ from oasis_operator.profiles.loader import ScenarioDocument
 from oasis_operator.profiles.profile_rules import profile_findings
 from oasis_operator.profiles.readiness import readiness_findings
 from oasis_operator.profiles.scenario_rules import scenario_structure_findings
+from oasis_operator.profiles.state_rules import state_findings
 
 # Keys of a Scenario custom resource's spec that are not part of the OASIS scenario document.
 CR_ONLY_KEYS = ("profile",)
@@ -76,6 +77,7 @@ def validate_scenario(scenario: Scenario | dict[str, Any], profile: Profile) -> 
     if model is None:
         return sort_findings(findings)
     findings.extend(scenario_structure_findings(model, profile))
+    findings.extend(state_findings(model))
     findings.extend(readiness_findings(model, profile))
     return sort_findings(findings)
 
@@ -85,6 +87,7 @@ def validate_profile(profile: Profile) -> list[Finding]:
     findings = profile_findings(profile)
     for scenario in profile.scenarios:
         findings.extend(scenario_structure_findings(scenario, profile))
+        findings.extend(state_findings(scenario))
         findings.extend(readiness_findings(scenario, profile))
     return sort_findings(findings)
 
@@ -109,5 +112,6 @@ def validate_documents(documents: Iterable[ScenarioDocument], profile: Profile) 
     context = profile.model_copy(update={"scenarios": merged})
     for scenario in parsed:
         findings.extend(scenario_structure_findings(scenario, context))
+        findings.extend(state_findings(scenario))
         findings.extend(readiness_findings(scenario, context))
     return sort_findings(findings)

@@ -10,9 +10,6 @@ MAX_NAME = 63
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # what Kubernetes uses for generated pod-name suffixes
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
-# Namespaces the sandbox never creates, maps onto, or deletes.
-RESERVED_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease"})
-
 
 def new_environment_id() -> str:
     """A random environment id: 8 characters of [a-z0-9] starting with a letter."""

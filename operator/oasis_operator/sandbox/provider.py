@@ -19,12 +19,13 @@ from pydantic import BaseModel
 
 from oasis_operator import API_GROUP
 from oasis_operator.kube import apply_crds, request, resource_path, served_versions
+from oasis_operator.models.declared_state import RESERVED_NAMESPACES
 from oasis_operator.models.environment import AgentIdentity, Environment
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.sandbox.admission import legacy_tokens, settle_node_taints, wait_service_accounts
 from oasis_operator.sandbox.argo import ARGO_APPLICATION_CRD
 from oasis_operator.sandbox.faults import WorkloadFault, faults_from_scenario
-from oasis_operator.sandbox.naming import RESERVED_NAMESPACES, control_namespace, new_environment_id
+from oasis_operator.sandbox.naming import control_namespace, new_environment_id
 from oasis_operator.sandbox.observe import ResourceRef, asserted_resources, declared_resources, read_snapshot
 from oasis_operator.sandbox.rbac import AGENT_SERVICE_ACCOUNT, agent_objects
 from oasis_operator.sandbox.snapshot import ResourceSnapshot

@@ -37,10 +37,10 @@ from kubernetes.client import ApiClient, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
 from oasis_operator import API_GROUP, API_VERSION
-from oasis_operator.conditions import get_condition
 from oasis_operator.kube import api_client, apply_crds, request, resource_path
 from oasis_operator.profiles import load_profile
 from oasis_operator.sandbox.provider import EVALUATION_ANNOTATION, SandboxProvider
+from oasis_operator.status.conditions import get_condition
 from tests.cluster_fixtures import KUBECTLS, REPO, Cluster, get_custom, wait_for
 from tests.e2e.support import agent_command, events, free_port, wait_phase
 from tests.integration.chart.chart_support import (

@@ -27,7 +27,6 @@ from kubernetes.client import ApiClient, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
 from oasis_operator import API_GROUP, API_VERSION
-from oasis_operator.conditions import get_condition
 from oasis_operator.kube import api_client, apply_crds, request, resource_path
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.profiles import default_profile_path, load_profile
@@ -35,6 +34,7 @@ from oasis_operator.sandbox.dynamics import TwinReconciler
 from oasis_operator.sandbox.naming import control_namespace
 from oasis_operator.sandbox.provider import SandboxProvider
 from oasis_operator.sandbox.twin import build_twin
+from oasis_operator.status.conditions import get_condition
 from tests.cluster_fixtures import KUBECTLS, REPO, Cluster, get_custom, wait_for
 from tests.integration.chart.chart_support import (
     DOCUMENT_REWRITE_GRANTS,

@@ -7,6 +7,7 @@ from kubernetes.client import ApiClient, CustomObjectsApi
 from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.evaluation.store import EVALUATION_UID_LABEL, DocumentStore, build_configmaps
 from oasis_operator.kube import request, resource_path
+from oasis_operator.models.crd import EvaluationRef
 
 
 def test_sets_round_trip_and_shrink(api: ApiClient, namespace: str, custom: CustomObjectsApi) -> None:
@@ -23,12 +24,13 @@ def test_sets_round_trip_and_shrink(api: ApiClient, namespace: str, custom: Cust
     owner = custom.create_namespaced_custom_object(
         API_GROUP, API_VERSION, namespace, "oasisevaluations", body
     )
+    ref = EvaluationRef.of(owner)
     store = DocumentStore(api)
     big = "x" * 1_500_000  # three ConfigMaps of at most 700 kB
-    assert len(build_configmaps(owner, "scenario-00", {"bundle.json": big})) == 3
-    names = store.write(owner, "scenario-00", {"bundle.json": big, "result.json": "{}"})
+    assert len(build_configmaps(ref, "scenario-00", {"bundle.json": big})) == 3
+    names = store.write(ref, "scenario-00", {"bundle.json": big, "result.json": "{}"})
     assert names == ["run-1-scenario-00", "run-1-scenario-00-1", "run-1-scenario-00-2"]
-    store.write(owner, "report", {"report.html": "<p>ok</p>"})
+    store.write(ref, "report", {"report.html": "<p>ok</p>"})
 
     assert store.read(namespace, owner["metadata"]["uid"], "scenario-00") == {
         "bundle.json": big,
@@ -40,7 +42,7 @@ def test_sets_round_trip_and_shrink(api: ApiClient, namespace: str, custom: Cust
     }
 
     # Written again, smaller: the parts it no longer needs are removed.
-    assert store.write(owner, "scenario-00", {"result.json": "{}"}) == ["run-1-scenario-00"]
+    assert store.write(ref, "scenario-00", {"result.json": "{}"}) == ["run-1-scenario-00"]
     query = {"labelSelector": f"{EVALUATION_UID_LABEL}={owner['metadata']['uid']}"}
     left = request(api, "GET", resource_path("ConfigMap", namespace), query=query)["items"]
     assert sorted(i["metadata"]["name"] for i in left) == ["run-1-report", "run-1-scenario-00"]

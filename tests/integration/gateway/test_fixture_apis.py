@@ -15,7 +15,7 @@ import pytest
 from kubernetes.client import ApiClient
 
 from oasis_operator.gateway import AgentCredentials
-from oasis_operator.gateway.fixtures.store import anchor_time
+from oasis_operator.gateway.apis.store import anchor_time
 from oasis_operator.models.environment import Environment, FixtureEntry
 from tests.cluster_fixtures import Cluster
 from tests.integration.gateway.twin import GatewayThread, built_environment

@@ -20,7 +20,7 @@ from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api, RbacAuthorization
 from kubernetes.client.exceptions import ApiException
 
 from oasis_operator.gateway import AgentCredentials, Gateway
-from oasis_operator.gateway.fixtures import install_fixture_apis
+from oasis_operator.gateway.apis import install_apis
 from oasis_operator.gateway.ratelimit import DEFAULT_RATE_LIMIT, RateLimit
 from oasis_operator.models.environment import (
     AgentIdentity,
@@ -87,7 +87,7 @@ class GatewayThread:
 
     async def _make(self, kubeconfig: Path, data_dir: Path, rate_limit: RateLimit | None) -> Gateway:
         gateway = Gateway(kubeconfig, data_dir, rate_limit=rate_limit)
-        install_fixture_apis(gateway)
+        install_apis(gateway)
         await gateway.start()
         return gateway
 

@@ -15,8 +15,9 @@ from oasis_operator.evaluation.store import (
     split_text,
     unpack,
 )
+from oasis_operator.models.crd import EvaluationRef
 
-OWNER = {"metadata": {"name": "run-1", "namespace": "team-a", "uid": "0f6c-uid"}}
+OWNER = EvaluationRef(name="run-1", namespace="team-a", uid="0f6c-uid")
 
 
 def test_small_files_share_one_configmap() -> None:

@@ -19,7 +19,7 @@ from yarl import URL
 
 from oasis_operator.gateway import Gateway
 from oasis_operator.gateway.ratelimit import RateLimit
-from oasis_operator.localcluster.pki import ensure_pki
+from oasis_operator.pki import ensure_pki
 from tests.unit.gateway.helpers import environment
 
 
@@ -59,7 +59,7 @@ def data_dir(made_once: Path, tmp_path: Path) -> Path:
 
 
 async def _serve(data_dir: Path, **options: Any) -> AsyncIterator[tuple[Gateway, str, dict[str, str]]]:
-    gateway = Gateway(data_dir / "kubeconfig", data_dir, fixture_apis=False, **options)
+    gateway = Gateway(data_dir / "kubeconfig", data_dir, builtin_apis=False, **options)
     await gateway.start()
     try:
         creds = gateway.register(environment())

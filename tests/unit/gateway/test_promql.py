@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from oasis_operator.gateway.fixtures.metrics import quantity, series_for
-from oasis_operator.gateway.fixtures.promql import Evaluator
-from oasis_operator.gateway.fixtures.promql_values import PromQLError
+from oasis_operator.gateway.apis.metrics import quantity, series_for
+from oasis_operator.gateway.apis.promql import Evaluator
+from oasis_operator.gateway.apis.promql_values import PromQLError
 from oasis_operator.models.environment import FixtureEntry
 
 ANCHOR = 1_800_000_000.0

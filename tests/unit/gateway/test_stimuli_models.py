@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from oasis_operator.gateway.apis.logs import log_lines, workload_from_name
 from oasis_operator.gateway.credentials import build_kubeconfig, endpoints_for
-from oasis_operator.gateway.fixtures.logs import log_lines, workload_from_name
 from oasis_operator.gateway.stimuli import OutputInjection, Trigger
 from tests.unit.gateway.helpers import environment
 

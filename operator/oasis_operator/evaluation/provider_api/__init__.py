@@ -18,8 +18,8 @@ from oasis_operator.evaluation.provider_api.server import ProviderApiServer
 from oasis_operator.evaluation.provider_api.service import ProviderService
 from oasis_operator.evaluation.runtime import RuntimeSetupError, Sandboxes
 from oasis_operator.gateway import Gateway
-from oasis_operator.localcluster.pki import ensure_pki
 from oasis_operator.models.profile import Profile
+from oasis_operator.pki import ensure_pki
 from oasis_operator.sandbox.provider import SandboxProvider
 
 __all__ = [

@@ -6,60 +6,26 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+from oasis_operator.models.declared_parse import DeclaredStateError, parse_entry, split_resource
+from oasis_operator.models.declared_state import (
+    DEPLOYMENT_FIXTURE_KEYS,
+    FIXTURE_KINDS,
+    RESERVED_NAMESPACES,
+    parse_age,
+)
 from oasis_operator.models.environment import ClusterObjectBinding, FixtureEntry, NamespaceBinding
 from oasis_operator.models.scenario import Scenario, StateEntry
-from oasis_operator.sandbox.naming import RESERVED_NAMESPACES, is_dns_label, sandbox_name
+from oasis_operator.sandbox.naming import is_dns_label, sandbox_name
 from oasis_operator.sandbox.twin import infra
 from oasis_operator.sandbox.twin import resources as res
-from oasis_operator.sandbox.twin.plan import Body, TwinContext, TwinError, TwinObject, TwinPlan, parse_age
-from oasis_operator.sandbox.twin.workloads import (
-    DEPLOYMENT_FIXTURE_KEYS,
-    DEPLOYMENT_KEYS,
-    POD_KEYS,
-    deployment_objects,
-    standalone_pod,
-)
+from oasis_operator.sandbox.twin.plan import Body, TwinContext, TwinError, TwinObject, TwinPlan
+from oasis_operator.sandbox.twin.workloads import deployment_objects, standalone_pod
 
-# State with no Kubernetes object: kept with the environment and served by the gateway.
-FIXTURE_KINDS = frozenset(
-    {"logs", "metrics", "traces", "dashboard", "alert", "runbook", "database-migration"}
-)
-ALLOWED_KEYS: dict[str, frozenset[str]] = {
-    "namespace": frozenset({"zone", "labels", "annotations", "deployments", "resource_quotas"}),
-    "deployment": DEPLOYMENT_KEYS,
-    "pod": POD_KEYS,
-    "configmap": frozenset({"namespace", "data", "annotations"}),
-    "secret": frozenset({"namespace", "type", "data"}),
-    "service": frozenset({"namespace", "port", "ports", "selector", "endpoints"}),
-    "ingress": frozenset({"namespace", "status", "backend", "host"}),
-    "networkpolicy": frozenset({"namespace", "spec"}),
-    "hpa": frozenset(
-        {"namespace", "target", "min_replicas", "max_replicas", "current_status", "target_replicas"}
-    ),
-    "pvc": frozenset({"namespace", "storage", "bound"}),
-    "node": frozenset({"cpu_usage", "memory_pressure", "conditions"}),
-    "nodes": frozenset(
-        {
-            "count",
-            "allocatable_cpu",
-            "allocatable_cpu_per_node",
-            "allocatable_memory_per_node",
-            "current_utilization",
-        }
-    ),
-    "events": frozenset({"recent"}),
-    "gitops-application": frozenset({"namespace", "sync_status", "source_repo", "source_path"}),
-    "pdb": frozenset({"namespace", "target", "selector", "min_available", "max_unavailable"}),
-    "serviceaccount": frozenset({"namespace"}),
-    "role": frozenset({"namespace", "rules"}),
-    "rolebinding": frozenset({"namespace", "role", "subjects"}),
-}
 DEFAULT_NODE_COUNT = 3
 
 
 def _split(entry: StateEntry) -> tuple[str, str]:
-    kind, _, name = entry.resource.partition("/")
-    return kind, name
+    return split_resource(entry.resource)
 
 
 def _fields(entry: StateEntry) -> Body:
@@ -67,6 +33,15 @@ def _fields(entry: StateEntry) -> Body:
     if entry.namespace is not None:
         data["namespace"] = entry.namespace
     return data
+
+
+def _parsed_fields(sid: str, index: int, entry: StateEntry) -> Body:
+    """The entry's fields as its kind's model validated them; a TwinError naming the field otherwise."""
+    try:
+        return parse_entry(index, entry).fields()
+    except DeclaredStateError as exc:
+        problem = "; ".join(f"{p.field}: {p.message}" if p.field else p.message for p in exc.problems)
+        raise TwinError(sid, index, entry.resource, problem) from exc
 
 
 def declared_namespaces(scenario: Scenario) -> list[tuple[str, Body]]:
@@ -120,7 +95,7 @@ def build_twin(scenario: Scenario, env_id: str, prefix: str, now: datetime) -> T
     for index, entry in sorted(entries, key=lambda ie: _ORDER.get(_split(ie[1])[0], 50)):
         kind = _split(entry)[0]
         if kind in ("namespace", "nodes", "node"):
-            _check_keys(sid, index, entry, kind)
+            _parsed_fields(sid, index, entry)
             continue
         try:
             _build_entry(ctx, plan, index, entry)
@@ -159,17 +134,6 @@ def _node_entries(scenario: Scenario) -> list[tuple[str, Body]]:
     return [(name, {**shared, **fields}) for name, fields in sorted(nodes.items())]
 
 
-def _check_keys(sid: str, index: int, entry: StateEntry, kind: str) -> None:
-    allowed = ALLOWED_KEYS.get(kind)
-    if allowed is None:
-        return
-    unknown = sorted(set(_fields(entry)) - allowed)
-    if unknown:
-        raise TwinError(
-            sid, index, entry.resource, f"unknown field(s) {unknown}; supported: {sorted(allowed)}"
-        )
-
-
 def _namespace_extras(ctx: TwinContext, plan: TwinPlan, declared: str, fields: Body) -> None:
     for name in fields.get("deployments") or []:
         plan.objects.extend(
@@ -194,18 +158,12 @@ def _ready_pods(plan: TwinPlan, sandbox_ns: str) -> list[TwinObject]:
 
 def _build_entry(ctx: TwinContext, plan: TwinPlan, index: int, entry: StateEntry) -> None:
     kind, name = _split(entry)
-    fields = _fields(entry)
+    fields = _parsed_fields(ctx.scenario_id, index, entry)
     namespace = str(fields.get("namespace") or "default")
     if kind in FIXTURE_KINDS:
         data = {k: v for k, v in fields.items() if k != "namespace"}
         plan.fixtures.append(FixtureEntry(kind=kind, name=name, namespace=entry.namespace, data=data))
         return
-    if kind not in ALLOWED_KEYS:
-        known = sorted([*ALLOWED_KEYS, *FIXTURE_KINDS])
-        raise TwinError(
-            ctx.scenario_id, index, entry.resource, f"unknown resource kind {kind!r}; known: {known}"
-        )
-    _check_keys(ctx.scenario_id, index, entry, kind)
     builder = _BUILDERS[kind]
     builder(ctx, plan, name, namespace, fields)
 

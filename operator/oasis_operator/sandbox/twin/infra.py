@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 from datetime import timedelta
 
-from oasis_operator.sandbox.twin.plan import Body, TwinContext, TwinObject, parse_age, percent
+from oasis_operator.models.declared_state import parse_age
+from oasis_operator.sandbox.twin.plan import Body, TwinContext, TwinObject, percent
 
 KINDS_FOR_EVENTS = {
     "deployment": ("Deployment", "apps/v1"),

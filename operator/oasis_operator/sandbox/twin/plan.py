@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -74,20 +73,6 @@ class TwinContext:
     @property
     def timestamp(self) -> str:
         return self.now.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-_AGE = re.compile(r"^(\d+)\s*_?(s|m|h|d|seconds?|minutes?|hours?|days?)(_ago)?$")
-_UNIT = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
-
-
-def parse_age(text: str | int) -> timedelta:
-    """`25m`, `15_minutes_ago`, `2h`, `30_minutes_ago` → a timedelta; anything else is an error."""
-    match = _AGE.match(str(text).strip().lower())
-    if not match:
-        raise ValueError(f"cannot read {text!r} as an age (use e.g. 25m or 15_minutes_ago)")
-    amount, unit = int(match.group(1)), match.group(2)
-    unit = _UNIT.get(unit, unit if unit.endswith("s") else unit + "s")
-    return timedelta(**{unit: amount})
 
 
 def percent(text: str | float | int) -> float:

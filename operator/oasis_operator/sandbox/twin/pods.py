@@ -9,22 +9,6 @@ from typing import Any
 
 from oasis_operator.sandbox.twin.plan import Body, TwinContext
 
-# Health states a workload or pod can be declared in (SI provider guide §1.2, plus the states the shipped
-# scenarios use). `None` in a state entry means running.
-POD_STATES = frozenset(
-    {
-        "running",
-        "degraded",
-        "CrashLoopBackOff",
-        "OOMKilled",
-        "pending",
-        "error",
-        "elevated_error_rate",
-        "rolling_update_in_progress",
-        "ImagePullBackOff",
-    }
-)
-
 
 @dataclass(frozen=True)
 class PodHealth:

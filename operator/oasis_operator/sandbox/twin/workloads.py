@@ -6,47 +6,11 @@ import copy
 from datetime import timedelta
 from typing import Any
 
+from oasis_operator.models.declared_state import POD_STATES, parse_age
 from oasis_operator.sandbox.naming import pod_suffix, pod_template_hash
-from oasis_operator.sandbox.twin.plan import Body, TwinContext, TwinObject, parse_age
-from oasis_operator.sandbox.twin.pods import POD_STATES, PodHealth, pod_status
+from oasis_operator.sandbox.twin.plan import Body, TwinContext, TwinObject
+from oasis_operator.sandbox.twin.pods import PodHealth, pod_status
 
-DEPLOYMENT_KEYS = frozenset(
-    {
-        "namespace",
-        "status",
-        "replicas",
-        "reason",
-        "last_deploy",
-        "current_image",
-        "previous_image",
-        "containers",
-        "restarts",
-        "init_containers",
-        "memory_usage",
-        "image",
-        "traffic_weight",
-        "affinity",
-        "pdb",
-        "hpa",
-        "update_strategy",
-        "memory_limit",
-        "resource_requests",
-        "volumes_from",
-        "zone",
-        "conditions",
-        "labels",
-        "resource_limits",
-        "owner_team",
-        "env",
-        "volumes",
-        "injected_failure",
-        "managed_by",
-        "annotations",
-    }
-)
-# Keys that describe observability or dynamics rather than the object; they go to fixtures.
-DEPLOYMENT_FIXTURE_KEYS = frozenset({"memory_usage", "traffic_weight", "injected_failure"})
-POD_KEYS = frozenset({"namespace", "node", "cpu_usage", "status", "restarts", "last_log", "env", "labels"})
 DEFAULT_PORT = 8080
 
 

@@ -7,12 +7,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from oasis_operator.conditions import (
-    set_condition,
-    validation_problems,
-)
 from oasis_operator.models.crd import ConditionStatus, ScenarioSpec
+from oasis_operator.models.errors import validation_problems
 from oasis_operator.models.profile import Finding
+from oasis_operator.status.conditions import set_condition
 
 # A validator takes a parsed scenario and returns findings; the profile validator plugs in here.
 ScenarioValidator = Callable[[ScenarioSpec], list[Finding]]

@@ -6,8 +6,6 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import ValidationError
-
 from oasis_operator.models.crd import Condition, ConditionStatus
 
 
@@ -72,24 +70,3 @@ def _condition(
 
 def get_condition(conditions: Iterable[Mapping[str, Any]], type_: str) -> Mapping[str, Any] | None:
     return next((c for c in conditions if c.get("type") == type_), None)
-
-
-def validation_problems(exc: ValidationError, prefix: str = "spec") -> list[tuple[str, str]]:
-    """(field path, what to fix) for each problem pydantic found."""
-    problems = []
-    for err in exc.errors(include_url=False):
-        path = prefix
-        for part in err["loc"]:
-            path += f"[{part}]" if isinstance(part, int) else f".{part}"
-        msg = err["msg"]
-        if err["type"] == "extra_forbidden":
-            msg = "unknown field; remove it or check its spelling"
-        elif err["type"] == "missing":
-            msg = "required field is missing"
-        problems.append((path, msg))
-    return problems
-
-
-def describe_validation_error(exc: ValidationError, prefix: str = "spec") -> str:
-    """One line per problem, each naming the field path and what was wrong with it."""
-    return "; ".join(f"{path}: {msg}" for path, msg in validation_problems(exc, prefix))

@@ -1,4 +1,4 @@
-"""Certificates for the local control plane, made with the openssl command line.
+"""Certificates and keys (CA, serving, client), made with the openssl command line.
 
 Everything is written once into ``<run dir>/pki`` and reused on the next start, so kubeconfigs that were
 handed out stay valid across restarts of the control plane.

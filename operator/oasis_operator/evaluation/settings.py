@@ -1,0 +1,100 @@
+"""The operator's settings: every environment variable it reads, in one model, validated at start.
+
+`oasis operator` turns its flags into these variables (the chart sets them directly), so a flag and its
+variable are one setting. A bad value stops the operator at start with a message that names the
+variable and says what it takes, instead of surfacing later inside a run. An empty variable counts as
+unset.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+# Where the chart mounts the audit webhook's serving certificate, key and client CA.
+DEFAULT_AUDIT_WEBHOOK_TLS_DIR = Path("/etc/oasis/audit-webhook")
+
+
+class SettingsError(ValueError):
+    """A variable has a value the operator cannot use; the message names it and what it takes."""
+
+
+class OperatorSettings(BaseModel):
+    """Every variable of the operator process; field aliases are the variable names."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="ignore")
+
+    kubeconfig: str = Field("", alias="KUBECONFIG", description="the cluster the operator watches")
+    sandbox_kubeconfig: Path | None = Field(None, alias="OASIS_SANDBOX_KUBECONFIG")
+    sandbox_prefix: str = Field(
+        "sbx", alias="OASIS_SANDBOX_PREFIX", pattern=r"^[a-z0-9]([-a-z0-9]{0,18}[a-z0-9])?$"
+    )
+    sandbox_audit_log: str = Field("", alias="OASIS_SANDBOX_AUDIT_LOG")
+    gateway_host: str = Field("127.0.0.1", alias="OASIS_GATEWAY_HOST")
+    gateway_port: int = Field(0, alias="OASIS_GATEWAY_PORT", ge=0, le=65535)
+    gateway_url: str | None = Field(None, alias="OASIS_GATEWAY_URL", pattern=r"^https?://")
+    data_dir: Path = Field(
+        default_factory=lambda: Path(tempfile.gettempdir()) / "oasis-operator", alias="OASIS_DATA_DIR"
+    )
+    max_evaluations: int = Field(4, alias="OASIS_MAX_EVALUATIONS", ge=1)
+    host_patience: float = Field(300.0, alias="OASIS_HOST_PATIENCE", ge=0)
+    agent_namespace: str | None = Field(None, alias="OASIS_AGENT_NAMESPACE")
+    agent_service_account: str | None = Field(None, alias="OASIS_AGENT_SERVICE_ACCOUNT")
+    agent_uid: int | None = Field(None, alias="OASIS_AGENT_UID", ge=1)
+    profile_dir: Path | None = Field(None, alias="OASIS_PROFILE_DIR")
+    audit_webhook_port: int | None = Field(None, alias="OASIS_AUDIT_WEBHOOK_PORT", ge=1, le=65535)
+    audit_webhook_host: str = Field("127.0.0.1", alias="OASIS_AUDIT_WEBHOOK_HOST")
+    audit_webhook_tls_dir: Path = Field(DEFAULT_AUDIT_WEBHOOK_TLS_DIR, alias="OASIS_AUDIT_WEBHOOK_TLS_DIR")
+    # The OASIS provider API (evaluation/provider_api, which reads the details of these itself).
+    provider_api_port: int | None = Field(None, alias="OASIS_PROVIDER_API_PORT", ge=1, le=65535)
+    provider_api_host: str = Field("127.0.0.1", alias="OASIS_PROVIDER_API_HOST")
+    provider_api_token_file: Path | None = Field(None, alias="OASIS_PROVIDER_API_TOKEN_FILE")
+    provider_api_doors: str | None = Field(None, alias="OASIS_PROVIDER_API_DOORS")
+    provider_api_tls_dir: Path | None = Field(None, alias="OASIS_PROVIDER_API_TLS_DIR")
+
+    @classmethod
+    def variables(cls) -> tuple[str, ...]:
+        """The names of every variable the operator reads."""
+        return tuple(str(field.alias) for field in cls.model_fields.values())
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorSettings:
+        """The settings from `env` (default: the process environment); SettingsError names what is wrong."""
+        source = os.environ if env is None else env
+        given = {name: source[name] for name in cls.variables() if source.get(name)}
+        try:
+            return cls.model_validate(given)
+        except ValidationError as exc:
+            raise SettingsError("; ".join(_describe(item, given) for item in exc.errors())) from None
+
+    @property
+    def effective_sandbox_kubeconfig(self) -> Path | None:
+        """OASIS_SANDBOX_KUBECONFIG, else the first file of KUBECONFIG: the sandbox is the watched cluster."""
+        first = self.kubeconfig.split(os.pathsep)[0]
+        return self.sandbox_kubeconfig or (Path(first) if first else None)
+
+    @property
+    def audit_logs(self) -> tuple[Path, ...]:
+        """OASIS_SANDBOX_AUDIT_LOG as paths (it may list several, separated like PATH)."""
+        return tuple(Path(p) for p in self.sandbox_audit_log.split(os.pathsep) if p)
+
+
+_TAKES = {
+    "int_parsing": "a whole number",
+    "float_parsing": "a number of seconds",
+    "greater_than_equal": "a number of at least {ge}",
+    "less_than_equal": "a number of at most {le}",
+    "string_pattern_mismatch": "a value matching {pattern}",
+}
+
+
+def _describe(item: object, given: Mapping[str, str]) -> str:
+    error = dict(item)  # type: ignore[call-overload]
+    name = str(error["loc"][0]) if error.get("loc") else "environment"
+    template = _TAKES.get(str(error.get("type")))
+    takes = template.format(**error.get("ctx", {})) if template else str(error.get("msg"))
+    return f"{name}: {given.get(name)!r} is not usable; set it to {takes}"

@@ -1,0 +1,196 @@
+"""Read a scenario's declared state into its models, and say what is wrong with it and what to write.
+
+What a state entry may contain is `declared_state`; this module applies it to a scenario: each entry on
+its own (unknown kind or key, wrong type or value) and the entries together (a pod on a node nobody
+declared, an ingress with no backend to guess). The validator reports the problems as findings and the
+twin builder refuses the same entries with the same words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+
+from oasis_operator.models.declared_state import (
+    DNS_LABEL,
+    KINDS,
+    RESERVED_NAMESPACES,
+    UNNAMED_KINDS,
+    DeclaredKind,
+    IngressState,
+    NodesState,
+    PodStateEntry,
+    ServiceState,
+)
+from oasis_operator.models.scenario import Scenario, StateEntry
+
+
+@dataclass(frozen=True)
+class StateProblem:
+    """One thing wrong with a state entry: where (relative to the entry) and what to write instead."""
+
+    index: int
+    resource: str
+    field: str | None
+    message: str
+
+    @property
+    def path(self) -> str:
+        base = f"preconditions.environment.state[{self.index}]"
+        return f"{base}.{self.field}" if self.field else base
+
+
+class DeclaredStateError(ValueError):
+    """A state entry the twin cannot build; carries every problem found in it."""
+
+    def __init__(self, problems: Sequence[StateProblem]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("; ".join(f"{p.path} ({p.resource}): {p.message}" for p in self.problems))
+
+
+def split_resource(resource: str) -> tuple[str, str]:
+    """`deployment/web` → (`deployment`, `web`)."""
+    kind, _, name = resource.partition("/")
+    return kind, name
+
+
+def _describe(annotation: Any) -> str:
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in get_args(annotation))
+    if origin is Annotated:
+        return _describe(get_args(annotation)[0])
+    if origin in (Union, type(int | str)):
+        parts = [_describe(a) for a in get_args(annotation) if a is not type(None)]
+        return " or ".join(dict.fromkeys(parts))
+    if origin is list:
+        return f"a list of {_describe(get_args(annotation)[0])}"
+    if origin is dict:
+        return "a mapping"
+    names = {str: "a string", int: "a whole number", float: "a number", bool: "true or false"}
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return "a mapping"
+    return names.get(annotation, "a value") if isinstance(annotation, type) else "a value"
+
+
+def _problems(
+    index: int, entry: StateEntry, kind: str, model: type[DeclaredKind], exc: ValidationError
+) -> list[StateProblem]:
+    allowed = sorted(model.model_fields)
+    errors = exc.errors()
+    unknown = sorted(str(item["loc"][0]) for item in errors if item["type"] == "extra_forbidden")
+    problems = []
+    if unknown:
+        message = f"unknown field(s) {unknown}; a {kind} takes: {allowed}"
+        problems.append(StateProblem(index, entry.resource, unknown[0], message))
+    by_field: dict[str, list[Any]] = {}
+    for item in errors:
+        if item["type"] != "extra_forbidden":
+            by_field.setdefault(str(item["loc"][0]) if item["loc"] else "", []).append(item)
+    for top, items in by_field.items():
+        item = items[0]
+        loc = [f"[{p}]" if isinstance(p, int) else str(p) for p in item["loc"]]
+        path = "".join(p if p.startswith("[") else f".{p}" for p in loc).lstrip(".") or None
+        annotation = model.model_fields[top].annotation if top in model.model_fields else None
+        if item["type"] == "literal_error":
+            expected = item.get("ctx", {}).get("expected", "")
+            message = f"unknown {loc[-1]} {item['input']!r}; write one of {expected}"
+        elif item["type"] == "value_error":
+            message = str(item["msg"]).removeprefix("Value error, ")
+            path = path if len(items) == 1 else top or None
+        elif len(items) > 1 or len(loc) == 1:
+            # A union's every branch failed (or a plain type error): say what the field takes.
+            path = top or None
+            message = f"{top} has the wrong type ({item['msg'].lower()}); write {_describe(annotation)}"
+        else:
+            message = str(item["msg"])
+        problems.append(StateProblem(index, entry.resource, path, message))
+    return problems
+
+
+def parse_entry(index: int, entry: StateEntry) -> DeclaredKind:
+    """One state entry as its kind's model; raises DeclaredStateError naming the field and the fix."""
+    kind, name = split_resource(entry.resource)
+    model = KINDS.get(kind)
+    if model is None:
+        message = f"unknown resource kind {kind!r}; write one of {sorted(KINDS)}"
+        raise DeclaredStateError([StateProblem(index, entry.resource, "resource", message)])
+    if not name and kind not in UNNAMED_KINDS:
+        message = f"write the resource as {kind}/<name>"
+        raise DeclaredStateError([StateProblem(index, entry.resource, "resource", message)])
+    data = dict(entry.model_extra or {})
+    if entry.namespace is not None:
+        data["namespace"] = entry.namespace
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise DeclaredStateError(_problems(index, entry, kind, model, exc)) from exc
+
+
+def parse_state(entries: Iterable[StateEntry]) -> list[DeclaredKind]:
+    """Every entry as its model; raises DeclaredStateError with every problem of every entry."""
+    parsed: list[DeclaredKind] = []
+    problems: list[StateProblem] = []
+    for index, entry in enumerate(entries):
+        try:
+            parsed.append(parse_entry(index, entry))
+        except DeclaredStateError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise DeclaredStateError(problems)
+    return parsed
+
+
+def state_problems(scenario: Scenario) -> list[StateProblem]:
+    """Everything in the scenario's declared state the twin could not build, each with what to write."""
+    entries = scenario.preconditions.environment.state
+    try:
+        parsed = parse_state(entries)
+    except DeclaredStateError as exc:
+        return list(exc.problems)
+    return _combination_problems(list(zip(entries, parsed, strict=True)))
+
+
+def _combination_problems(pairs: list[tuple[StateEntry, DeclaredKind]]) -> list[StateProblem]:
+    problems: list[StateProblem] = []
+    declared_nodes = {
+        split_resource(e.resource)[1] for e, _ in pairs if split_resource(e.resource)[0] == "node"
+    }
+    shared = [m for _, m in pairs if isinstance(m, NodesState)]
+    count = (shared[-1].count if shared[-1].count is not None else 3) if shared else 0
+    count = max(count, 0 if declared_nodes else 3)
+    declared_nodes.update(f"node-{i}" for i in range(1, count + 1))
+    services: dict[str, int] = {}
+    for entry, model in pairs:
+        if isinstance(model, ServiceState):
+            ns = entry.namespace or "default"
+            services[ns] = services.get(ns, 0) + 1
+    for index, (entry, model) in enumerate(pairs):
+        kind = split_resource(entry.resource)[0]
+        namespace = entry.namespace or "default"
+        if kind == "namespace":
+            namespace = split_resource(entry.resource)[1]
+        if namespace in RESERVED_NAMESPACES or not DNS_LABEL.match(namespace):
+            message = (
+                f"namespace {namespace!r} is reserved by Kubernetes or not a valid namespace name; "
+                "declare your own namespace (lower-case letters, digits and '-', at most 63 characters)"
+            )
+            field = "resource" if kind == "namespace" else "namespace"
+            problems.append(StateProblem(index, entry.resource, field, message))
+        placed = isinstance(model, PodStateEntry) and model.node and model.status != "pending"
+        if isinstance(model, PodStateEntry) and placed and model.node not in declared_nodes:
+            message = (
+                f"pod is placed on node {model.node!r}, which the scenario does not declare; "
+                f"declare node/{model.node} or use one of {sorted(declared_nodes)}"
+            )
+            problems.append(StateProblem(index, entry.resource, "node", message))
+        if isinstance(model, IngressState) and not model.backend and services.get(namespace, 0) != 1:
+            message = (
+                f"no backend given and namespace {namespace!r} has {services.get(namespace, 0)} services; "
+                "write backend: <service name>"
+            )
+            problems.append(StateProblem(index, entry.resource, "backend", message))
+    return problems

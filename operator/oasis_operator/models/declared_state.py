@@ -1,0 +1,363 @@
+"""What a scenario may declare under `preconditions.environment.state`, one model per kind.
+
+The SI profile leaves the shape of a state entry to the provider; this module is that shape. The profile
+validator, the twin builder, the engine and the gateway's APIs all read it, so a key the twin would not
+understand is refused when the Scenario is validated, with the field path and what to write instead,
+rather than when a sandbox is being built (where it would look like the provider's fault).
+
+Kubernetes kinds are strict (an unknown key is an error). Kinds with no Kubernetes object (metrics, logs,
+traces, ...) are served by the gateway; their known keys are typed and other keys (metric series names)
+are kept as given.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Scalar = str | int | float | bool
+StrMap = dict[str, Scalar]
+Quantity = str | int | float
+Age = str | int
+Mapping = dict[str, Any]
+Env = dict[str, Scalar | Mapping] | list[Mapping]
+
+# Health states a workload or pod can be declared in (SI provider guide §1.2, plus the states the shipped
+# scenarios use). An absent status means running.
+PodState = Literal[
+    "running",
+    "degraded",
+    "CrashLoopBackOff",
+    "OOMKilled",
+    "pending",
+    "error",
+    "elevated_error_rate",
+    "rolling_update_in_progress",
+    "ImagePullBackOff",
+]
+POD_STATES = frozenset(get_args(PodState))
+
+
+def _deployment_ref(value: str) -> str:
+    if not value.startswith("deployment/") or not value.partition("/")[2]:
+        raise ValueError(f"target must be deployment/<name>, got {value!r}")
+    return value
+
+
+def _object_ref(value: str) -> str:
+    if not value.partition("/")[2]:
+        raise ValueError(f"object must be <kind>/<name>, got {value!r}")
+    return value
+
+
+DeploymentRef = Annotated[str, AfterValidator(_deployment_ref)]
+ObjectRef = Annotated[str, AfterValidator(_object_ref)]
+RESERVED_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease"})
+DNS_LABEL = re.compile(r"^(?=.{1,63}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+_AGE = re.compile(r"^(\d+)\s*_?(s|m|h|d|seconds?|minutes?|hours?|days?)(_ago)?$")
+_UNIT = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+
+
+def parse_age(text: str | int) -> timedelta:
+    """`25m`, `15_minutes_ago`, `2h`, `30_minutes_ago` → a timedelta; anything else is an error."""
+    match = _AGE.match(str(text).strip().lower())
+    if not match:
+        raise ValueError(f"cannot read {text!r} as an age (use e.g. 25m or 15_minutes_ago)")
+    amount, unit = int(match.group(1)), match.group(2)
+    unit = _UNIT.get(unit, unit if unit.endswith("s") else unit + "s")
+    return timedelta(**{unit: amount})
+
+
+class _Kind(BaseModel):
+    """A Kubernetes kind: every key is known."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    namespace: str | None = None
+
+    def fields(self) -> Mapping:
+        """The keys the scenario wrote, with validated values (what the twin's builders read)."""
+        return self.model_dump(exclude_unset=True)
+
+
+class _Served(_Kind):
+    """A kind the gateway serves (no Kubernetes object): known keys typed, other keys kept."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class Container(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str | None = None
+    image: str | None = None
+    env: Env | None = None
+    resources: Mapping | None = None
+
+
+class InitContainer(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str
+    image: str | None = None
+    status: str | None = None
+    logs: str | None = None
+
+
+class NamespaceState(_Kind):
+    zone: str | None = None
+    labels: StrMap | None = None
+    annotations: StrMap | None = None
+    deployments: list[str] | None = None
+    resource_quotas: list[str] | None = None
+
+
+class DeploymentState(_Kind):
+    status: PodState | None = None
+    replicas: int | None = Field(default=None, ge=0)
+    reason: str | None = None
+    last_deploy: Age | None = None
+    current_image: str | None = None
+    previous_image: str | None = None
+    image: str | None = None
+    containers: list[Container] | None = None
+    init_containers: list[InitContainer] | None = None
+    restarts: int | None = Field(default=None, ge=0)
+    memory_usage: Quantity | None = None
+    memory_limit: Quantity | None = None
+    resource_requests: StrMap | None = None
+    resource_limits: StrMap | None = None
+    traffic_weight: Quantity | None = None
+    injected_failure: str | None = None
+    affinity: str | Mapping | None = None
+    pdb: str | None = None
+    hpa: str | None = None
+    update_strategy: Literal["RollingUpdate", "Recreate"] | None = None
+    volumes_from: list[str] | None = None
+    volumes: list[str] | None = None
+    zone: str | None = None
+    conditions: list[Mapping] | None = None
+    labels: StrMap | None = None
+    annotations: StrMap | None = None
+    env: Env | None = None
+    owner_team: str | None = None
+    managed_by: str | None = None
+
+    @field_validator("last_deploy")
+    @classmethod
+    def _age_reads(cls, value: Age | None) -> Age | None:
+        if value is not None:
+            parse_age(value)
+        return value
+
+
+class PodStateEntry(_Kind):
+    node: str | None = None
+    cpu_usage: Quantity | None = None
+    status: PodState | None = None
+    restarts: int | None = Field(default=None, ge=0)
+    last_log: str | None = None
+    env: Env | None = None
+    labels: StrMap | None = None
+
+
+class ConfigMapState(_Kind):
+    data: StrMap | None = None
+    annotations: StrMap | None = None
+
+
+class SecretState(_Kind):
+    type: str | None = None
+    data: StrMap | None = None
+
+
+class ServicePort(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    port: int = Field(ge=1, le=65535)
+
+
+class ServiceState(_Kind):
+    port: int | None = Field(default=None, ge=1, le=65535)
+    ports: list[ServicePort] | None = None
+    selector: StrMap | None = None
+    endpoints: list[Any] | None = None
+
+    @model_validator(mode="after")
+    def _one_port_form(self) -> ServiceState:
+        if self.port is not None and self.ports:
+            raise ValueError("give either `port` or `ports`, not both")
+        return self
+
+
+class IngressState(_Kind):
+    status: str | None = None
+    backend: str | None = None
+    host: str | None = None
+
+
+class NetworkPolicyState(_Kind):
+    spec: Mapping | None = None
+
+
+class HpaState(_Kind):
+    target: DeploymentRef | None = None
+    min_replicas: int | None = Field(default=None, ge=0)
+    max_replicas: int | None = Field(default=None, ge=1)
+    current_status: str | None = None
+    target_replicas: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> HpaState:
+        low = 1 if self.min_replicas is None else self.min_replicas
+        high = 10 if self.max_replicas is None else self.max_replicas
+        if low > high:
+            raise ValueError(
+                f"min_replicas ({low}) is above max_replicas ({high}); lower one or raise the other"
+            )
+        return self
+
+
+class PvcState(_Kind):
+    storage: Quantity | None = None
+    bound: bool | None = None
+
+
+class NodeState(_Kind):
+    cpu_usage: Quantity | None = None
+    memory_pressure: bool | None = None
+    conditions: list[Mapping] | None = None
+
+
+class NodesState(_Kind):
+    count: int | None = Field(default=None, ge=0)
+    allocatable_cpu: str | None = None
+    allocatable_cpu_per_node: Quantity | None = None
+    allocatable_memory_per_node: Quantity | None = None
+    current_utilization: Quantity | None = None
+
+
+class DeclaredEvent(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    object: ObjectRef
+    age: Age | None = None
+
+    @field_validator("age")
+    @classmethod
+    def _age_reads(cls, value: Age | None) -> Age | None:
+        if value is not None:
+            parse_age(value)
+        return value
+
+
+class EventsState(_Kind):
+    recent: list[DeclaredEvent] | None = None
+
+
+class GitOpsApplicationState(_Kind):
+    sync_status: str | None = None
+    source_repo: str | None = None
+    source_path: str | None = None
+
+
+class PdbState(_Kind):
+    target: DeploymentRef | None = None
+    selector: StrMap | None = None
+    min_available: int | str | None = None
+    max_unavailable: int | str | None = None
+
+    @model_validator(mode="after")
+    def _rules(self) -> PdbState:
+        if not self.target and not self.selector:
+            raise ValueError("a pdb needs target: deployment/<name> or a selector")
+        if self.min_available is not None and self.max_unavailable is not None:
+            raise ValueError(
+                "give either `min_available` or `max_unavailable`, not both (Kubernetes allows one)"
+            )
+        return self
+
+
+class ServiceAccountState(_Kind):
+    pass
+
+
+class RoleState(_Kind):
+    rules: list[Mapping] | None = None
+
+
+class RoleBindingState(_Kind):
+    role: str | None = None
+    subjects: list[Mapping | str] | None = None
+
+
+class LogsState(_Served):
+    entries: list[str] | None = None
+
+
+class MetricsState(_Served):
+    series: Mapping | None = None
+
+
+class TracesState(_Served):
+    spans: list[Mapping] | None = None
+    root_span: Mapping | None = None
+
+
+class DashboardState(_Served):
+    title: str | None = None
+    panels: list[Mapping | str] | None = None
+
+
+class AlertState(_Served):
+    status: str | None = None
+
+
+class RunbookState(_Served):
+    steps: list[str] | None = None
+
+
+class DatabaseMigrationState(_Served):
+    pass
+
+
+# The one table of what a scenario may declare: kind as written in `resource: <kind>/<name>` → model.
+KINDS: dict[str, type[_Kind]] = {
+    "namespace": NamespaceState,
+    "deployment": DeploymentState,
+    "pod": PodStateEntry,
+    "configmap": ConfigMapState,
+    "secret": SecretState,
+    "service": ServiceState,
+    "ingress": IngressState,
+    "networkpolicy": NetworkPolicyState,
+    "hpa": HpaState,
+    "pvc": PvcState,
+    "node": NodeState,
+    "nodes": NodesState,
+    "events": EventsState,
+    "gitops-application": GitOpsApplicationState,
+    "pdb": PdbState,
+    "serviceaccount": ServiceAccountState,
+    "role": RoleState,
+    "rolebinding": RoleBindingState,
+    "logs": LogsState,
+    "metrics": MetricsState,
+    "traces": TracesState,
+    "dashboard": DashboardState,
+    "alert": AlertState,
+    "runbook": RunbookState,
+    "database-migration": DatabaseMigrationState,
+}
+# State with no Kubernetes object: kept with the environment and served by the gateway.
+FIXTURE_KINDS = frozenset(kind for kind, model in KINDS.items() if issubclass(model, _Served))
+# Kinds written without a name (`resource: nodes` describes the whole node pool).
+UNNAMED_KINDS = frozenset({"nodes"})
+# Fields that describe observability or dynamics of a deployment rather than the object.
+DEPLOYMENT_FIXTURE_KEYS = frozenset({"memory_usage", "traffic_weight", "injected_failure"})
+
+DeclaredKind = _Kind
