@@ -177,4 +177,5 @@ def build_report(results: list[ScenarioResult], profile: Profile, run: RunInfo) 
         unevaluated=list(run.unevaluated),
         statements=statements,
         decisions=list(DECISIONS),
+        timings=dict(run.timings),
     )
