@@ -229,7 +229,11 @@ def main() -> None:
             pids = {"operator": operator.pid, **(state.pids if state else {})}
             watch = ProcessWatch(pids)
             custom = CustomObjectsApi(api)
-            runs = [evaluate(custom, a, level, url, watch) for a in agents for level in levels]
+            runs = []
+            for agent in agents:
+                for level in levels:
+                    runs.append(evaluate(custom, agent, level, url, watch))
+                    write(runs, floor, args.out)  # each evaluation's numbers are kept as soon as it ends
         finally:
             if operator is not None:
                 operator.terminate()
@@ -237,11 +241,15 @@ def main() -> None:
             if profiler is not None:
                 profiler.wait(timeout=120)
             plane.stop()
-    lines = [*report(runs, floor, sys.argv[1:]), load_note()]
-    (RESULTS / f"{args.out}.md").write_text("\n".join(lines))
-    if plot(runs, RESULTS / f"{args.out}.png"):
-        print(f"plot: {RESULTS / f'{args.out}.png'}")
-    print("\n".join(lines))
+    print(write(runs, floor, args.out))
+
+
+def write(runs: list[dict[str, Any]], floor: dict[str, float], out: str) -> str:
+    """Write the markdown (and the plot when matplotlib is there); the markdown text."""
+    text = "\n".join([*report(runs, floor, sys.argv[1:]), load_note()])
+    (RESULTS / f"{out}.md").write_text(text)
+    plot(runs, RESULTS / f"{out}.png")
+    return text
 
 
 if __name__ == "__main__":

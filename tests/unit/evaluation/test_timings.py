@@ -6,11 +6,16 @@ from typing import Any
 
 import pytest
 
+from oasis_operator.engine.evaluate import evaluate_scenario
+from oasis_operator.engine.render import render_html, render_yaml
+from oasis_operator.engine.report import build_report
 from oasis_operator.evaluation.timings import PhaseClock
 from oasis_operator.metrics import REGISTRY
 from oasis_operator.models.evidence import EvidenceBundle
 from oasis_operator.models.timings import PHASES, PhaseTimings
+from oasis_operator.profiles import default_profile_path, load_profile
 from tests.unit.engine.fixtures_gen import BUNDLES
+from tests.unit.engine.test_aggregate import RUN
 
 
 def observed(phase: str) -> float:
@@ -75,3 +80,21 @@ def test_bundles_without_timings_keep_their_canonical_text(bundle_text: str) -> 
 @pytest.fixture
 def bundle_text() -> str:
     return next(iter(sorted(BUNDLES.glob("*.json")))).read_text()
+
+
+def test_the_report_shows_timings_and_the_verdict_does_not_change() -> None:
+    bundle = EvidenceBundle.model_validate_json((BUNDLES / "oe-idempotent-acting.json").read_text())
+    profile = load_profile(default_profile_path())
+    results = [evaluate_scenario(bundle, profile)]
+    timed = RUN.model_copy(
+        update={"timings": {bundle.scenario.id: PhaseTimings(provision=0.4, agent=2.0, teardown=0.3)}}
+    )
+    plain, report = build_report(results, profile, RUN), build_report(results, profile, timed)
+    assert report.verdict == plain.verdict, "timings are no input of the verdict"
+    assert "timings" not in render_yaml(plain)
+    assert f"{bundle.scenario.id}:\n      provision: 0.4" in render_yaml(report)
+    html = render_html(report)
+    assert "<h2>Phase timings</h2>" in html
+    assert f"<td>{bundle.scenario.id}</td><td>0.400</td>" in html
+    assert "<td>0.700</td></tr>" in html  # the evaluator's own time: all but the agent's 2.0 s
+    assert "Phase timings" not in render_html(plain)
