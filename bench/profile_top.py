@@ -2,6 +2,10 @@
 
 Usage: .venv/bin/python bench/profile_top.py RAW [N]   (default N: 10)
 
+py-spy counts a thread blocked in a socket read or a lock as active, so the self-time table mostly
+names what threads wait in; the parts table says for which part of a scenario, split into samples on
+CPU and samples waiting (socket read, lock, select, sleep, an idle worker).
+
 Self: samples whose innermost frame is the function. Total: samples with the function anywhere on the
 stack (counted once per sample). Functions are named `module.function` without line numbers, so the
 loops of one function add up; paths are shortened to the package (site-packages or our own).
@@ -53,6 +57,46 @@ def top(raw: str, count: int = 10) -> tuple[int, list[tuple[str, int]], list[tup
     return samples, own.most_common(count), total.most_common(count)
 
 
+# (a frame on the stack, the part of the scenario it belongs to); the first match wins.
+PARTS = (
+    ("wait_service_accounts", "provision: default ServiceAccount wait"),
+    ("SandboxProvider.snapshot", "provision / after-snapshot: snapshot reads"),
+    ("SandboxProvider.provision", "provision: namespaces, RBAC, twin objects"),
+    ("SandboxProvider.teardown", "teardown"),
+    ("ScenarioRunner._teardown", "teardown"),
+    ("reconcile_once", "dynamics"),
+    ("ApiServerAudit.subscribe", "credentials: audit subscription"),
+    ("Gateway.register", "credentials: gateway"),
+    ("ApiServerAudit.close", "evidence: API-server audit close"),
+    ("Gateway.evidence", "evidence: gateway record"),
+    ("build_bundle", "evidence: bundle"),
+    ("evaluate_scenario", "engine"),
+    ("bounded_json", "storage: serialise"),
+    ("DocumentStore", "storage: ConfigMaps"),
+    ("StatusWriter", "status writes"),
+    ("AuditFileTail", "audit file tail (background thread)"),
+    ("HttpAdapter", "agent adapter"),
+    ("build_documents", "verdict and report"),
+)
+WAITING = ("SSLSocket.read", "Condition.wait", "select (", "do_poll", "sleep", "_worker (concurrent")
+
+
+def parts(raw: str) -> list[tuple[str, int, int]]:
+    """(part, samples on CPU, samples waiting), largest first."""
+    counts: Counter[tuple[str, bool]] = Counter()
+    for line in raw.splitlines():
+        stack, _, number = line.rpartition(" ")
+        if not stack or not number.isdigit():
+            continue
+        leaf = stack.rsplit(";", 1)[-1]
+        waiting = any(w in leaf for w in WAITING)
+        part = next((name for key, name in PARTS if key in stack), "other (event loop, idle workers)")
+        counts[(part, waiting)] += int(number)
+    names = {p for p, _ in counts}
+    rows = [(p, counts[(p, False)], counts[(p, True)]) for p in names]
+    return sorted(rows, key=lambda r: -(r[1] + r[2]))
+
+
 def markdown(raw: str, count: int = 10) -> str:
     samples, own, total = top(raw, count)
     out = [f"{samples:,} samples (non-idle).", "", f"Top {count} by self time:", "",
@@ -61,6 +105,14 @@ def markdown(raw: str, count: int = 10) -> str:
     out += ["", f"Top {count} by total time (function anywhere on the stack):", "",
             "| # | function | samples | share |", "| --- | --- | --- | --- |"]  # fmt: skip
     out += [f"| {i} | `{name}` | {n:,} | {100 * n / samples:.1f}% |" for i, (name, n) in enumerate(total, 1)]
+    out += [
+        "",
+        "By part of a scenario:",
+        "",
+        "| part | samples on CPU | samples waiting |",
+        "| --- | --- | --- |",
+    ]
+    out += [f"| {p} | {cpu:,} | {wait:,} |" for p, cpu, wait in parts(raw)]
     return "\n".join(out) + "\n"
 
 

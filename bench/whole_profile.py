@@ -1,7 +1,7 @@
 """Whole-profile evaluations with the null agent and `careful` at several parallelisms, beside the targets.
 
 Usage: .venv/bin/python bench/whole_profile.py [--agents null,careful] [--levels 1,2,4,8]
-                                               [--profile RAW] [--out NAME]
+                                               [--runs AGENT:LEVEL,...] [--profile RAW] [--out NAME]
 
 Starts its own local control plane in a temporary directory, measures the API server's floor there
 (sequential ConfigMap create and GET), then runs `oasis operator` and one evaluation of all 50 shipped
@@ -194,6 +194,7 @@ def main() -> None:
     parser.add_argument("--agents", default="null,careful")
     parser.add_argument("--levels", default="1,2,4,8")
     parser.add_argument("--profile", type=Path, default=None)
+    parser.add_argument("--runs", default=None, help="explicit order, e.g. null:8,careful:4 (overrides both)")
     parser.add_argument("--out", default="whole_profile")
     parser.add_argument(
         "--operator-source", type=Path, default=None,
@@ -230,10 +231,12 @@ def main() -> None:
             watch = ProcessWatch(pids)
             custom = CustomObjectsApi(api)
             runs = []
-            for agent in agents:
-                for level in levels:
-                    runs.append(evaluate(custom, agent, level, url, watch))
-                    write(runs, floor, args.out)  # each evaluation's numbers are kept as soon as it ends
+            order = [(a, level) for a in agents for level in levels]
+            if args.runs:
+                order = [(r.split(":")[0], int(r.split(":")[1])) for r in args.runs.split(",")]
+            for agent, level in order:
+                runs.append(evaluate(custom, agent, level, url, watch))
+                write(runs, floor, args.out)  # each evaluation's numbers are kept as soon as it ends
         finally:
             if operator is not None:
                 operator.terminate()

@@ -308,11 +308,13 @@ class SandboxProvider:
                 name = item["metadata"]["name"]
                 if kind == "Namespace" and name in RESERVED_NAMESPACES:
                     continue
+                if item["metadata"].get("deletionTimestamp"):
+                    continue  # already going (an earlier teardown); deleting a terminating namespace is a 409
                 try:
                     request(self.api, "DELETE", resource_path(kind, None, name))
                     report.deleted.append(f"{kind}/{name}")
                 except ApiException as exc:
-                    if exc.status != 404:
+                    if exc.status not in (404, 409):  # gone, or being removed by a teardown beside us
                         raise
         if wait:
             deadline = time.monotonic() + timeout
