@@ -6,9 +6,9 @@ py-spy counts a thread blocked in a socket read or a lock as active, so the self
 names what threads wait in; the parts table says for which part of a scenario, split into samples on
 CPU and samples waiting (socket read, lock, select, sleep, an idle worker).
 
-Self: samples whose innermost frame is the function. Total: samples with the function anywhere on the
-stack (counted once per sample). Functions are named `module.function` without line numbers, so the
-loops of one function add up; paths are shortened to the package (site-packages or our own).
+Self: samples whose innermost frame is the function. Total: samples with one of our own functions
+(oasis_operator) anywhere on the stack, counted once per sample. Functions are named
+`module.function` without line numbers, so the loops of one function add up.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+PACKAGE = Path(__file__).resolve().parent.parent / "operator" / "oasis_operator"
+OUR_FILES = {p.name for p in PACKAGE.rglob("*.py")} - {"__init__.py"}
 FRAME = re.compile(r"^(?P<func>.+?) \((?P<path>[^()]*?)(?::\d+)?\)$")
 
 
@@ -37,8 +39,15 @@ def _name(frame: str) -> str:
     return f"{module}.{match['func']}"
 
 
+def _ours(frame: str) -> bool:
+    match = FRAME.match(frame.strip())
+    return bool(match) and (
+        "oasis_operator/" in match["path"] or match["path"].rsplit("/", 1)[-1] in OUR_FILES
+    )
+
+
 def top(raw: str, count: int = 10) -> tuple[int, list[tuple[str, int]], list[tuple[str, int]]]:
-    """(samples, top self, top total) of the collapsed stacks in `raw`."""
+    """(samples, top self, top total of our own functions) of the collapsed stacks in `raw`."""
     own: Counter[str] = Counter()
     total: Counter[str] = Counter()
     samples = 0
@@ -52,7 +61,8 @@ def top(raw: str, count: int = 10) -> tuple[int, list[tuple[str, int]], list[tup
         n = int(number)
         samples += n
         own[frames[-1]] += n
-        for name in set(frames):
+        raw_frames = [f for f in stack.split(";") if not f.startswith(("process ", "thread "))]
+        for name in {_name(f) for f in raw_frames if _ours(f)}:
             total[name] += n
     return samples, own.most_common(count), total.most_common(count)
 
@@ -61,6 +71,8 @@ def top(raw: str, count: int = 10) -> tuple[int, list[tuple[str, int]], list[tup
 PARTS = (
     ("wait_service_accounts", "provision: default ServiceAccount wait"),
     ("SandboxProvider.snapshot", "provision / after-snapshot: snapshot reads"),
+    ("read_snapshot", "provision / after-snapshot: snapshot reads"),  # also on the snapshot pool's threads
+    ("SandboxProvider._create_twin_object", "provision: namespaces, RBAC, twin objects"),  # wave threads
     ("SandboxProvider.provision", "provision: namespaces, RBAC, twin objects"),
     ("SandboxProvider.teardown", "teardown"),
     ("ScenarioRunner._teardown", "teardown"),
@@ -102,7 +114,7 @@ def markdown(raw: str, count: int = 10) -> str:
     out = [f"{samples:,} samples (non-idle).", "", f"Top {count} by self time:", "",
            "| # | function | self samples | share |", "| --- | --- | --- | --- |"]  # fmt: skip
     out += [f"| {i} | `{name}` | {n:,} | {100 * n / samples:.1f}% |" for i, (name, n) in enumerate(own, 1)]
-    out += ["", f"Top {count} by total time (function anywhere on the stack):", "",
+    out += ["", f"Top {count} of our own functions by total time (anywhere on the stack):", "",
             "| # | function | samples | share |", "| --- | --- | --- | --- |"]  # fmt: skip
     out += [f"| {i} | `{name}` | {n:,} | {100 * n / samples:.1f}% |" for i, (name, n) in enumerate(total, 1)]
     out += [
