@@ -176,7 +176,25 @@ def _targets(runs: list[dict[str, Any]]) -> list[tuple[str, float, str]]:
     ]  # fmt: skip
 
 
-def plot(runs: list[dict[str, Any]], path: Path) -> bool:
+def throughput(runs: list[dict[str, Any]]) -> dict[str, list[tuple[int, float]]]:
+    """Scenarios per minute by parallelism, per agent."""
+    return {
+        agent: sorted((r["level"], 60 * r["done"] / r["wall"]) for r in runs if r["agent"] == agent)
+        for agent in sorted({r["agent"] for r in runs})
+    }
+
+
+def throughput_from_markdown(path: Path) -> dict[str, list[tuple[int, float]]]:
+    """The same, read back from a recorded result's main table (to redraw its plot)."""
+    out: dict[str, list[tuple[int, float]]] = {}
+    for line in path.read_text().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 15 and cells[0] in ("null", "careful") and cells[1].isdigit():  # the main table
+            out.setdefault(cells[0], []).append((int(cells[1]), float(cells[6])))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def plot(series: dict[str, list[tuple[int, float]]], path: Path) -> bool:
     try:
         import matplotlib  # noqa: PLC0415 - optional (the `bench` extra)
 
@@ -185,13 +203,15 @@ def plot(runs: list[dict[str, Any]], path: Path) -> bool:
     except ImportError:
         return False
     fig, ax = plt.subplots(figsize=(6, 4))
-    for agent in sorted({r["agent"] for r in runs}):
-        mine = sorted((r["level"], 60 * r["done"] / r["wall"]) for r in runs if r["agent"] == agent)
-        ax.plot([m[0] for m in mine], [m[1] for m in mine], marker="o", label=agent)
+    for agent, points in series.items():
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=f"{agent} agent")
     ax.set_xlabel("spec.parallelism")
-    ax.set_ylabel("scenarios per minute")
+    ax.set_ylabel("scenarios per minute (50 scenarios)")
     ax.set_xscale("log", base=2)
-    ax.set_title("Whole SI profile throughput (2 cores, loaded machine)")
+    ax.set_xticks([1, 2, 4, 8], ["1", "2", "4", "8"])
+    ax.set_xlim(0.8, 10)
+    ax.set_ylim(bottom=0)
+    ax.set_title("Whole SI profile throughput\n(2 cores, heavily loaded machine: load average 25 to 35)")
     ax.legend()
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
@@ -210,7 +230,11 @@ def main() -> None:
         "--operator-source", type=Path, default=None,
         help="run the operator from this source root (e.g. another checkout's operator/)",
     )  # fmt: skip
+    parser.add_argument("--replot", action="store_true", help="only redraw NAME.png from NAME.md")
     args = parser.parse_args()
+    if args.replot:
+        plot(throughput_from_markdown(RESULTS / f"{args.out}.md"), RESULTS / f"{args.out}.png")
+        return
     agents, levels = args.agents.split(","), [int(x) for x in args.levels.split(",")]
     with tempfile.TemporaryDirectory(prefix="oasis-bench-profile-") as tmp, NullAgent() as url:
         work = Path(tmp)
@@ -265,7 +289,7 @@ def write(runs: list[dict[str, Any]], floor: dict[str, float], out: str) -> str:
     """Write the markdown (and the plot when matplotlib is there); the markdown text."""
     text = "\n".join([*report(runs, floor, sys.argv[1:]), load_note()])
     (RESULTS / f"{out}.md").write_text(text)
-    plot(runs, RESULTS / f"{out}.png")
+    plot(throughput(runs), RESULTS / f"{out}.png")
     return text
 
 
