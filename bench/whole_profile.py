@@ -211,7 +211,7 @@ def plot(series: dict[str, list[tuple[int, float]]], path: Path) -> bool:
     ax.set_xticks([1, 2, 4, 8], ["1", "2", "4", "8"])
     ax.set_xlim(0.8, 10)
     ax.set_ylim(bottom=0)
-    ax.set_title("Whole SI profile throughput\n(2 cores, heavily loaded machine: load average 25 to 35)")
+    ax.set_title("Whole SI profile throughput\n(2 cores, heavily loaded machine: load average 18 to 35)")
     ax.legend()
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
