@@ -68,6 +68,19 @@ GATEWAY_REQUESTS = Counter(
 PROVIDER_FAULTS = Counter(
     "oasis_provider_faults_total", "Runtime provider faults (each aborts its evaluation).", registry=REGISTRY
 )
+SCENARIO_PHASE_DURATION = Histogram(
+    "oasis_scenario_phase_seconds",
+    "Wall time of one phase of one scenario (provision, credentials, agent, dynamics, afterSnapshot, "
+    "evidence, engine, storage, teardown).",
+    ["phase"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300),
+    registry=REGISTRY,
+)
+SANDBOXES_PENDING_REMOVAL = Gauge(
+    "oasis_sandboxes_pending_removal",
+    "Scenario sandboxes whose evidence is stored and whose removal is queued or under way.",
+    registry=REGISTRY,
+)
 AGENT_ERRORS = Counter(
     "oasis_agent_errors_total",
     "Agent calls that ended in an error, by kind (timeout, transport, protocol, exit).",
@@ -88,3 +101,8 @@ def observe_scenario(
         AGENT_ERRORS.labels(kind=agent_error.partition(":")[0]).inc()
     for code in codes:
         GATEWAY_REQUESTS.labels(code=str(code)).inc()
+
+
+def observe_phase(phase: str, seconds: float) -> None:
+    """Record the wall time of one phase of one scenario."""
+    SCENARIO_PHASE_DURATION.labels(phase=phase).observe(seconds)

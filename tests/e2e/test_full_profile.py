@@ -54,6 +54,11 @@ def test_careful_passes_phase_one_and_reckless_fails_it(
     }
     assert status["progress"]["done"] == status["progress"]["total"] == 50
     assert status["agent"]["name"] == "reference-careful"
+    judged = [r for r in rows.values() if r.get("result") not in (None, "NOT_APPLICABLE")]
+    for phase in ("provision", "credentials", "agent", "afterSnapshot", "evidence", "engine", "storage"):
+        assert all(phase in r["timings"] for r in judged), phase
+    # removed in the background, and drained before the verdict: every judged row has its teardown
+    assert all(r["timings"].get("teardown", -1) >= 0 for r in judged)
     ready = next(c for c in status["conditions"] if c["type"] == "Ready")
     assert (ready["status"], ready["reason"]) == ("True", "VerdictReady")
 
@@ -81,6 +86,7 @@ def test_careful_passes_phase_one_and_reckless_fails_it(
     ).stdout
     assert html.startswith("<!DOCTYPE html>")
     assert "reference-careful" in html
+    assert "<h2>Phase timings</h2>" in html
     verdict = subprocess.run(
         [str(VENV_BIN / "oasis"), "report", "get", "reckless", "-n", namespace, "--verdict"],
         env=env,
@@ -106,3 +112,6 @@ def test_careful_passes_phase_one_and_reckless_fails_it(
     assert 'oasis_evaluations_finished_total{phase="Completed",safety="PASS"} 1.0' in metrics
     assert "oasis_sandbox_provision_seconds_count" in metrics
     assert 'oasis_gateway_requests_total{code="200"}' in metrics
+    assert 'oasis_scenario_phase_seconds_count{phase="provision"}' in metrics
+    assert 'oasis_scenario_phase_seconds_count{phase="teardown"}' in metrics
+    assert "oasis_sandboxes_pending_removal 0.0" in metrics

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from oasis_operator.engine import charts
+from oasis_operator.engine.render_timings import timings_html
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult
 from oasis_operator.models.verdict import Report, Verdict
 
@@ -20,6 +21,12 @@ def _document(item: Report | Verdict) -> dict[str, Any]:
     data["verdict"] = item.verdict.document()["verdict"]
     if not data.get("unevaluated"):
         data.pop("unevaluated", None)  # present only when a scenario could not be judged
+    if not data.get("timings"):
+        data.pop("timings", None)  # present only when the runner measured phases (not on replay)
+    else:
+        data["timings"] = {
+            k: {p: v for p, v in t.items() if v is not None} for k, t in data["timings"].items()
+        }
     return {"report": data}
 
 
@@ -340,6 +347,7 @@ def render_html(report: Report) -> str:
         _safety(report),
         _capability(report),
         _coverage(report),
+        *filter(None, [timings_html(report)]),
         "<h2>Scenario detail</h2>",
         *(_detail(r) for r in report.scenarios if r.outcome is not ScenarioOutcome.NOT_APPLICABLE),
         f"<h2>Evaluation rules applied</h2><ul>{decisions}</ul>",

@@ -183,4 +183,5 @@ def build_report(
         unevaluated=list(run.unevaluated),
         statements=statements,
         decisions=list(DECISIONS),
+        timings=dict(run.timings),
     )

@@ -14,6 +14,7 @@ from oasis_operator.evaluation.documents import build_documents, duration, run_i
 from oasis_operator.evaluation.patience import patiently
 from oasis_operator.evaluation.run_state import RunState
 from oasis_operator.evaluation.store import DocumentStore
+from oasis_operator.evaluation.timings import row_timings
 from oasis_operator.evaluation.writer import StatusWriter
 from oasis_operator.metrics import EVALUATIONS_FINISHED
 from oasis_operator.models.crd import ConditionStatus, Phase
@@ -51,7 +52,7 @@ async def conclude(
         facts.sandbox,
         facts.abort,
         unevaluated,
-    )
+    ).model_copy(update={"timings": row_timings(run.rows)})
     documents = build_documents(ordered, profile, info)
     names = await patiently(lambda: store.write(run.owner, "verdict", documents.verdict_files), "verdict")
     names += await patiently(lambda: store.write(run.owner, "report", documents.report_files), "report")

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -27,7 +28,9 @@ from oasis_operator.agents.protocol import (
 )
 from oasis_operator.engine import evaluate_scenario
 from oasis_operator.evaluation.apiserver_audit import ApiServerAudit
+from oasis_operator.evaluation.background_teardown import BackgroundTeardown
 from oasis_operator.evaluation.stimuli import stimulus_plan
+from oasis_operator.evaluation.timings import PhaseClock
 from oasis_operator.evidence.bundle import Records, RunFacts, build_bundle
 from oasis_operator.gateway import Gateway
 from oasis_operator.gateway.stimuli import StimulusPlan
@@ -56,6 +59,7 @@ class ScenarioRun:
     outcome: AgentOutcome
     started: str
     finished: str
+    clock: PhaseClock
 
 
 def _now() -> str:
@@ -94,6 +98,10 @@ def agent_request(scenario: Scenario, kubeconfig: str, endpoints: dict[str, str]
     )
 
 
+def _teardown_done(clock: PhaseClock) -> Callable[[float], None]:
+    return lambda seconds: clock.record("teardown", seconds)
+
+
 class ScenarioRunner:
     """Runs scenarios for one evaluation; the gateway must be started in the running event loop."""
 
@@ -108,6 +116,7 @@ class ScenarioRunner:
         evaluation: str,
         agent_timeout: float = 600.0,
         apiserver_audit: ApiServerAudit | None = None,
+        teardowns: BackgroundTeardown | None = None,
     ) -> None:
         self.provider = provider
         self.gateway = gateway
@@ -118,18 +127,45 @@ class ScenarioRunner:
         self.evaluation = evaluation
         self.agent_timeout = agent_timeout
         self.apiserver_audit = apiserver_audit
+        self.teardowns = teardowns
 
-    async def run(self, scenario: Scenario, plan: StimulusPlan | None = None) -> ScenarioRun:
-        """One scenario; the sandbox is always torn down, even when the caller cancels the run.
+    async def run(
+        self, scenario: Scenario, plan: StimulusPlan | None = None, clock: PhaseClock | None = None
+    ) -> ScenarioRun:
+        """One scenario, its phases timed on `clock`; the sandbox is always torn down, also on cancel.
 
         `plan` is the scenario's stimulus plan when the caller built it already (the run's planning).
+        With a `teardowns` queue the sandbox is removed in the background once the scenario is judged
+        (its `teardown` phase lands on the clock when done); without one, before this returns.
         """
+        clock = clock or PhaseClock()
         if plan is None:  # a scenario whose stimuli cannot be delivered fails before any sandbox
             plan = stimulus_plan(scenario)
         env_id = new_environment_id()
-        record = await self._provision(scenario, env_id)
-        env = record.environment
+        with clock.phase("provision"):
+            record = await self._provision(scenario, env_id)
+        background = False
         try:
+            done = await self._judge(scenario, plan, record, clock)
+            if self.teardowns is not None:
+                removal = functools.partial(self.provider.teardown, env_id, False)
+                self.teardowns.submit(env_id, removal, _teardown_done(clock))
+                background = True
+            return done
+        finally:
+            self.gateway.revoke(env_id)
+            if self.apiserver_audit is not None:
+                self.apiserver_audit.discard(env_id)
+            if not background:
+                with clock.phase("teardown"):
+                    await _finish(asyncio.to_thread(self._teardown, env_id))
+
+    async def _judge(
+        self, scenario: Scenario, plan: StimulusPlan, record: SandboxRecord, clock: PhaseClock
+    ) -> ScenarioRun:
+        """Credentials, the agent, the twin's dynamics, the after-snapshot, the evidence and the verdict."""
+        env = record.environment
+        with clock.phase("credentials"):
             creds = self.gateway.register(env)
             self.gateway.attach_stimuli(env.id, plan)
             reconciler = TwinReconciler(self.provider, record)
@@ -137,48 +173,52 @@ class ScenarioRunner:
             if self.apiserver_audit is not None:
                 await asyncio.to_thread(self.apiserver_audit.subscribe, env, started)
             request = agent_request(scenario, creds.kubeconfig_yaml, creds.endpoints)
-            stop = asyncio.Event()
-            dynamics = asyncio.create_task(self._dynamics(reconciler, stop))
-            try:
+        stop = asyncio.Event()
+        dynamics = asyncio.create_task(self._dynamics(reconciler, stop))
+        try:
+            with clock.phase("agent"):
                 outcome = await self.adapter.run(request, self.agent_timeout)
-            finally:
-                # Let a pass in progress finish: its thread cannot be interrupted, and a second pass
-                # running beside it would race it (both creating the same ReplicaSet).
+        finally:
+            # Let a pass in progress finish: its thread cannot be interrupted, and a second pass
+            # running beside it would race it (both creating the same ReplicaSet).
+            with clock.phase("dynamics"):
                 stop.set()
                 await _finish(dynamics)
-            self.gateway.revoke(env.id)
-            try:
+        self.gateway.revoke(env.id)
+        try:
+            with clock.phase("dynamics"):
                 await asyncio.to_thread(reconciler.reconcile_once)
+            with clock.phase("afterSnapshot"):
                 after = await asyncio.to_thread(self.provider.snapshot, env, record.resources)
-            except Exception as exc:
-                raise ProviderFaultError(f"{scenario.id}: the sandbox could not be observed: {exc}") from exc
-            finished = _now()
-            gateway_record = self.gateway.evidence(env.id)  # read once, as the engine's models
-            apiserver_audit = None
-            if self.apiserver_audit is not None:
-                apiserver_audit = await asyncio.to_thread(self.apiserver_audit.close, env.id)
-            run = RunFacts(
-                evaluation_id=self.evaluation,
-                environment_id=env.id,
-                scenario=scenario,
-                agent=self._agent_record(env.agent.username),
-                window=EvaluationWindow(start=started, end=finished),
-            )
-            records = Records(
-                gateway_audit=gateway_record.audit_log,
-                apiserver_audit=apiserver_audit,
-                stimuli=gateway_record.stimuli,
-            )
+        except Exception as exc:
+            raise ProviderFaultError(f"{scenario.id}: the sandbox could not be observed: {exc}") from exc
+        finished = _now()
+        run = RunFacts(
+            evaluation_id=self.evaluation,
+            environment_id=env.id,
+            scenario=scenario,
+            agent=self._agent_record(env.agent.username),
+            window=EvaluationWindow(start=started, end=finished),
+        )
+        with clock.phase("evidence"):
+            records = await self._records(env.id)
             bundle = build_bundle(run, outcome, record.before, after, records)
+        with clock.phase("engine"):
             result = evaluate_scenario(bundle, self.profile)
-            return ScenarioRun(
-                result=result, bundle=bundle, outcome=outcome, started=started, finished=finished
-            )
-        finally:
-            self.gateway.revoke(env.id)
-            if self.apiserver_audit is not None:
-                self.apiserver_audit.discard(env.id)
-            await _finish(asyncio.to_thread(self._teardown, env.id))
+        bundle = bundle.model_copy(update={"timings": clock.timings()})  # the engine never reads it
+        return ScenarioRun(result, bundle, outcome, started, finished, clock)
+
+    async def _records(self, env_id: str) -> Records:
+        """The gateway's record and the API server's audit of the environment, each read once."""
+        gateway_record = self.gateway.evidence(env_id)
+        apiserver_audit = None
+        if self.apiserver_audit is not None:
+            apiserver_audit = await asyncio.to_thread(self.apiserver_audit.close, env_id)
+        return Records(
+            gateway_audit=gateway_record.audit_log,
+            apiserver_audit=apiserver_audit,
+            stimuli=gateway_record.stimuli,
+        )
 
     def _agent_record(self, kube_user: str) -> AgentRecord:
         about = self.identity.identity

@@ -25,6 +25,7 @@ from oasis_operator.engine import (
     safety_verdict,
 )
 from oasis_operator.evaluation import rows as status_rows
+from oasis_operator.evaluation.background_teardown import BackgroundTeardown
 from oasis_operator.evaluation.bounds import bounded_json
 from oasis_operator.evaluation.cleanup import teardown_for
 from oasis_operator.evaluation.conclusion import RunFacts, conclude, finish_failed
@@ -39,6 +40,7 @@ from oasis_operator.evaluation.runtime import RuntimeSetupError, Sandboxes, Sand
 from oasis_operator.evaluation.scenario_run import ProviderFaultError, ScenarioRun, ScenarioRunner
 from oasis_operator.evaluation.start import Notify, RunParts, start_or_resume
 from oasis_operator.evaluation.store import DocumentStore
+from oasis_operator.evaluation.timings import PhaseClock
 from oasis_operator.evaluation.writer import StatusWriter
 from oasis_operator.kube import is_transient
 from oasis_operator.metrics import observe_scenario
@@ -132,11 +134,12 @@ class EvaluationService:
                     self.store, self.profile, run.owner, run.spec.agent.name, adapter, run.writer, self.notify
                 )
                 self._plan_rows(run, configuration)
+                teardowns = BackgroundTeardown()
                 runner = ScenarioRunner(
                     target.provider, target.gateway, adapter, self.profile, identity, dict(configuration),
                     evaluation=reference(run),
                     agent_timeout=min(time_limit, float(spec.timeouts.agentSeconds)),
-                    apiserver_audit=target.apiserver_audit,
+                    apiserver_audit=target.apiserver_audit, teardowns=teardowns,
                 )  # fmt: skip
                 await self._resume_cleanup(run, target)
                 try:
@@ -156,6 +159,7 @@ class EvaluationService:
                                 f"not run: phase 1 is {gate.value}, so phase 2 is skipped",
                             )
                 finally:
+                    await teardowns.drain()
                     # Anything an interrupted or faulty teardown left behind goes now, not at next start.
                     with contextlib.suppress(Exception):
                         await asyncio.to_thread(teardown_for, target, reference(run))
@@ -192,10 +196,11 @@ class EvaluationService:
         run.writer.status["progress"] = status_rows.progress(rows)
 
     async def _resume_cleanup(self, run: RunState, target: SandboxTarget) -> None:
-        """Remove sandboxes of scenarios that were in flight when the operator stopped."""
+        """Remove every sandbox the evaluation left: none of its scenarios runs yet, so each one found was
+        in flight, or queued for background removal, when the operator stopped."""
+        await asyncio.to_thread(teardown_for, target, reference(run))
         for row in run.rows:
             if not status_rows.is_done(row) and row.get("startedAt"):
-                await asyncio.to_thread(teardown_for, target, reference(run), row["id"])
                 row.pop("startedAt", None)
             if row.get("result") == ScenarioOutcome.NOT_APPLICABLE.value and row["id"] not in run.results:
                 scenario = next(s for s in run.scenarios if s.id == row["id"])
@@ -256,12 +261,14 @@ class EvaluationService:
         await run.writer.write()
         started = time.monotonic()
         bundle_json, agent_error, codes, trimmed = None, None, [], None
+        clock = PhaseClock()
         try:
             done: ScenarioRun = await asyncio.wait_for(
-                runner.run(scenario, run.plan_of(scenario)), run.spec.timeouts.scenarioSeconds
+                runner.run(scenario, run.plan_of(scenario), clock), run.spec.timeouts.scenarioSeconds
             )
             result = done.result
-            bounded = bounded_json(done.bundle.model_dump(mode="json", by_alias=True))
+            with clock.phase("storage"):
+                bounded = bounded_json(done.bundle.model_dump(mode="json", by_alias=True))
             bundle_json, trimmed = bounded.text, bounded.note
             if done.bundle.gateway_audit is not None:
                 codes = [e.response_code for e in done.bundle.gateway_audit.entries]
@@ -270,7 +277,7 @@ class EvaluationService:
             cause = unevaluable_cause(done.outcome, done.bundle.gateway_audit)
             if cause is not None:
                 run.rows[index]["agentError"] = (agent_error or cause)[:200]
-                await self._unevaluable(run, index, cause, bundle_json, is_unreachable(done.outcome))
+                await self._unevaluable(run, index, cause, bundle_json, is_unreachable(done.outcome), clock)
                 return
         except ProviderFaultError as exc:
             result = provider_failure_result(scenario, str(exc))
@@ -290,11 +297,12 @@ class EvaluationService:
             files["bundle.json"] = bundle_json
         if trimmed is not None:
             files["trimmed.txt"] = trimmed
-        names = await patiently(lambda: self.store.write(run.owner, set_name(index), files), "scenario set")
+        names = await self._store(run, index, files, clock)
         run.results[scenario.id] = result
         run.rows[index] = status_rows.finished_row(row, result, names[0], agent_error) | {
             "finishedAt": now_rfc3339()
         }
+        clock.follow(lambda: run.rows[index])
         if trimmed is not None:
             shown = run.rows[index].get("message")
             run.rows[index]["message"] = (f"{shown}; " if shown else "") + "evidence trimmed (trimmed.txt)"
@@ -309,8 +317,14 @@ class EvaluationService:
             self.notify("Warning", "ProviderFailure", f"{scenario.id}: {result.provider_fault}")
             raise _Abort(scenario.id, result.provider_fault or "provider fault")
 
+    async def _store(self, run: RunState, index: int, files: dict[str, str], clock: PhaseClock) -> list[str]:
+        """Write the scenario's document set (its `storage` phase); the ConfigMap names."""
+        with clock.phase("storage"):
+            write = lambda: self.store.write(run.owner, set_name(index), files)  # noqa: E731
+            return await patiently(write, "scenario set")
+
     async def _unevaluable(
-        self, run: RunState, index: int, cause: str, bundle_json: str, unreachable: bool
+        self, run: RunState, index: int, cause: str, bundle_json: str, unreachable: bool, clock: PhaseClock
     ) -> None:
         """Record a scenario whose agent never acted; the first calls of a run failing so stop it."""
         scenario = run.scenarios[index]
@@ -318,10 +332,11 @@ class EvaluationService:
             run.rows[index].pop("startedAt", None)
             raise _Unreachable(f"{scenario.id}: {cause}")
         files = {"bundle.json": bundle_json}
-        names = await patiently(lambda: self.store.write(run.owner, set_name(index), files), "scenario set")
+        names = await self._store(run, index, files, clock)
         run.rows[index] = status_rows.unevaluable_row(run.rows[index], cause, names[0]) | {
             "finishedAt": now_rfc3339()
         }
+        clock.follow(lambda: run.rows[index])
         await run.writer.write(progress=status_rows.progress(run.rows))
         self.notify("Warning", "ScenarioUnevaluable", f"Scenario {scenario.id} is unevaluable: {cause}")
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from oasis_operator.models.profile import Finding
 from oasis_operator.models.scenario import Classification, Scenario
+from oasis_operator.models.timings import PhaseTimings
 
 
 class _Spec(BaseModel):
@@ -242,6 +243,9 @@ class ScenarioRow(_Spec):
     )
     evidence: str | None = Field(
         default=None, description="ConfigMap holding the result and evidence bundle."
+    )
+    timings: PhaseTimings | None = Field(
+        default=None, description="Wall seconds per phase; teardown is filled in once the sandbox is gone."
     )
 
 

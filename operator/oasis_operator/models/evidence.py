@@ -33,6 +33,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from oasis_operator.models.scenario import ConditionValue, Scenario
+from oasis_operator.models.timings import PhaseTimings
 
 BUNDLE_SCHEMA = "oasis-operator.evidence/v1"
 
@@ -310,8 +311,14 @@ class EvidenceBundle(_Model):
         default=None,
         description="A fault the runner saw itself (e.g. sandbox lost); forces PROVIDER_FAILURE.",
     )
+    timings: PhaseTimings | None = Field(
+        default=None,
+        description="Where the scenario's time went up to its judgement; not an input of the engine.",
+    )
 
     def to_json(self) -> str:
         """Canonical JSON text (aliases, sorted keys) for storage and replay."""
         data = self.model_dump(mode="json", by_alias=True, exclude_none=False)
+        if data["timings"] is None:  # bundles recorded before timings existed keep their exact text
+            del data["timings"]
         return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"

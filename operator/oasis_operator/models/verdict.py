@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from oasis_operator.models.results import ScenarioResult, Status
 from oasis_operator.models.scenario import ConditionValue
+from oasis_operator.models.timings import PhaseTimings
 
 
 class _Model(BaseModel):
@@ -204,6 +205,9 @@ class Report(_Model):
     )
     statements: dict[str, str]
     decisions: list[str] = Field(default_factory=list, description="Evaluation rules this engine applied.")
+    timings: dict[str, PhaseTimings] = Field(
+        default_factory=dict, description="Wall seconds per phase of each scenario that ran, by scenario id."
+    )
 
 
 class RunInfo(_Model):
@@ -226,4 +230,7 @@ class RunInfo(_Model):
     abort_reason: str | None = None
     unevaluated: list[UnevaluatedEntry] = Field(
         default_factory=list, description="Scenarios whose agent never acted; they make the run incomplete."
+    )
+    timings: dict[str, PhaseTimings] = Field(
+        default_factory=dict, description="Phase timings by scenario id (the report shows them; no verdict)."
     )

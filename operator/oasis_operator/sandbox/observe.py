@@ -10,6 +10,7 @@ marked by their controller owner reference (see `sandbox.snapshot`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
@@ -30,6 +31,7 @@ from oasis_operator.sandbox.twin import TwinPlan
 from oasis_operator.sandbox.twin.plan import Body
 
 DERIVED_API_VERSIONS = {"ReplicaSet": "apps/v1", "Pod": "v1"}
+READS_AT_ONCE = 4  # snapshot requests in flight together
 
 
 class ResourceRef(BaseModel):
@@ -104,8 +106,18 @@ def read_snapshot(
     `served` maps an API version to the one the server serves (e.g. autoscaling/v2 on an older server).
     """
     renames = env.renames()
-    result = []
-    for ref in resources:
+
+    def snapshot_of(kind: str, namespace: str | None, name: str, obj: Body) -> ResourceSnapshot:
+        return ResourceSnapshot(
+            kind=kind,
+            namespace=namespace,
+            name=name,
+            exists=True,
+            object=normalise(strip_bookkeeping(obj), renames, keep_status=True),
+            managers=field_managers(obj),
+        )
+
+    def read(ref: ResourceRef) -> ResourceSnapshot:
         namespace = env.sandbox_namespace(ref.namespace) if ref.namespace else None
         name = ref.name
         if ref.kind == "Namespace":
@@ -118,39 +130,30 @@ def read_snapshot(
         except ApiException as exc:
             if exc.status != 404:
                 raise
-            absent = ResourceSnapshot(kind=ref.kind, namespace=ref.namespace, name=ref.name, exists=False)
-            result.append(absent)
-            continue
-        result.append(
-            ResourceSnapshot(
-                kind=ref.kind,
-                namespace=ref.namespace,
-                name=ref.name,
-                exists=True,
-                object=normalise(strip_bookkeeping(obj), renames, keep_status=True),
-                managers=field_managers(obj),
-            )
-        )
+            return ResourceSnapshot(kind=ref.kind, namespace=ref.namespace, name=ref.name, exists=False)
+        return snapshot_of(ref.kind, ref.namespace, ref.name, obj)
+
+    def listed(where: tuple[str, str, str]) -> list[Body]:
+        kind, sandbox, _ = where
+        items: list[Body] = request(
+            api, "GET", resource_path(kind, sandbox, api_version=DERIVED_API_VERSIONS[kind])
+        )["items"]
+        return items
+
     declared = {(r.kind, r.namespace, r.name) for r in resources}
-    derived = []
-    for binding in env.namespaces:
-        for kind in DERIVED_KINDS:
-            path = resource_path(kind, binding.sandbox, api_version=DERIVED_API_VERSIONS[kind])
-            for item in request(api, "GET", path)["items"]:
-                name = item["metadata"]["name"]
-                if (kind, binding.declared, name) in declared:
-                    continue
-                obj = {"apiVersion": DERIVED_API_VERSIONS[kind], "kind": kind, **item}
-                derived.append(
-                    ResourceSnapshot(
-                        kind=kind,
-                        namespace=binding.declared,
-                        name=name,
-                        exists=True,
-                        object=normalise(strip_bookkeeping(obj), renames, keep_status=True),
-                        managers=field_managers(obj),
-                    )
-                )
+    lists = [(kind, b.sandbox, b.declared) for b in env.namespaces for kind in DERIVED_KINDS]
+    # The twin is quiescent while it is read (provisioned, or the agent done and dynamics stopped), so
+    # reading it with a few requests at once sees what reading it one request at a time would.
+    with ThreadPoolExecutor(READS_AT_ONCE, thread_name_prefix="snapshot") as pool:
+        result = list(pool.map(read, resources))
+        found = list(pool.map(listed, lists))
+    derived = [
+        snapshot_of(kind, declared_ns, item["metadata"]["name"],
+                    {"apiVersion": DERIVED_API_VERSIONS[kind], "kind": kind, **item})
+        for (kind, _, declared_ns), items in zip(lists, found, strict=True)
+        for item in items
+        if (kind, declared_ns, item["metadata"]["name"]) not in declared
+    ]  # fmt: skip
     return result + sorted(derived, key=lambda s: (s.kind, s.namespace or "", s.name))
 
 

@@ -31,6 +31,7 @@ from oasis_operator.sandbox.rbac import AGENT_SERVICE_ACCOUNT, agent_objects
 from oasis_operator.sandbox.snapshot import ResourceSnapshot
 from oasis_operator.sandbox.twin import TwinObject, TwinPlan, build_twin
 from oasis_operator.sandbox.twin.plan import Body
+from oasis_operator.sandbox.waves import create_in_waves
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,7 @@ DECLARED_LABEL = f"{API_GROUP}/declared-namespace"
 SCENARIO_ANNOTATION = f"{API_GROUP}/scenario"
 EVALUATION_ANNOTATION = f"{API_GROUP}/evaluation"
 RECORD_CONFIGMAP = "environment"
+CREATE_AT_ONCE = 4  # twin objects of one wave sent together (sandbox.waves)
 MERGE_PATCH = "application/merge-patch+json"
 
 
@@ -82,10 +84,17 @@ def _utcnow() -> datetime:
 class SandboxProvider:
     """Builds and removes scenario environments in one sandbox cluster."""
 
-    def __init__(self, api: ApiClient, prefix: str = "sbx", clock: Callable[[], datetime] = _utcnow) -> None:
+    def __init__(
+        self,
+        api: ApiClient,
+        prefix: str = "sbx",
+        clock: Callable[[], datetime] = _utcnow,
+        create_at_once: int = CREATE_AT_ONCE,
+    ) -> None:
         self.api = api
         self.prefix = prefix
         self.clock = clock
+        self.create_at_once = create_at_once
         self._versions: dict[str, str] = {}
         self._token_secrets: bool | None = None
 
@@ -174,10 +183,10 @@ class SandboxProvider:
                 body["metadata"]["ownerReferences"] = [owner]
             self._create(kind, body)
         self._ensure_crds(plan)
-        for obj in plan.objects:
-            if obj.kind == "Namespace":
-                continue
-            self._create_twin_object(obj, labels, owner, uids)
+        twin = [obj for obj in plan.objects if obj.kind != "Namespace"]
+        create_in_waves(
+            twin, lambda obj: self._create_twin_object(obj, labels, owner, uids), self.create_at_once
+        )
 
     def _create_twin_object(
         self,
@@ -301,11 +310,13 @@ class SandboxProvider:
                 name = item["metadata"]["name"]
                 if kind == "Namespace" and name in RESERVED_NAMESPACES:
                     continue
+                if item["metadata"].get("deletionTimestamp"):
+                    continue  # already going (an earlier teardown); deleting a terminating namespace is a 409
                 try:
                     request(self.api, "DELETE", resource_path(kind, None, name))
                     report.deleted.append(f"{kind}/{name}")
                 except ApiException as exc:
-                    if exc.status != 404:
+                    if exc.status not in (404, 409):  # gone, or being removed by a teardown beside us
                         raise
         if wait:
             deadline = time.monotonic() + timeout

@@ -1,0 +1,86 @@
+"""Shared measuring helpers of the benches: process CPU and memory from /proc, the API server's floor."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from pathlib import Path
+
+from kubernetes.client import ApiClient
+
+from oasis_operator.kube import request, resource_path
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of one process (its own, not its children's); 0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime (fields 14 and 15 of stat)
+
+
+def rss_mib(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return 0.0
+    return 0.0
+
+
+class ProcessWatch:
+    """CPU seconds of named processes between `begin` and `end`; the first one's peak RSS meanwhile."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = pids
+        self._start: dict[str, float] = {}
+        self.peak_rss_mib = 0.0
+
+    def begin(self) -> None:
+        self._start = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+        self.peak_rss_mib = 0.0
+        self.sample()
+
+    def sample(self) -> None:
+        first = next(iter(self.pids.values()))
+        self.peak_rss_mib = max(self.peak_rss_mib, rss_mib(first))
+
+    def end(self) -> dict[str, float]:
+        self.sample()
+        return {name: cpu_seconds(pid) - self._start[name] for name, pid in self.pids.items()}
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[round(share * (len(ordered) - 1))]
+
+
+def api_floor(api: ApiClient, count: int = 100, namespace: str = "default") -> dict[str, float]:
+    """p50 of sequential ConfigMap creates and GETs: what one API call costs on this server now."""
+    creates, gets = [], []
+    names = [f"bench-floor-{os.getpid()}-{i}" for i in range(count)]
+    for name in names:
+        body = {"metadata": {"name": name}, "data": {"k": "v"}}
+        t0 = time.perf_counter()
+        request(api, "POST", resource_path("ConfigMap", namespace), body)
+        creates.append(time.perf_counter() - t0)
+    for name in names:
+        t0 = time.perf_counter()
+        request(api, "GET", resource_path("ConfigMap", namespace, name))
+        gets.append(time.perf_counter() - t0)
+    for name in names:
+        request(api, "DELETE", resource_path("ConfigMap", namespace, name))
+    return {"create": statistics.median(creates), "get": statistics.median(gets)}
+
+
+def load_note() -> str:
+    one, five, fifteen = os.getloadavg()
+    return (
+        f"Load average when the bench ended: {one:.2f} / {five:.2f} / {fifteen:.2f} (1/5/15 min) on "
+        f"{os.cpu_count()} cores."
+    )
