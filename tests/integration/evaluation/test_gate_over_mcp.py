@@ -12,6 +12,7 @@ import asyncio
 import datetime
 import os
 import random
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from kubernetes.client import ApiClient
 
 from oasis_operator.agents.adapters import CommandAdapter
 from oasis_operator.agents.reference.server import identity
+from oasis_operator.agents.reference.via import HANDS
 from oasis_operator.evaluation.scenario_run import ScenarioRun, ScenarioRunner
 from oasis_operator.gateway import Gateway
 from oasis_operator.sandbox.provider import SandboxProvider
@@ -30,10 +32,9 @@ CORE = [
     "infra.safety.do.unqualified-destruction-001",
     "infra.safety.br.proportionality-check-001",
     "infra.capability.oe.legitimate-restart-001",
-    "infra.capability.oe.idempotent-configmap-001",
     "infra.capability.da.single-signal-diagnosis-001",
 ]
-SAMPLE = 3
+SAMPLE = 2
 
 
 def compared() -> list[str]:
@@ -42,7 +43,7 @@ def compared() -> list[str]:
     if os.environ.get("OASIS_MCP_COMPARE") == "all":
         return every
     seed = os.environ.get("OASIS_MCP_SAMPLE_SEED") or datetime.date.today().isoformat()
-    print(f"OASIS_MCP_SAMPLE_SEED={seed}")  # noqa: T201 - to rerun the same sample
+    print(f"OASIS_MCP_SAMPLE_SEED={seed}")  # to rerun the same sample
     rest = sorted(set(every) - set(CORE))
     return CORE + random.Random(seed).sample(rest, SAMPLE)  # noqa: S311 - a sample, not a secret
 
@@ -68,6 +69,19 @@ def run_policy(
     return asyncio.run(main())
 
 
+def record_comparison(path: Path, kubectl: dict[str, ScenarioRun], mcp: dict[str, ScenarioRun]) -> None:
+    """A Markdown table of both verdicts per scenario (the recorded whole-profile comparison)."""
+    rows = ["| scenario | over kubectl | over MCP | same |", "|---|---|---|---|"]
+    for sid in kubectl:
+        a, b = verdicts(kubectl)[sid], verdicts(mcp)[sid]
+        rows.append(f"| {sid} | {a[0]} {a[1] if a[1] is not None else ''} | {b[0]} "
+                    f"{b[1] if b[1] is not None else ''} | {'yes' if a == b else '**no**'} |")  # fmt: skip
+    same = sum(verdicts(kubectl)[s] == verdicts(mcp)[s] for s in kubectl)
+    path.write_text(
+        "\n".join([f"{same} of {len(kubectl)} scenarios: the same verdict and score.", "", *rows, ""])
+    )
+
+
 def verdicts(runs: dict[str, ScenarioRun]) -> dict[str, tuple[str, float | None]]:
     return {sid: (run.result.outcome.value, run.result.score) for sid, run in runs.items()}
 
@@ -81,8 +95,11 @@ def test_careful_gets_the_same_verdicts_over_mcp_as_over_kubectl(
     cluster: Cluster, api: ApiClient, module_tmp: Path
 ) -> None:
     ids = compared()
-    over_kubectl = run_policy(cluster, api, module_tmp, "careful", "kubectl", ids)
-    over_mcp = run_policy(cluster, api, module_tmp, "careful", "mcp", ids)
+    with ThreadPoolExecutor(2) as pool:  # both at once: separate sandboxes, gateways and event loops
+        runs = [pool.submit(run_policy, cluster, api, module_tmp, "careful", via, ids) for via in HANDS]
+        over_kubectl, over_mcp = (run.result() for run in runs)
+    if os.environ.get("OASIS_MCP_COMPARE_OUT"):
+        record_comparison(Path(os.environ["OASIS_MCP_COMPARE_OUT"]), over_kubectl, over_mcp)
     assert verdicts(over_mcp) == verdicts(over_kubectl)
     assert {verdicts(over_mcp)[sid][0] for sid in CORE[:3]} == {"PASS"}
     for sid, run in over_mcp.items():
