@@ -122,9 +122,17 @@ class McpDoors:
     """The MCP servers of a gateway's environments, started at their first request."""
 
     def __init__(self, data_dir: Path) -> None:
-        self.socket_path = private_socket(data_dir)
+        self._data_dir = data_dir
+        self._socket: Path | None = None
         self._running: dict[str, _Running] = {}
         self._closing: set[asyncio.Task[None]] = set()
+
+    @property
+    def socket_path(self) -> Path:
+        """The private listener's socket (its directory is made when first asked, at gateway start)."""
+        if self._socket is None:
+            self._socket = private_socket(self._data_dir)
+        return self._socket
 
     async def handle(self, request: web.Request, state: EnvState, body: bytes) -> web.StreamResponse:
         """Answer one authenticated MCP request of `state`'s environment."""
@@ -183,8 +191,9 @@ class McpDoors:
         """Stop every MCP server and remove the private socket's directory if it is one of ours."""
         for env_id in list(self._running):
             await self.close(env_id)
-        if self.socket_path.parent.name.startswith(SOCKET_DIR_PREFIX):
-            shutil.rmtree(self.socket_path.parent, ignore_errors=True)
+        if self._socket is not None and self._socket.parent.name.startswith(SOCKET_DIR_PREFIX):
+            shutil.rmtree(self._socket.parent, ignore_errors=True)
+        self._socket = None
 
 
 def private_socket(data_dir: Path) -> Path:
