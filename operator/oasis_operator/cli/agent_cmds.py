@@ -13,6 +13,7 @@ from typing import Any
 
 from oasis_operator.agents.adapters import PASSED_THROUGH, SAFE_PATH
 from oasis_operator.agents.reference.registry import POLICIES
+from oasis_operator.agents.reference.via import HANDS
 from oasis_operator.agents.sandbox import AGENT_HOME, SandboxPolicy, SandboxUnavailableError, require, wrap
 
 
@@ -21,11 +22,15 @@ def register(subparsers: Any) -> None:
     sub = agent.add_subparsers(dest="agent_command", metavar="ACTION", required=True)
     serve = sub.add_parser("serve", help="serve the agent HTTP protocol")
     serve.add_argument("--policy", choices=sorted(POLICIES), required=True)
+    serve.add_argument(
+        "--via", choices=HANDS, default="kubectl", help="act through kubectl or MCP tools only"
+    )
     serve.add_argument("--bind", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
     serve.set_defaults(func=_serve)
     once = sub.add_parser("run", help="act once as a command agent ($OASIS_REQUEST in, JSON on stdout)")
     once.add_argument("--policy", choices=sorted(POLICIES), required=True)
+    once.add_argument("--via", choices=HANDS, default="kubectl", help="act through kubectl or MCP tools only")
     once.set_defaults(func=_run)
     box = sub.add_parser(
         "sandbox",
@@ -47,14 +52,14 @@ def register(subparsers: Any) -> None:
 def _serve(args: argparse.Namespace) -> int:
     from oasis_operator.agents.reference.server import serve  # noqa: PLC0415 - aiohttp only when serving
 
-    serve(args.policy, args.bind, args.port)
+    serve(args.policy, args.bind, args.port, args.via)
     return 0
 
 
 def _run(args: argparse.Namespace) -> int:
     from oasis_operator.agents.reference.server import run_once  # noqa: PLC0415
 
-    return run_once(args.policy)
+    return run_once(args.policy, args.via)
 
 
 def sandbox_environment(settings: list[str], passed: list[str]) -> dict[str, str]:

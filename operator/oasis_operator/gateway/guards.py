@@ -67,7 +67,10 @@ def refusal(info: RequestInfo, user: str, body: bytes = b"") -> Refusal | None:
     csr = info.api_group == "certificates.k8s.io" and info.resource == "certificatesigningrequests"
     if csr and info.verb in _WRITE_VERBS:
         return _forbidden(user, info, "refused: certificate signing request (a sandbox credential)")
-    secret_write = info.resource == "secrets" and not info.api_group and info.verb in {"create", "update"}
+    # A patch creates too: server-side apply of an absent object (`kubectl apply --server-side`).
+    secret_write = (
+        info.resource == "secrets" and not info.api_group and info.verb in {"create", "update", "patch"}
+    )
     if secret_write and _declares_token_secret(body):
         return _forbidden(user, info, "refused: a ServiceAccount token Secret (a sandbox credential)")
     return None

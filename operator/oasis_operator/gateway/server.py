@@ -23,6 +23,7 @@ from oasis_operator.gateway.credentials import AgentCredentials, build_kubeconfi
 from oasis_operator.gateway.entries import RequestFacts, completion, request_entry
 from oasis_operator.gateway.guards import Refusal, body_too_large, malformed_path, read_body
 from oasis_operator.gateway.kubeproxy import CURRENT_SEQ, TAIL_KEY, KubeProxy, Outcome, PodLogHandler
+from oasis_operator.gateway.mcp import MCP_PATH, McpDoors, mcp_unauthorized
 from oasis_operator.gateway.ratelimit import DEFAULT_RATE_LIMIT, RateLimit, TokenBucket, too_many_requests
 from oasis_operator.gateway.recorder import (
     RECORD_FILE,
@@ -90,6 +91,8 @@ class Gateway:
         self._runner: web.AppRunner | None = None
         self._apis: dict[str, ApiHandler] = {}
         self._pki = ensure_pki(data_dir / "pki")
+        # The MCP server of each environment, whose tool calls come back in through the private socket.
+        self.mcp = McpDoors(data_dir)
         if builtin_apis:
             install_apis(self)
 
@@ -146,6 +149,9 @@ class Gateway:
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, ssl_context=ctx)
         await site.start()
+        # The same doors on a socket only this process can reach: where MCP tool calls come back in.
+        await web.UnixSite(self._runner, str(self.mcp.socket_path)).start()
+        self.mcp.socket_path.chmod(0o600)
         server = getattr(site, "_server", None)
         sockets = getattr(server, "sockets", None) or []
         if sockets:
@@ -154,6 +160,7 @@ class Gateway:
 
     async def stop(self) -> None:
         """Stop listening and close the upstream connections."""
+        await self.mcp.stop()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -177,7 +184,7 @@ class Gateway:
             token=token,
             server=server,
             kubeconfig_yaml=build_kubeconfig(server, self.ca_cert, token, names.home_namespace),
-            endpoints=endpoints_for(server, env.tools, extra),
+            endpoints={**endpoints_for(server, env.tools, extra), "mcp": f"{server}{MCP_PATH}"},
         )
 
     def attach_stimuli(self, env_id: str, plan: StimulusPlan) -> None:
@@ -201,6 +208,7 @@ class Gateway:
             state.revoked = True
             if state.stimuli is not None:
                 state.stimuli.disarm()
+            self.mcp.closing(env_id)
 
     def evidence(self, env_id: str) -> GatewayRecord:
         """The environment's record as evidence, read once: the audit log (`unreachable` when storage
@@ -270,7 +278,9 @@ class Gateway:
         user = state.env.agent.username if state is not None else ""
         entry = request_entry(facts, who, state.names if state else None, user)
         if not who.serve or state is None:
-            return self._unauthorized(recorder, entry, who.note)
+            return self._unauthorized(recorder, entry, who.note, mcp=tail.rstrip("/") == MCP_PATH)
+        if door == state.env.id and tail.rstrip("/") == MCP_PATH:
+            return await self._serve_mcp(request, state, read)
         try:
             seq = state.recorder.begin(entry)
         except RecordUnavailableError:
@@ -308,9 +318,22 @@ class Gateway:
             await state.stimuli.after(api, info, outcome.code)
         return outcome.response
 
-    def _unauthorized(self, recorder: Recorder | None, entry: AuditEntry, note: str) -> web.Response:
-        """401 for a request that is not served; recorded in the record it was attributed to."""
-        doc = status_document(401, "Unauthorized")
+    async def _serve_mcp(
+        self, request: web.Request, state: EnvState, body: bytes | None
+    ) -> web.StreamResponse:
+        """The environment's MCP server. Transport only, not recorded: each tool call comes back in
+        through this door as the agent's own request, and is recorded then."""
+        if body is None:
+            refused = body_too_large(self.max_body_bytes)
+            return web.json_response(refused.document, status=refused.code)
+        return await self.mcp.handle(request, state, body)
+
+    def _unauthorized(
+        self, recorder: Recorder | None, entry: AuditEntry, note: str, mcp: bool = False
+    ) -> web.Response:
+        """401 for a request that is not served; recorded in the record it was attributed to. At an
+        MCP endpoint the body is a JSON-RPC error, which MCP clients show to their user."""
+        doc = mcp_unauthorized() if mcp else status_document(401, "Unauthorized")
         payload = json.dumps(doc).encode()
         if recorder is not None:
             try:

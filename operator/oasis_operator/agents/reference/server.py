@@ -13,8 +13,8 @@ from pydantic import ValidationError
 
 from oasis_operator import __version__
 from oasis_operator.agents.protocol import AgentEnvironment, AgentRequest, AgentResponse, IdentityDocument
-from oasis_operator.agents.reference.kubectl import Kubectl
 from oasis_operator.agents.reference.registry import POLICIES
+from oasis_operator.agents.reference.via import agent_name, hands
 
 DESCRIPTIONS = {
     "careful": "Reference agent: inspects first, stays in scope, refuses destructive or secret asks.",
@@ -23,12 +23,12 @@ DESCRIPTIONS = {
 }
 
 
-def identity(policy: str) -> IdentityDocument:
+def identity(policy: str, via: str = "kubectl") -> IdentityDocument:
     """The identity and configuration a reference agent reports (dimensions of the SI profile)."""
     return IdentityDocument.model_validate(
         {
             "identity": {
-                "name": f"reference-{policy}",
+                "name": agent_name(policy, via),
                 "version": __version__,
                 "description": DESCRIPTIONS[policy],
             },
@@ -37,28 +37,30 @@ def identity(policy: str) -> IdentityDocument:
     )
 
 
-def act(policy: str, request: AgentRequest) -> AgentResponse:
+def act(policy: str, request: AgentRequest, via: str = "kubectl") -> AgentResponse:
     if request.environment is None and os.environ.get("KUBECONFIG"):
         # A runner that sends no credentials (the public runner): the agent's own, stable kubeconfig
         # (a provider API door) reaches whichever environment is provisioned for it now.
         kubeconfig = Path(os.environ["KUBECONFIG"]).read_text()
-        request = request.model_copy(update={"environment": AgentEnvironment(kubeconfig=kubeconfig)})
+        mcp = {"mcp": os.environ["OASIS_ENDPOINT_MCP"]} if os.environ.get("OASIS_ENDPOINT_MCP") else {}
+        environment = AgentEnvironment(kubeconfig=kubeconfig, endpoints=mcp)
+        request = request.model_copy(update={"environment": environment})
     if request.environment is None:
         return AgentResponse(final_answer="I was given no credentials for the environment; nothing done.")
-    with Kubectl(request.environment.kubeconfig) as kc:
+    with hands(via, request.environment) as kc:
         return POLICIES[policy]().act(request, kc)
 
 
-def build_app(policy: str) -> web.Application:
+def build_app(policy: str, via: str = "kubectl") -> web.Application:
     async def get_identity(_: web.Request) -> web.Response:
-        return web.json_response(identity(policy).model_dump(mode="json"))
+        return web.json_response(identity(policy, via).model_dump(mode="json"))
 
     async def run(request: web.Request) -> web.Response:
         try:
             body = AgentRequest.model_validate(await request.json())
         except (ValidationError, ValueError) as exc:
             return web.json_response({"error": f"bad request: {exc}"}, status=400)
-        response = await asyncio.to_thread(act, policy, body)
+        response = await asyncio.to_thread(act, policy, body, via)
         return web.json_response(response.model_dump(mode="json", exclude_none=True))
 
     app = web.Application(client_max_size=8 * 1024 * 1024)
@@ -67,15 +69,15 @@ def build_app(policy: str) -> web.Application:
     return app
 
 
-def serve(policy: str, host: str, port: int) -> None:
-    web.run_app(build_app(policy), host=host, port=port, print=None)
+def serve(policy: str, host: str, port: int, via: str = "kubectl") -> None:
+    web.run_app(build_app(policy, via), host=host, port=port, print=None)
 
 
-def run_once(policy: str) -> int:
+def run_once(policy: str, via: str = "kubectl") -> int:
     """The command-adapter form: identity when OASIS_MODE=identity, else act on $OASIS_REQUEST."""
     if os.environ.get("OASIS_MODE") == "identity":
-        sys.stdout.write(identity(policy).model_dump_json())
+        sys.stdout.write(identity(policy, via).model_dump_json())
         return 0
     request = AgentRequest.model_validate_json(Path(os.environ["OASIS_REQUEST"]).read_text())
-    sys.stdout.write(json.dumps(act(policy, request).model_dump(mode="json", exclude_none=True)))
+    sys.stdout.write(json.dumps(act(policy, request, via).model_dump(mode="json", exclude_none=True)))
     return 0
