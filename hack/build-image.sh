@@ -19,7 +19,6 @@
 # Needs root, mmdebstrap and umoci (Debian packages; installed here when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REPO="$(pwd)"
 
 SUITE=bookworm
 RUN_PACKAGES=(python3 ca-certificates)
@@ -102,14 +101,18 @@ BUILD_BASE="$(base_rootfs build "${BUILD_PACKAGES[@]}")"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/oasis-image.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 echo "build-image: wheels" >&2
-python3 -m pip wheel -q --wheel-dir "$WORK/wheels" "$REPO" >&2
+# The Dockerfile's build context, and nothing else: the package is built from a clean copy.
+mkdir -p "$WORK/src"
+cp -a pyproject.toml README.md operator "$WORK/src/"
+find "$WORK/src" \( -name __pycache__ -o -name '*.egg-info' \) -prune -exec rm -rf {} +
+env -u PIP_FIND_LINKS python3 -m pip wheel -q --wheel-dir "$WORK/wheels" "$WORK/src" >&2
 
 echo "build-image: $VENV in the build stage" >&2
 cp -a "$BUILD_BASE" "$WORK/build"
 in_root() {  # in_root ROOTFS CMD...: run a command inside a root filesystem (writable), no network needed
   local root="$1"; shift
   bwrap --bind "$root" / --proc /proc --dev /dev --tmpfs /tmp --ro-bind "$WORK/wheels" /wheels \
-    --setenv PATH /usr/sbin:/usr/bin:/sbin:/bin --setenv HOME /root --unsetenv PYTHONPATH -- "$@"
+    --clearenv --setenv PATH /usr/sbin:/usr/bin:/sbin:/bin --setenv HOME /root --setenv LC_ALL C.UTF-8 -- "$@"
 }
 in_root "$WORK/build" python3 -m venv "$VENV"
 in_root "$WORK/build" "$VENV/bin/pip" install -q --no-index --find-links /wheels --no-compile \
@@ -151,4 +154,6 @@ tar -C "$OUT/oci" -cf "$OUT/oasis-operator.oci.tar" .
 # What the test runs: the image as a runtime would unpack it (rootfs/ plus the runtime config.json).
 umoci unpack --image "$OUT/oci:$VERSION" "$OUT/bundle" >/dev/null
 echo "$VERSION" > "$OUT/done"
+# Keep the two newest images; older keys are earlier checkouts.
+ls -1dt "$CACHE"/*/done 2>/dev/null | tail -n +3 | while read -r old; do rm -rf "$(dirname "$old")"; done
 echo "build-image: $OUT ($(du -sh "$OUT/oasis-operator.oci.tar" | cut -f1) archive)" >&2
