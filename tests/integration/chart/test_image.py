@@ -105,8 +105,8 @@ def _bwrap(image: Path, mounts: Path, env: dict[str, str], argv: list[str]) -> l
         "--ro-bind", str(image / "bundle" / "rootfs"), "/",
         "--proc", "/proc",
         "--dev", "/dev",
-        "--tmpfs", "/tmp",
-        "--ro-bind", str(mounts), "/etc/oasis/kube",
+        "--perms", "1777", "--tmpfs", "/tmp",  # writable by the image user, as the chart's emptyDir
+        "--ro-bind", str(mounts), "/mnt",  # an empty directory of the image (the root is read-only)
         "--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf",
         "--unshare-pid", "--unshare-ipc", "--die-with-parent",
         "--chdir", process.get("cwd", "/"),
@@ -190,7 +190,7 @@ def test_the_operator_runs_from_the_image_as_its_user_with_a_read_only_root(
 ) -> None:
     uid = int(one("uid"))
     mounts = _kubeconfig_dir(cluster, tmp_path, uid)
-    env = {"KUBECONFIG": "/etc/oasis/kube/kubeconfig"}
+    env = {"KUBECONFIG": "/mnt/kubeconfig"}
     # Who runs, and the root cannot be written.
     probe = subprocess.run(
         _bwrap(
