@@ -110,3 +110,42 @@ privileged: false
 capabilities:
   drop: ["ALL"]
 {{- end }}
+
+{{/* Name of the gateway Service. */}}
+{{- define "oasis.gatewayService" -}}
+{{- printf "%s-gateway" (include "oasis.fullname" .) }}
+{{- end }}
+
+{{/* The kubernetes.io/tls Secret the gateway serves (empty: the operator's own CA). */}}
+{{- define "oasis.gatewayTLSSecret" -}}
+{{- if .Values.gateway.tls.secretName }}
+{{- .Values.gateway.tls.secretName }}
+{{- else if .Values.gateway.tls.certManager.enabled }}
+{{- printf "%s-gateway-tls" (include "oasis.fullname" .) }}
+{{- end }}
+{{- end }}
+
+{{/* Host names agents may use besides the Service (comma-separated): the Ingress host. */}}
+{{- define "oasis.gatewayHosts" -}}
+{{- if and .Values.gateway.ingress.enabled .Values.gateway.ingress.host }}
+{{- .Values.gateway.ingress.host }}
+{{- end }}
+{{- end }}
+
+{{/* Every name the gateway certificate covers (one per line, no repeats): the Service's four DNS forms,
+the Ingress host and the host of externalURL; operator/oasis_operator/gateway/tls.py serving_names makes
+the same list for its own certificate, and a chart test keeps the two equal. */}}
+{{- define "oasis.gatewayDNSNames" -}}
+{{- $svc := include "oasis.gatewayService" . }}
+{{- $ns := .Release.Namespace }}
+{{- $names := list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.cluster.local" $svc $ns) }}
+{{- with include "oasis.gatewayHosts" . }}
+{{- $names = append $names . }}
+{{- end }}
+{{- with .Values.gateway.externalURL }}
+{{- $names = append $names (urlParse .).hostname }}
+{{- end }}
+{{- range uniq $names }}
+{{ . }}
+{{- end }}
+{{- end }}

@@ -22,6 +22,8 @@ from oasis_operator.evaluation.settings import OperatorSettings, SettingsError
 from oasis_operator.evidence.audit_webhook import AuditWebhook, server_ssl
 from oasis_operator.evidence.stream import AuditStream
 from oasis_operator.gateway import Gateway
+from oasis_operator.gateway.listener import Listener
+from oasis_operator.gateway.tls import GatewayTLSConfig, gateway_tls
 from oasis_operator.kube import api_client, request, resource_path
 from oasis_operator.models.crd import AgentSpec, EnvironmentSpec, SecretKeyRef
 from oasis_operator.sandbox.provider import SandboxProvider
@@ -45,6 +47,8 @@ class OperatorConfig:
     apiserver_audit: tuple[Path, ...] = ()
     # The audit webhook the sandbox API server posts to (the chart's sandbox control plane).
     audit_webhook: AuditWebhookConfig | None = None
+    # Where the gateway's serving certificate comes from and the names it covers.
+    gateway_tls: GatewayTLSConfig = field(default_factory=GatewayTLSConfig)
 
     @classmethod
     def from_env(cls) -> OperatorConfig:
@@ -62,6 +66,9 @@ class OperatorConfig:
             data_dir=settings.data_dir,
             apiserver_audit=settings.audit_logs,
             audit_webhook=AuditWebhookConfig.from_settings(settings),
+            gateway_tls=GatewayTLSConfig.from_env(
+                {name: str(value) for name, value in settings.model_dump(by_alias=True).items() if value}
+            ),
         )
 
 
@@ -179,23 +186,26 @@ def agent_adapter(api: ApiClient, namespace: str, agent: AgentSpec) -> tuple[Age
 
 
 class Sandboxes:
-    """The operator's default sandbox target, and per-evaluation targets from a kubeconfig Secret."""
+    """The operator's default sandbox target, and per-evaluation targets from a kubeconfig Secret.
+
+    Every target's gateway is served by one listener (`self.listener`, the chart's gateway Service and
+    Ingress), which routes requests by environment: an evaluation's own sandbox cluster gets no port.
+    """
 
     def __init__(self, config: OperatorConfig) -> None:
         self.config = config
         self.default: SandboxTarget | None = None
+        self.listener: Listener | None = None
 
     async def start(self) -> None:
         config = self.config
+        extra = [h for h in (config.gateway_host,) if h not in ("0.0.0.0", "::")]  # noqa: S104
+        tls = gateway_tls(config.gateway_tls, config.data_dir / "gateway", extra)
+        self.listener = Listener(tls, config.gateway_host, config.gateway_port, config.gateway_url)
+        await self.listener.start()
         if config.sandbox_kubeconfig is None:
             return  # in-cluster without a sandbox: evaluations must name one in spec.environment
-        gateway = Gateway(
-            config.sandbox_kubeconfig,
-            config.data_dir / "gateway",
-            config.gateway_host,
-            config.gateway_port,
-            public_url=config.gateway_url,
-        )
+        gateway = Gateway(config.sandbox_kubeconfig, config.data_dir / "gateway", listener=self.listener)
         await gateway.start()
         api = api_client(config.sandbox_kubeconfig)
         audit = self._apiserver_audit(api, config)
@@ -230,6 +240,9 @@ class Sandboxes:
             await self.default.gateway.stop()
             self.default.api.close()  # type: ignore[no-untyped-call]
             self.default = None
+        if self.listener is not None:
+            await self.listener.stop()
+            self.listener = None
 
     @contextlib.asynccontextmanager
     async def target(
@@ -261,9 +274,13 @@ class Sandboxes:
         kubeconfig = workdir / "kubeconfig"
         kubeconfig.touch(mode=0o600)
         kubeconfig.write_text(text)
+        if self.listener is None:
+            raise RuntimeSetupError(
+                "spec.environment.kubeconfigSecretRef: the operator's gateway is not started"
+            )
         try:
             api = api_client(kubeconfig)
-            gateway = Gateway(kubeconfig, workdir / "gateway", self.config.gateway_host, 0)
+            gateway = Gateway(kubeconfig, workdir / "gateway", listener=self.listener)
         except Exception as exc:
             raise RuntimeSetupError(
                 f"spec.environment.kubeconfigSecretRef: Secret {namespace}/{ref.name} key {ref.key!r} is not "

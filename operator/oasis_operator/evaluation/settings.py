@@ -37,6 +37,12 @@ class OperatorSettings(BaseModel):
     gateway_host: str = Field("127.0.0.1", alias="OASIS_GATEWAY_HOST")
     gateway_port: int = Field(0, alias="OASIS_GATEWAY_PORT", ge=0, le=65535)
     gateway_url: str | None = Field(None, alias="OASIS_GATEWAY_URL", pattern=r"^https?://")
+    # Gateway TLS (gateway/tls.py): a mounted kubernetes.io/tls Secret, else the operator's own CA naming
+    # the Service (name, namespace) and the further hosts (comma-separated: Ingress host, advertised URL).
+    gateway_tls_dir: Path | None = Field(None, alias="OASIS_GATEWAY_TLS_DIR")
+    gateway_service: str | None = Field(None, alias="OASIS_GATEWAY_SERVICE")
+    gateway_namespace: str | None = Field(None, alias="OASIS_GATEWAY_NAMESPACE")
+    gateway_hosts: str = Field("", alias="OASIS_GATEWAY_HOSTS")
     data_dir: Path = Field(
         default_factory=lambda: Path(tempfile.gettempdir()) / "oasis-operator", alias="OASIS_DATA_DIR"
     )

@@ -1,11 +1,14 @@
-"""The agent gateway: one HTTPS server, one door per environment, every request recorded first."""
+"""The agent gateway of one sandbox cluster: one door per environment, every request recorded first.
+
+It is served by a `Listener` (listener.py): its own, started with it, or one shared by every sandbox
+cluster of the operator (the chart's one Service), which routes each request to the gateway owning it.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
-import ssl
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,7 @@ from oasis_operator.gateway.credentials import AgentCredentials, build_kubeconfi
 from oasis_operator.gateway.entries import RequestFacts, completion, request_entry
 from oasis_operator.gateway.guards import Refusal, body_too_large, malformed_path, read_body
 from oasis_operator.gateway.kubeproxy import CURRENT_SEQ, TAIL_KEY, KubeProxy, Outcome, PodLogHandler
+from oasis_operator.gateway.listener import MAX_REQUEST_BODY, Listener
 from oasis_operator.gateway.mcp import MCP_PATH, McpDoors, mcp_unauthorized
 from oasis_operator.gateway.ratelimit import DEFAULT_RATE_LIMIT, RateLimit, TokenBucket, too_many_requests
 from oasis_operator.gateway.recorder import (
@@ -39,17 +43,15 @@ from oasis_operator.gateway.state import EnvState
 from oasis_operator.gateway.status import status_document
 from oasis_operator.gateway.stimuli import StimulusPlan
 from oasis_operator.gateway.stimulus_runner import StimulusRunner
+from oasis_operator.gateway.tls import ServingTLS, own_tls, serving_names
 from oasis_operator.gateway.upstream import Upstream, load_upstream
 from oasis_operator.gateway.virtual import NameMap
 from oasis_operator.models.environment import Environment
 from oasis_operator.models.evidence import AuditEntry
-from oasis_operator.pki import ensure_pki
 
 log = logging.getLogger(__name__)
 
-# A fixture API: (request, environment, path below its prefix, request body) -> outcome.
-# Larger than any object the API server stores (etcd's limit is ~1.5 MiB), small enough to stop a flood.
-MAX_REQUEST_BODY = 16 << 20
+__all__ = ["MAX_REQUEST_BODY", "Gateway"]
 
 
 class Gateway:
@@ -57,6 +59,10 @@ class Gateway:
 
     `rate_limit` applies to each environment separately (None: no limit); `max_body_bytes` to every
     request body. Requests over either are answered 429 / 413 and recorded like every other request.
+
+    `listener`: a shared listener to be served by (the operator's one door; `host`, `port` and
+    `public_url` are then its own); None: the gateway listens itself on `host:port` with `tls` (default:
+    its own CA in `data_dir/tls`, naming `public_url`'s host, `host` and the loopback names).
     """
 
     def __init__(
@@ -69,6 +75,8 @@ class Gateway:
         rate_limit: RateLimit | None = DEFAULT_RATE_LIMIT,
         max_body_bytes: int = MAX_REQUEST_BODY,
         public_url: str | None = None,
+        listener: Listener | None = None,
+        tls: ServingTLS | None = None,
     ) -> None:
         if not isinstance(max_body_bytes, int) or isinstance(max_body_bytes, bool) or max_body_bytes < 1:
             raise ValueError(f"max_body_bytes must be a positive number of bytes, not {max_body_bytes!r}")
@@ -78,8 +86,8 @@ class Gateway:
         # Records, keys and tokens of every environment: closed to every other user (agents run as one).
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         data_dir.chmod(0o700)
-        self.host = host
-        self.port = port
+        self._host = host
+        self._port = port
         self.rate_limit = rate_limit
         self.max_body_bytes = max_body_bytes
         self.public_url = public_url
@@ -88,11 +96,16 @@ class Gateway:
         self._envs: dict[str, EnvState] = {}
         self._by_token: dict[bytes, str] = {}  # token digest -> environment id (revoked ones too)
         self._stray: Recorder | None = None
-        self._runner: web.AppRunner | None = None
         self._apis: dict[str, ApiHandler] = {}
-        self._pki = ensure_pki(data_dir / "pki")
         # The MCP server of each environment, whose tool calls come back in through the private socket.
         self.mcp = McpDoors(data_dir)
+        self._mcp_runner: web.AppRunner | None = None
+        self._shared = listener is not None
+        if listener is None:
+            hosts = [h for h in (public_url, host) if h and h not in ("0.0.0.0", "::")]  # noqa: S104
+            tls = tls or own_tls(data_dir / "tls", serving_names(None, None, hosts))
+            listener = Listener(tls, host, port, public_url, max_body_bytes)
+        self.listener = listener
         if builtin_apis:
             install_apis(self)
 
@@ -122,49 +135,58 @@ class Gateway:
 
     @property
     def ca_cert(self) -> Path:
-        """The CA that signed the gateway's serving certificate (embedded in every kubeconfig)."""
-        return self._pki.ca_cert
+        """The CA that verifies the gateway's serving certificate (embedded in every kubeconfig)."""
+        return self.listener.tls.ca_cert
+
+    @property
+    def host(self) -> str:
+        return self.listener.host if self._shared else self._host
+
+    @property
+    def port(self) -> int:
+        """The listening port (known after `start()` when 0 was asked for)."""
+        return self.listener.port
 
     @property
     def url(self) -> str:
-        """The base URL agents are given: `public_url` if set, else the listening address.
-
-        `public_url` is the address of a Service or Ingress in front of the gateway; the listening port is
-        known after `start()` when 0 was asked for.
-        """
-        if self.public_url:
-            return self.public_url.rstrip("/")
-        return f"https://{self.host}:{self.port}"
+        """The base URL agents are given: the listener's public URL (a Service or Ingress) if set, else
+        its listening address."""
+        return self.listener.url
 
     async def start(self) -> None:
-        """Listen on host:port (port 0 picks a free one, readable from `port` afterwards)."""
+        """Connect upstream and be served: mounted on the shared listener, or listening on host:port."""
         await self._upstream.start()
         self._stray = Recorder(self.data_dir / "unmatched")
-        app = web.Application(client_max_size=self.max_body_bytes)
-        # One route: a request is attributed by its credential, whatever its path (attribution.py).
-        app.router.add_route("*", "/{path:.*}", self._handle)
-        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        ctx.load_cert_chain(str(self._pki.serving_cert), str(self._pki.serving_key))
-        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=False, shutdown_timeout=2.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=ctx)
-        await site.start()
+        self.listener.mount(self)
+        if not self._shared:
+            await self.listener.start()
         # The same doors on a socket only this process can reach: where MCP tool calls come back in.
-        await web.UnixSite(self._runner, str(self.mcp.socket_path)).start()
+        app = web.Application(client_max_size=self.max_body_bytes)
+        app.router.add_route("*", "/{path:.*}", self.handle)
+        self._mcp_runner = web.AppRunner(
+            app, access_log=None, handler_cancellation=False, shutdown_timeout=2.0
+        )
+        await self._mcp_runner.setup()
+        await web.UnixSite(self._mcp_runner, str(self.mcp.socket_path)).start()
         self.mcp.socket_path.chmod(0o600)
-        server = getattr(site, "_server", None)
-        sockets = getattr(server, "sockets", None) or []
-        if sockets:
-            self.port = int(sockets[0].getsockname()[1])
-        log.info("gateway listening host=%s port=%d url=%s", self.host, self.port, self.url)
 
     async def stop(self) -> None:
-        """Stop listening and close the upstream connections."""
+        """Stop being served (and listening, when the listener is its own) and close the upstream."""
         await self.mcp.stop()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        if self._mcp_runner is not None:
+            await self._mcp_runner.cleanup()
+            self._mcp_runner = None
+        self.listener.unmount(self)
+        if not self._shared:
+            await self.listener.stop()
         await self._upstream.stop()
+
+    def owns_token(self, key: bytes) -> bool:
+        """`key` (token_key of a bearer token) is the token of one of this gateway's environments."""
+        return key in self._by_token
+
+    def has_environment(self, env_id: str) -> bool:
+        return env_id in self._envs
 
     # ---- environments -----------------------------------------------------------------------------
 
@@ -242,7 +264,7 @@ class Gateway:
         env_id = self._by_token.get(key) if key is not None else None
         return self._envs.get(env_id) if env_id is not None else None
 
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
+    async def handle(self, request: web.Request) -> web.StreamResponse:
         """Every request: attributed by its credential (attribution.py), recorded first, then answered."""
         door, tail = split_door(request.path)
         _, raw_tail = split_door(request.rel_url.raw_path)
