@@ -64,5 +64,5 @@ def test_every_variable_the_operator_reads_is_a_setting() -> None:
     ).stdout.split()  # fmt: skip
     read = {line.split('"')[1] for line in found}
     # Read by the reference agents and the command sandbox inside an agent's process, not the operator's.
-    agent_side = {"OASIS_MODE", "OASIS_REQUEST", "OASIS_KUBECTL", "PATH", "KUBECONFIG"}
+    agent_side = {"OASIS_MODE", "OASIS_REQUEST", "OASIS_KUBECTL", "OASIS_ENDPOINT_MCP", "PATH", "KUBECONFIG"}
     assert read - agent_side <= set(OperatorSettings.variables())
