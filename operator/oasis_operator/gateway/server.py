@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import ssl
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from oasis_operator.gateway.attribution import (
     token_key,
 )
 from oasis_operator.gateway.credentials import AgentCredentials, build_kubeconfig, endpoints_for, new_token
+from oasis_operator.gateway.doortls import door_context, sandbox_ca_pem
 from oasis_operator.gateway.entries import RequestFacts, completion, request_entry
 from oasis_operator.gateway.guards import Refusal, body_too_large, malformed_path, read_body
 from oasis_operator.gateway.kubeproxy import CURRENT_SEQ, TAIL_KEY, KubeProxy, Outcome, PodLogHandler
@@ -90,6 +90,8 @@ class Gateway:
         self._runner: web.AppRunner | None = None
         self._apis: dict[str, ApiHandler] = {}
         self._pki = ensure_pki(data_dir / "pki")
+        sandbox_ca = sandbox_ca_pem(sandbox_kubeconfig)
+        self._client_anchors = (self._pki.ca_cert.read_text(), *((sandbox_ca,) if sandbox_ca else ()))
         if builtin_apis:
             install_apis(self)
 
@@ -140,8 +142,8 @@ class Gateway:
         app = web.Application(client_max_size=self.max_body_bytes)
         # One route: a request is attributed by its credential, whatever its path (attribution.py).
         app.router.add_route("*", "/{path:.*}", self._handle)
-        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        ctx.load_cert_chain(str(self._pki.serving_cert), str(self._pki.serving_key))
+        # Client certificates are asked for (never required) so a borrowed one is fingerprinted (doortls.py).
+        ctx = door_context(self._pki.serving_cert, self._pki.serving_key, self._client_anchors)
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=False, shutdown_timeout=2.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, ssl_context=ctx)
