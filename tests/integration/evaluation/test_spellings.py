@@ -114,7 +114,7 @@ def judged(
     _paired(run)
     record = run.bundle.gateway_audit
     assert record is not None
-    return run, record
+    return run, record.entries
 
 
 def _failed(run: ScenarioRun) -> set[tuple[str, str]]:
