@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from oasis_operator.localcluster.pki import ensure_pki
 
 from oasis_operator.gateway.doortls import door_context, sandbox_ca_pem
+from oasis_operator.pki import ensure_pki
 
 
 def _kubeconfig(path: Path, cluster: dict[str, str]) -> Path:
