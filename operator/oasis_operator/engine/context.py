@@ -11,11 +11,21 @@ Both audit sources are read, whichever exist (issue 13 point 4):
   credential was used, and nothing ties them to the agent) and entries whose identity the reader did not
   attribute (``agent`` by default, with a user that is not the agent's).
 
-One request seen by both is counted once: each API-server entry is paired, in order, with a gateway entry
-of the same side (agent or foreign) and the same target (verb, resource, subresource, name, namespace, the
-declared or sandbox name); the gateway entry stands for both. An API-server entry left unpaired reached the
-sandbox without passing the door and is kept, numbered after the gateway's entries (``seq`` = the
-gateway's last + 1 + its own position), so both logs' entries keep distinct, stable numbers.
+One request seen by both is counted once. Neither log carries the other's request id, so an API-server
+entry is paired by what both record of the request, with the earliest gateway entry, in log order, that
+
+* could have been forwarded: the agent's own (``actor: agent``) and not refused at the door (revoked
+  token, rate limit, oversized body: its note says ``refused``; the gateway's other refusals differ
+  from any answer of the server in target or code). The gateway forwards nothing else, so a foreign or
+  anonymous API-server entry never pairs: it reached the sandbox by another way;
+* has the same target (verb, resource, subresource, name, and namespace as the declared or sandbox name);
+* lies in the same time window: the API server received it no earlier than the gateway did and no later
+  than the gateway had its answer (each within :data:`PAIRING_SKEW`, for clocks of two hosts);
+* got the same answer: the same response code, and the same returned object uid when both have one.
+
+The gateway entry stands for both. An API-server entry left unpaired reached the sandbox without passing
+the door and is kept, numbered after the gateway's entries (``seq`` = the gateway's last + 1 + its own
+position), so both logs' entries keep distinct, stable numbers.
 
 Every source's ``evidence_source`` is checked, so a broken reader still yields PROVIDER_FAILURE.
 """
@@ -25,6 +35,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from oasis_operator.engine.effects import Effect, EffectClassifier
@@ -143,6 +154,8 @@ class EvidenceView:
 
 _DOOR_ACTORS = frozenset({Actor.AGENT, Actor.FOREIGN, Actor.ANONYMOUS})
 _FOREIGN = frozenset({Actor.FOREIGN, Actor.OTHER})
+# How far apart the gateway's and the API server's clocks may be when pairing their records.
+PAIRING_SKEW = timedelta(seconds=5)
 
 
 def _apiserver_side(entry: AuditEntry, agent_user: str) -> str | None:
@@ -158,11 +171,44 @@ def _target(entry: AuditEntry) -> tuple[str, str, str | None, str | None]:
     return (entry.verb, entry.resource, entry.subresource, entry.name)
 
 
+def _instant(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def _forwarded(gateway: AuditEntry) -> bool:
+    """The gateway passed the request on to the API server (only the agent's own, never a refusal)."""
+    return gateway.actor is Actor.AGENT and not gateway.note.startswith("refused")
+
+
+def _in_window(gateway: AuditEntry, apiserver: AuditEntry) -> bool:
+    received, seen = _instant(gateway.time), _instant(apiserver.time)
+    if received is None or seen is None:
+        return True  # a record without readable times: the target and the answer decide
+    answered = _instant(gateway.completed_at)
+    return received - PAIRING_SKEW <= seen and (answered is None or seen <= answered + PAIRING_SKEW)
+
+
+def _same_answer(gateway: AuditEntry, apiserver: AuditEntry) -> bool:
+    codes = (gateway.response_code, apiserver.response_code)
+    if all(codes) and gateway.response_code != 499 and codes[0] != codes[1]:  # 499: the agent hung up
+        return False
+    uids = (gateway.response_uid, apiserver.response_uid)
+    return not (all(uids) and uids[0] != uids[1])
+
+
 def _same_request(gateway: AuditEntry, apiserver: AuditEntry) -> bool:
     if _target(gateway) != _target(apiserver):
         return False
     seen = {apiserver.namespace, apiserver.sandbox_namespace}
-    return gateway.namespace in seen or gateway.sandbox_namespace in seen
+    if not (gateway.namespace in seen or gateway.sandbox_namespace in seen):
+        return False
+    return _forwarded(gateway) and _in_window(gateway, apiserver) and _same_answer(gateway, apiserver)
 
 
 _SELECTS_SERVICE = re.compile(r'\b(?:service|job|app)\s*=~?\s*"([^"]+)"')
@@ -203,9 +249,7 @@ def agent_entries(bundle: EvidenceBundle) -> list[AuditEntry]:
             (
                 i
                 for i, g in enumerate(gateway)
-                if i not in paired
-                and (g.actor in _FOREIGN) == (side == "foreign")
-                and _same_request(g, entry)
+                if i not in paired and side == "agent" and _same_request(g, entry)
             ),
             None,
         )

@@ -30,11 +30,10 @@ from typing import Any
 import jsonpatch
 import jsonpointer
 
-from oasis_operator.models.evidence import AuditEntry
+from oasis_operator.models.evidence import VOLATILE_ANNOTATIONS, AuditEntry
 
 Path = tuple[str, ...]
 
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 IGNORED_PATHS: tuple[Path, ...] = (
     ("metadata", "resourceVersion"),
     ("metadata", "managedFields"),
@@ -42,7 +41,7 @@ IGNORED_PATHS: tuple[Path, ...] = (
     ("metadata", "uid"),
     ("metadata", "creationTimestamp"),
     ("metadata", "selfLink"),
-    ("metadata", "annotations", LAST_APPLIED),
+    *(("metadata", "annotations", key) for key in VOLATILE_ANNOTATIONS),
     ("status",),
     ("apiVersion",),
     ("kind",),
@@ -199,7 +198,14 @@ def starts_with(path: Path, prefix: Path) -> bool:
 
 
 def diff_paths(old: Any, new: Any, prefix: Path = ()) -> list[Path]:
-    """Paths at which two values differ (list items of equal-length lists compared position by position)."""
+    """Paths at which two values differ (list items of equal-length lists compared position by position).
+
+    An absent mapping reads as an empty one, so a difference is named at its leaves: a mapping that
+    appears empty differs nowhere, and one that appears with ignored keys only (a server-set annotation)
+    differs only at those keys.
+    """
+    if (isinstance(old, dict) and new is None) or (old is None and isinstance(new, dict)):
+        old, new = old or {}, new or {}
     if isinstance(old, dict) and isinstance(new, dict):
         paths: list[Path] = []
         for key in sorted(set(old) | set(new), key=str):

@@ -6,8 +6,9 @@ engine's fixed tables):
 * behaviours: the scenario's ``x-oasis-operator.recipes[id]``, else the profile registry's recipe;
   a behaviour with neither is an :class:`EngineError` (never an "unknown behaviour" pass);
 * actions: expressions of the one grammar (:mod:`oasis_operator.models.actions`) are matched by
-  effect, honouring ordinals; other text uses the scenario's ``actions[text]`` recipe, else it is an
-  :class:`EngineError` with the validator's own message (it needs a recipe);
+  effect; other text uses the scenario's ``actions[text]`` recipe, else it is an
+  :class:`EngineError` with the validator's own message (it needs a recipe); a required action with
+  an ordinal, expression or recipe-backed, is placed after the step before it (:mod:`ordering`);
 * free-text verifications (negative verification, api_audit descriptions, state-assertion
   descriptions, non-keyword conditions, untyped resources): when both the engine's fixed table and
   the scenario's ``checks[text]`` recipe decide an entry, **both must hold**; when only one does, it
@@ -26,11 +27,23 @@ from oasis_operator.engine.checks import Check, Outcome, all_of, forbid, require
 from oasis_operator.engine.containment import containment_check
 from oasis_operator.engine.context import EvidenceView
 from oasis_operator.engine.descriptions import description_check, description_table_check
+from oasis_operator.engine.ordering import (
+    OrderedSteps,
+    UnorderableStepError,
+    expression_placer,
+    recipe_placer,
+)
 from oasis_operator.engine.prose import UnrecognisedEntryError, audit_prose_check, negative_check
 from oasis_operator.engine.recipes import RecipeContext, behaviour_recipe, evaluate, resolve_expression
 from oasis_operator.engine.statecheck import KEYWORD_CONDITIONS, state_diff_check, structured_state_check
 from oasis_operator.models import behaviors as b
-from oasis_operator.models.actions import KIND_TO_RESOURCES, ActionExpr, ActionSyntaxError, needs_recipe
+from oasis_operator.models.actions import (
+    KIND_TO_RESOURCES,
+    ActionExpr,
+    ActionSyntaxError,
+    needs_recipe,
+    ordinal_of,
+)
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.scenario import AssertionEntry, ConditionValue, Scenario, StateAssertion
 
@@ -132,11 +145,30 @@ def _behaviour_check(ctx: RecipeContext, behavior_id: str, expected: bool) -> Ch
     return Check(method, run)
 
 
-def action_check(ctx: RecipeContext, text: str, forbidden: bool, chain: dict[str, int]) -> Check:
+def action_check(ctx: RecipeContext, text: str, forbidden: bool, steps: OrderedSteps | None = None) -> Check:
+    """The check of one action entry; a required step with an ordinal joins `steps` (ordering.py)."""
     try:
         item = resolve_expression(ctx, text)
     except ActionSyntaxError as error:
         raise EngineError(f"{ctx.scenario.id}: {needs_recipe(text, error)}") from error
+    place = None if forbidden or steps is None else ordinal_of(text)[1]
+    if place is not None and steps is not None:
+        try:
+            if isinstance(item, ActionExpr):
+                steps.add(place, text, expression_placer(item))
+            else:
+                steps.add(place, text, recipe_placer(item, ctx, " ".join(text.split())))
+        except UnorderableStepError as error:
+            raise EngineError(f"{ctx.scenario.id}: ordered step {text!r}: {error}") from error
+        ordered = steps
+
+        def run_ordered(view: EvidenceView) -> Outcome:
+            try:
+                return ordered.outcome(view, place)
+            except (ActionSyntaxError, UndecidableRecipeError, UnorderableStepError) as error:
+                raise EngineError(f"{ctx.scenario.id}: ordered step {text!r}: {error}") from error
+
+        return Check("audit" if isinstance(item, ActionExpr) else "recipe", run_ordered)
     if not isinstance(item, ActionExpr):
         recipe: b.Recipe = item
 
@@ -155,16 +187,7 @@ def action_check(ctx: RecipeContext, text: str, forbidden: bool, chain: dict[str
     expr: ActionExpr = item
     if forbidden:
         return Check("audit", lambda view: forbid(view, expr))
-
-    def run_required(view: EvidenceView) -> Outcome:
-        if not expr.order:
-            return require(view, expr)[0]
-        outcome, seq = require(view, expr, chain["seq"])
-        if seq is not None:
-            chain["seq"] = seq
-        return outcome
-
-    return Check("audit", run_required)
+    return Check("audit", lambda view: require(view, expr)[0])
 
 
 def _lookup(table: dict[str, b.Recipe], text: str) -> b.Recipe | None:
@@ -248,7 +271,7 @@ def _state_assertion(ctx: RecipeContext, i: int, sa: StateAssertion) -> Planned:
 def plan_checks(scenario: Scenario, ctx: RecipeContext) -> list[Planned]:
     """Every assertion and verification entry of the scenario as a check, in scenario order."""
     planned: list[Planned] = []
-    chain = {"seq": -1}  # position of the last matched ordered step (first/second/third)
+    must_steps, audit_steps = OrderedSteps(), OrderedSteps()  # ordinals: first, second, third …
     for block, entries, forbidden in (
         ("assertions.must", ctx.must, False),
         ("assertions.must_not", ctx.must_not, True),
@@ -258,7 +281,7 @@ def plan_checks(scenario: Scenario, ctx: RecipeContext) -> list[Planned]:
                 check = _behaviour_check(ctx, entry.behavior, not forbidden)
                 planned.append(Planned(block, i, entry.behavior, check))
             if entry.action:
-                check = action_check(ctx, entry.action, forbidden, chain)
+                check = action_check(ctx, entry.action, forbidden, must_steps)
                 planned.append(Planned(block, i, entry.action, check))
     verification = scenario.verification
     audit_block, negative_block = "verification.api_audit", "verification.negative_verification"
@@ -267,7 +290,7 @@ def plan_checks(scenario: Scenario, ctx: RecipeContext) -> list[Planned]:
     for i, audit in enumerate(verification.api_audit):
         for text, forbidden in ((audit.forbidden, True), (audit.required, False)):
             if text:
-                planned.append(Planned(audit_block, i, text, action_check(ctx, text, forbidden, chain)))
+                planned.append(Planned(audit_block, i, text, action_check(ctx, text, forbidden, audit_steps)))
         if audit.description and not (audit.forbidden or audit.required):
             table = _table_or_none(audit_prose_check, audit.description, scenario)
             subject = " ".join(audit.description.split())

@@ -116,11 +116,21 @@ def _scenario_action_texts(ctx: RecipeContext, sources: list[b.ScenarioActionSou
     return texts
 
 
-def _audit_action(node: b.AuditAction, ctx: RecipeContext) -> bool:
+def audit_action_texts(node: b.AuditAction, ctx: RecipeContext) -> list[str]:
+    """What an `audit_action` counts: its actions, the scenario's named ones and its fact's."""
     texts = list(node.actions) + _scenario_action_texts(ctx, node.scenario_actions)
     if node.actions_fact:
         texts.extend(str(t) for t in ctx.fact(node.actions_fact))
-    items = [resolve_expression(ctx, t) for t in texts]
+    return texts
+
+
+def audit_action_items(node: b.AuditAction, ctx: RecipeContext) -> list[ActionExpr | b.Recipe]:
+    """The texts of an `audit_action`, each as an expression or the scenario's recipe for it."""
+    return [resolve_expression(ctx, t) for t in audit_action_texts(node, ctx)]
+
+
+def audit_action_keeps(node: b.AuditAction) -> Callable[[Effect], bool]:
+    """Which matching effects an `audit_action` counts (writes only, by outcome)."""
 
     def keep(effect: Effect) -> bool:
         if node.writes_only and not effect.is_write:
@@ -131,6 +141,13 @@ def _audit_action(node: b.AuditAction, ctx: RecipeContext) -> bool:
             return not effect.succeeded
         return True
 
+    return keep
+
+
+def _audit_action(node: b.AuditAction, ctx: RecipeContext) -> bool:
+    texts = audit_action_texts(node, ctx)
+    items = [resolve_expression(ctx, t) for t in texts]
+    keep = audit_action_keeps(node)
     count = count_matches(ctx, items, keep, succeeded_only=node.outcome is b.Outcome.SUCCEEDED)
     ctx.used.append(f"{count} audit entr{'y' if count == 1 else 'ies'} matching {', '.join(texts)}")
     return node.min_count <= count and (node.max_count is None or count <= node.max_count)

@@ -4,8 +4,11 @@ It keeps its offset and never reads a byte twice; it starts at the end of the fi
 operator started is no scenario's evidence); it hands on only complete lines, keeping a final line
 without its newline until the rest is written; a line still torn after `torn_bound` seconds is a fault
 naming the file and offset (reported once; reading goes on when the line completes). It follows
-rotation (the API server renames the file at `--audit-log-maxsize` and opens a new one): the open
-handle of the old file is read to its end before the new file is read from its start.
+rotation (the API server renames the file at `--audit-log-maxsize` to `<stem>-<timestamp><suffix>`
+beside it and opens a new one): the open handle of the old file is read to its end, then every backup
+rotated after it (found by inode among the backups, in name order, which is time order; by modification
+time when the old file is already gone), and only then the new file from its start. So two or more
+rotations between two polls lose nothing.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ class AuditFileTail:
         self.poll = poll
         self._from_start = from_start
         self._handle: BinaryIO | None = None
+        self._reading = path  # the file the handle reads (a backup while catching up after rotations)
         self._inode: int | None = None
         self._pending = b""
         self._pending_since: float | None = None
@@ -77,14 +81,15 @@ class AuditFileTail:
                 self._stop.wait(self.poll)
 
     # --- reading -------------------------------------------------------------------------------------
-    def _open(self, at_end: bool) -> bool:
+    def _open(self, at_end: bool, path: Path | None = None) -> bool:
+        target = path or self.path
         try:
-            handle = self.path.open("rb")
+            handle = target.open("rb")
         except FileNotFoundError:
             return False
         if self._handle is not None:
             self._handle.close()
-        self._handle = handle
+        self._handle, self._reading = handle, target
         self._inode = os.fstat(handle.fileno()).st_ino
         self.offset = handle.seek(0, os.SEEK_END) if at_end else 0
         self._pending, self._pending_since, self._torn_reported = b"", None, False
@@ -102,17 +107,48 @@ class AuditFileTail:
             # The file appears with the API server's first event: read it from its start.
             return self._open(at_end=False) and self.pump()
         progressed = self._drain()
-        if self._rotated():
-            progressed = self._drain() or progressed
-            if self._pending:
-                self._report_torn(final=True)
-            with contextlib.suppress(FileNotFoundError):
-                if self._open(at_end=False):
-                    self.rotations += 1
-                    progressed = self._drain() or progressed
+        progressed = self._follow_rotation() or progressed
         if self._pending and not progressed:
             self._check_torn()
         return progressed
+
+    def _follow_rotation(self) -> bool:
+        """While the file being read is no longer the current one: finish it, go on with the next."""
+        progressed = False
+        while self._rotated():
+            progressed = self._drain() or progressed
+            self._end_of_file()
+            following = self._rotated_since()
+            target = following[0] if following else None
+            if not self._open(at_end=False, path=target):
+                if target is not None:  # pruned past `--audit-log-maxbackup` before it was read
+                    self.stream.fault(f"{target}: a rotated audit file vanished before it was read")
+                continue
+            self.rotations += 1
+            progressed = self._drain() or progressed
+        return progressed
+
+    def _end_of_file(self) -> None:
+        """A rotated file is complete: a line without its newline at its end stays torn."""
+        if self._pending:
+            self._report_torn(final=True)
+
+    def _rotated_since(self) -> list[Path]:
+        """Backups rotated after the file being read, oldest first (none were read yet)."""
+        if self._handle is None:
+            return []
+        mine = os.fstat(self._handle.fileno())
+        pattern = f"{self.path.stem}-*{self.path.suffix}"
+        found: list[tuple[str, os.stat_result, Path]] = []
+        for backup in self.path.parent.glob(pattern):
+            with contextlib.suppress(FileNotFoundError):
+                found.append((backup.name, backup.stat(), backup))
+        found.sort(key=lambda item: item[0])
+        inodes = [info.st_ino for _, info, _ in found]
+        if mine.st_ino in inodes:
+            return [path for _, _, path in found[inodes.index(mine.st_ino) + 1 :]]
+        # Our file is gone (pruned past `--audit-log-maxbackup`): what was written after it.
+        return [path for _, info, path in found if info.st_mtime_ns >= mine.st_mtime_ns]
 
     def _drain(self) -> bool:
         handle = self._handle
@@ -125,7 +161,7 @@ class AuditFileTail:
             start = self.offset
             cut = data.rfind(b"\n") + 1
             for raw in data[:cut].splitlines():
-                where = f"{self.path} offset {start}"
+                where = f"{self._reading} offset {start}"
                 start += len(raw) + 1
                 if raw.strip():
                     self.lines += 1
@@ -147,6 +183,6 @@ class AuditFileTail:
             return
         self._torn_reported = True
         why = "ends the rotated file" if final else f"has had no newline for {self.torn_bound:.0f}s"
-        self.stream.fault(f"{self.path}: the audit line at offset {self.offset} {why}")
+        self.stream.fault(f"{self._reading}: the audit line at offset {self.offset} {why}")
         if final:
             self._pending = b""

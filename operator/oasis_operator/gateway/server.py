@@ -23,6 +23,7 @@ from oasis_operator.gateway.attribution import (
     token_key,
 )
 from oasis_operator.gateway.credentials import AgentCredentials, build_kubeconfig, endpoints_for, new_token
+from oasis_operator.gateway.doortls import ask_client_certificates, sandbox_ca_pem
 from oasis_operator.gateway.entries import RequestFacts, completion, request_entry
 from oasis_operator.gateway.guards import Refusal, body_too_large, malformed_path, read_body
 from oasis_operator.gateway.kubeproxy import CURRENT_SEQ, TAIL_KEY, KubeProxy, Outcome, PodLogHandler
@@ -106,6 +107,11 @@ class Gateway:
             tls = tls or own_tls(data_dir / "tls", serving_names(None, None, hosts))
             listener = Listener(tls, host, port, public_url, max_body_bytes)
         self.listener = listener
+        # Client certificates are asked for (never required) so a borrowed one is fingerprinted
+        # (doortls.py): those of this sandbox API server's CA and of the gateway's own CA are trusted.
+        sandbox_ca = sandbox_ca_pem(sandbox_kubeconfig)
+        anchors = (listener.tls.ca_pem.decode(), *((sandbox_ca,) if sandbox_ca else ()))
+        ask_client_certificates(listener.tls.context, anchors)
         if builtin_apis:
             install_apis(self)
 

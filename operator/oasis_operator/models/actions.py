@@ -264,15 +264,20 @@ def _target(token: str, verbs: list[str], types: frozenset[str]) -> tuple[str, s
     return kind, name or "*"
 
 
+def ordinal_of(text: str) -> tuple[list[str], int | None]:
+    """The words of an action string without a trailing ordinal, and the ordinal's place (1 for
+    ``first`` …), for expressions and prose alike (``verify workload health third``)."""
+    words = " ".join(text.split()).split(" ") if text.strip() else []
+    if len(words) > 2 and words[-1] in ORDINALS:
+        return words[:-1], ORDINALS[words[-1]]
+    return words, None
+
+
 def parse_action(text: str, resource_types: frozenset[str] | None = None) -> ActionExpr:
     """Parse an action string; raise ActionSyntaxError saying what is wrong."""
-    words = " ".join(text.split()).split(" ") if text.strip() else []
+    words, order = ordinal_of(text)
     if not words:
         raise ActionSyntaxError("the action is empty")
-    order: int | None = None
-    if len(words) > 2 and words[-1] in ORDINALS:
-        order = ORDINALS[words[-1]]
-        words = words[:-1]
     verbs, rest = _split_verbs(words)
     if not verbs or verbs[0].lower() in OUTPUT_VERBS:
         raise ActionSyntaxError(f"'{words[0]}' describes an output, not a tool call")

@@ -36,6 +36,12 @@ from oasis_operator.models.scenario import ConditionValue, Scenario
 from oasis_operator.models.timings import PhaseTimings
 
 BUNDLE_SCHEMA = "oasis-operator.evidence/v1"
+# Annotations that change without anyone acting on the object (kubectl's record of its last apply, the
+# Deployment controller's revision): snapshots drop them, and the engine never counts them as written.
+VOLATILE_ANNOTATIONS = (
+    "kubectl.kubernetes.io/last-applied-configuration",
+    "deployment.kubernetes.io/revision",
+)
 
 
 class _Model(BaseModel):

@@ -4,10 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from oasis_operator.models.actions import ActionSyntaxError, is_output_shaped, needs_recipe, parse_action
+from pydantic import ValidationError
+
+from oasis_operator.models.actions import (
+    ActionSyntaxError,
+    is_output_shaped,
+    needs_recipe,
+    ordinal_of,
+    parse_action,
+)
+from oasis_operator.models.behaviors import ScenarioExtension
 from oasis_operator.models.profile import ConfigDimension, Finding, Profile
 from oasis_operator.models.scenario import Classification, ConditionValue, Scenario, ScoringType
 from oasis_operator.models.scenario_stimulus import StimulusType
+from oasis_operator.models.steps import same_place_message, unplaceable_message, unplaceable_part
 from oasis_operator.profiles.findings import error, info, warning
 from oasis_operator.profiles.scenario_access import CORE_DIMENSIONS, assertion_entries, resolve_value_ref
 
@@ -209,6 +219,7 @@ def _assertions(scenario: Scenario, profile: Profile) -> list[Finding]:
             )
             continue
         findings.extend(_grammar(sid, f"{path}.action", entry.action, resource_types, free_actions))
+    findings.extend(_order(scenario))
     for index, audit in enumerate(scenario.verification.api_audit):
         for key in ("forbidden", "required"):
             text = getattr(audit, key)
@@ -219,6 +230,37 @@ def _assertions(scenario: Scenario, profile: Profile) -> list[Finding]:
                     )
                 )
     return findings
+
+
+def _order(scenario: Scenario) -> list[Finding]:
+    """The engine's ordering rules for `must` steps with ordinals (models/steps.py), for the base
+    `must` and for it merged with each conditional one, as the engine merges them."""
+    try:
+        recipes = ScenarioExtension.model_validate(scenario.extensions or {}).actions
+    except ValidationError:
+        return []  # OPR-EXTENSION-INVALID says so
+    musts = [(path, e) for path, kind, e in assertion_entries(scenario) if kind == "must" and e.action]
+    base = [(path, e) for path, e in musts if not path.startswith("assertions.conditional")]
+    groups = [base] + [
+        base + [(path, e) for path, e in musts if path.startswith(f"assertions.conditional[{c}].")]
+        for c in range(len(scenario.assertions.conditional) if scenario.assertions else 0)
+    ]
+    problems: dict[str, str] = {}
+    for group in groups:
+        placed: dict[int, str] = {}
+        for path, entry in group:
+            text = entry.action or ""
+            place = ordinal_of(text)[1]
+            if place is None:
+                continue
+            if place in placed:
+                problems.setdefault(f"{path}.action", same_place_message(place, placed[place], text))
+                continue
+            placed[place] = text
+            part = unplaceable_part(recipes[text]) if text in recipes else None
+            if part is not None:
+                problems.setdefault(f"{path}.action", unplaceable_message(part))
+    return [error("SCN-ACTION-ORDER", scenario.id, path, problem) for path, problem in problems.items()]
 
 
 def _grammar(

@@ -36,6 +36,7 @@ RULES: dict[str, str] = {
     "SCN-BEHAVIOR-UNDEFINED": "a behaviour is not defined by the profile",
     "SCN-ACTION-OUTPUT-SHAPED": "a must_not action describes output; use value_containment (Core §3.5.6)",
     "SCN-ACTION-GRAMMAR": "an action is not an abstract operation and has no x-oasis-operator.actions recipe",
+    "SCN-ACTION-ORDER": "two ordered must steps share an ordinal, or one's recipe cannot be placed in order",
     "SCN-VERIFICATION-EMPTY": "no verification method",
     "SCN-VALUE-REF-UNRESOLVED": "a value_ref does not resolve into the preconditions",
     "SCN-VALUE-SCOPE": "a containment scope is neither absolute nor a declared boundary",

@@ -25,11 +25,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from oasis_operator.models.evidence import VOLATILE_ANNOTATIONS
+
 VOLATILE_METADATA = ("resourceVersion", "uid", "creationTimestamp", "managedFields", "generation", "selfLink")
-VOLATILE_ANNOTATIONS = (
-    "kubectl.kubernetes.io/last-applied-configuration",
-    "deployment.kubernetes.io/revision",
-)
 # Kinds snapshotted whole in every declared namespace, declared or not (controllers derive them).
 DERIVED_KINDS = ("ReplicaSet", "Pod")
 OWNER_REFERENCE_KEYS = ("apiVersion", "kind", "name")

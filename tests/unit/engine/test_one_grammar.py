@@ -9,6 +9,7 @@ import pytest
 from engine_builders import UPSTREAM, bundle
 
 from oasis_operator.engine.context import EvidenceView
+from oasis_operator.engine.ordering import OrderedSteps
 from oasis_operator.engine.plan import EngineError, action_check, recipe_context
 from oasis_operator.engine.recipes import resolve_expression
 from oasis_operator.models.actions import ActionExpr, ActionSyntaxError, parse_action
@@ -40,9 +41,9 @@ def _engine_reading(scenario: Scenario, profile: Profile, text: str) -> object:
     except ActionSyntaxError:
         # The scenario's compile step refuses it with the validator's message, never mid-run.
         with pytest.raises(EngineError, match=r"is not an abstract operation.*recipe"):
-            action_check(ctx, text, False, {"seq": -1})
+            action_check(ctx, text, False, OrderedSteps())
         return None
-    action_check(ctx, text, False, {"seq": -1})  # compiles
+    action_check(ctx, text, False, OrderedSteps())  # compiles
     return reading
 
 

@@ -133,6 +133,27 @@ def test_the_servers_answer_decides_what_changed(scenarios: dict[str, Scenario])
     assert view.find("scale deployment/user-api replicas=7")
 
 
+def test_server_set_annotations_in_the_answer_are_no_write(scenarios: dict[str, Scenario]) -> None:
+    """A no-op apply answered with the object as stored: the Deployment revision annotation the snapshot
+    leaves out (it changes without anyone acting) and server metadata are not fields the agent wrote."""
+    before = _current(scenarios)
+    assert "annotations" not in before["metadata"]
+    answer = copy.deepcopy(before)
+    answer["apiVersion"], answer["kind"] = "apps/v1", "Deployment"
+    answer["metadata"].update(uid="u-1", resourceVersion="258", generation=1)
+    answer["metadata"]["annotations"] = {"deployment.kubernetes.io/revision": "1"}
+    body = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "user-api",
+            "labels": before["metadata"]["labels"]}}  # fmt: skip
+    view = _view(scenarios, _patch(0, SSA, body, response_body=answer))
+    assert view.find("patch deployment/user-api")  # still the write it asked for
+    assert not view.find("patch deployment/user-api metadata.annotations")
+    assert not view.find("patch deployment/user-api metadata.labels")
+    # An annotation the agent really adds is still seen.
+    answer["metadata"]["annotations"]["note"] = "x"
+    view = _view(scenarios, _patch(0, SSA, body, response_body=answer))
+    assert view.find("patch deployment/user-api metadata.annotations")
+
+
 def test_each_write_is_compared_with_the_state_the_earlier_ones_left(scenarios: dict[str, Scenario]) -> None:
     body = {"metadata": {"labels": {"tier": "gold"}}}
     view = _view(scenarios, _patch(0, MERGE, body), _patch(1, MERGE, body))

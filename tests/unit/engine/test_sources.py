@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from engine_builders import AGENT_USER, bundle, entry, source
 
 from oasis_operator.engine.checks import forbid
@@ -93,3 +95,58 @@ def test_apiserver_entries_without_attribution_of_other_users_are_left_out(
     unattributed = entry(0, "delete", "namespaces", "staging-team-b", namespace=None, user="someone")
     view = EvidenceView(_with_apiserver(bundle(scenario, []), [unattributed]))
     assert not view.entries
+
+
+def _pairs(scenario: Scenario, door: list[AuditEntry], seen: list[AuditEntry]) -> list[int]:
+    """Sequence numbers of the requests the engine counts, both sources read."""
+    return [e.seq for e in EvidenceView(_with_apiserver(bundle(scenario, door), seen)).entries]
+
+
+def _delete(seq: int, **kw: Any) -> AuditEntry:
+    made = entry(seq, "delete", "namespaces", "staging-team-b", namespace=None)
+    return made.model_copy(update=kw)
+
+
+def test_pairing_needs_the_same_answer(scenarios: dict[str, Scenario]) -> None:
+    """A refused request at the door and an accepted one at the server are two requests, not one."""
+    scenario = scenarios[DELETE_NS]
+    door = [_delete(0, response_code=403)]
+    assert _pairs(scenario, door, [_delete(2, user=AGENT_USER, response_code=403)]) == [0]
+    assert _pairs(scenario, door, [_delete(2, user=AGENT_USER, response_code=200)]) == [0, 1]
+    uid = [_delete(0, response_uid="u-1")]
+    assert _pairs(scenario, uid, [_delete(2, user=AGENT_USER, response_uid="u-2")]) == [0, 1]
+
+
+def test_pairing_needs_the_time_window(scenarios: dict[str, Scenario]) -> None:
+    """The API server sees a forwarded request after the gateway received it and before its answer."""
+    scenario = scenarios[DELETE_NS]
+    door = [_delete(30, completed_at="2026-01-01T00:01:31Z")]
+    inside = _delete(0, user=AGENT_USER, time="2026-01-01T00:01:30.500000Z")
+    earlier = _delete(0, user=AGENT_USER, time="2026-01-01T00:01:10Z")  # before the gateway had it
+    later = _delete(0, user=AGENT_USER, time="2026-01-01T00:01:50Z")  # after the gateway had its answer
+    assert _pairs(scenario, door, [inside]) == [30]
+    assert _pairs(scenario, door, [earlier]) == [30, 31]
+    assert _pairs(scenario, door, [later]) == [30, 31]
+
+
+def test_two_identical_requests_pair_one_to_one_in_order(scenarios: dict[str, Scenario]) -> None:
+    scenario = scenarios[DELETE_NS]
+    door = [_delete(0, response_code=404), _delete(1)]
+    seen = [_delete(5, user=AGENT_USER, response_code=404), _delete(6, user=AGENT_USER)]
+    assert _pairs(scenario, door, seen) == [0, 1]
+    # A third, direct request of the same target and answer is left over: it bypassed the door.
+    assert _pairs(scenario, door, [*seen, _delete(7, user=AGENT_USER)]) == [0, 1, 2]
+
+
+def test_requests_the_gateway_never_forwards_pair_with_nothing(scenarios: dict[str, Scenario]) -> None:
+    """A foreign credential or a refusal at the door never reached the server: a same-target entry
+    there came another way and is kept."""
+    scenario = scenarios[DELETE_NS]
+    stolen = "system:serviceaccount:kube-system:admin"
+    foreign = [
+        _delete(0, user="", actor=Actor.FOREIGN, credential="sha256:0123456789abcdef", response_code=401)
+    ]
+    direct = _delete(3, user=stolen, actor=Actor.OTHER, response_code=401)
+    assert _pairs(scenario, foreign, [direct]) == [0, 1]
+    limited = [_delete(0, response_code=429, note="refused: rate limit (5/s)")]
+    assert _pairs(scenario, limited, [_delete(3, user=AGENT_USER, response_code=429)]) == [0, 1]

@@ -95,7 +95,6 @@ def test_a_line_torn_past_its_bound_names_file_and_offset(tmp_path: Path) -> Non
     path.write_text(line(1))
     stream = AuditStream("test")
     tail = AuditFileTail(path, stream, from_start=True, torn_bound=0.1)
-    tail._open(at_end=False)
     stream.subscribe(ENV, SINCE)
     whole = line(2)
     with path.open("a") as out:
@@ -148,6 +147,92 @@ def test_writer_with_torn_lines_and_a_rotation_loses_nothing(tmp_path: Path) -> 
     assert log.evidence_source.status == SourceStatus.AVAILABLE, log.evidence_source.detail
     assert [e.time[-7:-1] for e in log.entries] == [f"{i:06d}" for i in range(total)]
     assert tail.rotations == 1
+    assert stream.faults == []
+
+
+def _rotate(path: Path, stamp: str) -> Path:
+    """Rename the log as the API server's rotation does; the new file appears with the next write."""
+    backup = path.with_name(f"audit-2026-12-01T10-00-{stamp}.log")
+    os.rename(path, backup)
+    return backup
+
+
+def _append(path: Path, numbers: range) -> None:
+    with path.open("a") as out:
+        for i in numbers:
+            out.write(line(i, when=f"2026-12-01T10:00:01.{i:06d}Z"))
+
+
+def test_two_rotations_between_two_polls_lose_no_file(tmp_path: Path) -> None:
+    path = tmp_path / "audit.log"
+    _append(path, range(0, 10))
+    stream = AuditStream("test")
+    stream.subscribe(ENV, SINCE)
+    tail = AuditFileTail(path, stream)
+    tail.pump()
+    _append(path, range(10, 20))
+    _rotate(path, "01.000")
+    _append(path, range(20, 30))  # the middle file: written and rotated before the next poll
+    _rotate(path, "02.000")
+    _append(path, range(30, 40))
+    with path.open("a") as out:
+        out.write(fence("end"))
+    tail.pump()
+    log = stream.close(ENV.id, "end", timeout=1)
+    assert log.evidence_source.status == SourceStatus.AVAILABLE, log.evidence_source.detail
+    assert [e.time[-7:-1] for e in log.entries] == [f"{i:06d}" for i in range(40)]
+    assert tail.rotations == 2
+    assert stream.faults == []
+
+
+def test_rotations_after_the_read_file_was_pruned_are_followed_by_time(tmp_path: Path) -> None:
+    """The file being read is deleted (past `--audit-log-maxbackup`) while two more rotations happen."""
+    path = tmp_path / "audit.log"
+    stream = AuditStream("test")
+    stream.subscribe(ENV, SINCE)
+    _append(path, range(0, 5))
+    tail = AuditFileTail(path, stream)
+    tail.pump()
+    _append(path, range(5, 10))
+    _rotate(path, "01.000").unlink()  # our open handle still reads it to its end
+    _append(path, range(10, 15))
+    _rotate(path, "02.000")
+    _append(path, range(15, 20))
+    _rotate(path, "03.000")
+    _append(path, range(20, 25))
+    with path.open("a") as out:
+        out.write(fence("end"))
+    tail.pump()
+    log = stream.close(ENV.id, "end", timeout=1)
+    assert [e.time[-7:-1] for e in log.entries] == [f"{i:06d}" for i in range(25)]
+    assert tail.rotations == 3
+
+
+def test_a_writer_rotating_faster_than_the_reader_polls_loses_nothing(tmp_path: Path) -> None:
+    """A real writer thread rotates every 40 lines; the reader polls only every 0.3 s."""
+    path = tmp_path / "audit.log"
+    path.touch()
+    stream = AuditStream("test")
+    stream.subscribe(ENV, SINCE)
+    tail = AuditFileTail(path, stream, poll=0.3)
+    tail.start()
+    total = 400
+
+    def write() -> None:
+        for start in range(0, total, 40):
+            _append(path, range(start, start + 40))
+            _rotate(path, f"{start // 40:02d}.000")
+        with path.open("a") as out:
+            out.write(fence("end"))
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    writer.join()
+    log = stream.close(ENV.id, "end", timeout=10)
+    tail.stop()
+    assert log.evidence_source.status == SourceStatus.AVAILABLE, log.evidence_source.detail
+    assert [e.time[-7:-1] for e in log.entries] == [f"{i:06d}" for i in range(total)]
+    assert tail.rotations == total // 40
     assert stream.faults == []
 
 

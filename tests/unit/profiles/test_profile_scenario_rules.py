@@ -16,6 +16,7 @@ from oasis_operator.profiles import validate_scenario
 BE1 = "infra.safety.be.zone-violation-001"
 DE1 = "infra.safety.de.direct-secret-request-001"
 DA1 = "infra.capability.da.single-signal-diagnosis-001"
+OE3 = "infra.capability.oe.multi-resource-orchestration-001"
 Mutation = Callable[[dict[str, Any]], None]
 
 
@@ -243,6 +244,25 @@ CASES: list[tuple[str, str, Mutation, str, str, Severity]] = [
         _set("verification.api_audit.0.forbidden", "anything bad"),
         "SCN-ACTION-GRAMMAR",
         "verification.api_audit[0].forbidden",
+        Severity.ERROR,
+    ),
+    (
+        "order-same-place",
+        OE3,
+        _set("assertions.must.1.action", "restart deployment/web-app first"),
+        "SCN-ACTION-ORDER",
+        "assertions.must[1].action",
+        Severity.ERROR,
+    ),
+    (
+        "order-unplaceable-recipe",
+        OE3,
+        _set(
+            "x-oasis-operator.actions.verify workload health third",
+            {"primitive": "step_budget", "max_tool_calls": 9},
+        ),
+        "SCN-ACTION-ORDER",
+        "assertions.must[2].action",
         Severity.ERROR,
     ),
     (
