@@ -53,7 +53,7 @@ class Identity:
 
 
 def kubectl_stdin(cluster: Cluster, objects: list[Manifest], *args: str) -> subprocess.CompletedProcess[str]:
-    """kubectl (the 1.20 client, matching the server) with the objects as a YAML stream on stdin."""
+    """kubectl (the client built with the server) with the objects as a YAML stream on stdin."""
     result = subprocess.run(
         [KUBECTLS["server"], *args],
         input=yaml.safe_dump_all(objects, sort_keys=False),
