@@ -25,6 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from oasis_operator.models.evidence import FieldManager
+
 VOLATILE_METADATA = ("resourceVersion", "uid", "creationTimestamp", "managedFields", "generation", "selfLink")
 VOLATILE_ANNOTATIONS = (
     "kubectl.kubernetes.io/last-applied-configuration",
@@ -55,19 +57,6 @@ SNAPSHOT_KINDS = frozenset(
         "RoleBinding",
     }
 )
-
-
-class FieldManager(BaseModel):
-    """One entry of `metadata.managedFields`: a client (manager) and the fields its last write set."""
-
-    model_config = ConfigDict(frozen=True)
-
-    manager: str
-    operation: str  # Apply (server-side apply) or Update
-    api_version: str | None = None
-    subresource: str | None = None  # e.g. "status"
-    time: str | None = None
-    fields: dict[str, Any] | None = None  # fieldsV1
 
 
 class ResourceSnapshot(BaseModel):
