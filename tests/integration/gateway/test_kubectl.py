@@ -292,6 +292,21 @@ def test_watch_streams_translated_events(door: Door, kubectl: str, api: ApiClien
 
 
 @GENERATIONS
+def test_discovery_hides_the_operator_group_and_shows_the_gateways(door: Door, kubectl: str) -> None:
+    # kubectl asks for aggregated discovery first (since 1.26); whatever form it gets, the operator's own
+    # group never shows and the metrics API the gateway serves does.
+    versions = door.kubectl(kubectl, "api-versions")
+    assert versions.returncode == 0, versions.stderr
+    listed = versions.stdout.split()
+    assert "metrics.k8s.io/v1beta1" in listed
+    assert "apps/v1" in listed
+    assert not [v for v in listed if v.startswith("oasis.")], listed
+    resources = door.kubectl(kubectl, "api-resources", "-o", "name")
+    assert resources.returncode == 0, resources.stderr
+    assert not [r for r in resources.stdout.split() if "oasis" in r]
+
+
+@GENERATIONS
 def test_top_reads_declared_usage(door: Door, kubectl: str) -> None:
     mark = door.mark()
     nodes = door.kubectl(kubectl, "top", "nodes", "--no-headers")
