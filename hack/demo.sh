@@ -23,8 +23,7 @@ KUBECTL="$(.venv/bin/python -c 'from oasis_operator.localcluster.release import 
 $OASIS cluster --run-dir "$RUN_DIR" up
 export KUBECONFIG="$RUN_DIR/kubeconfig"
 
-# --validate=false: a 1.20 kubectl does not know the CRDs' CEL rules (the 1.20 server drops them).
-$KUBECTL apply --validate=false -f crds/
+$KUBECTL apply -f crds/
 $KUBECTL wait --for condition=established --timeout=60s \
   crd/scenarios.oasis.evaluation.dev crd/oasisevaluations.oasis.evaluation.dev
 

@@ -4,11 +4,8 @@
 # the Kubernetes release pinned in operator/oasis_operator/localcluster/release.env (kube-apiserver,
 # kube-controller-manager, kubectl and etcd, built once from the official Go modules by build-kube.sh and
 # cached outside the repo), and the Python virtual environment with the project.
-# The pinned release is always built (the chart's sandbox images are that release and its test runs them).
-# Which release the local control plane runs is OASIS_KUBE_VERSION (see localcluster/release.py): unset or
-# 1.20 is still the legacy plane, so that is installed too: Debian's etcd-server and kubectl 1.20, and
-# kube-apiserver/kube-controller-manager from Debian's source (build-kube-1.20.sh). `current` or the pinned
-# version needs only the pinned build.
+# That release is the only one the local control plane runs (localcluster/release.py), and the chart's
+# sandbox images are the same release. A cold build takes about 20 minutes on 2 cores (README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,36 +13,18 @@ as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 apt_install() {
   echo "install-deps: apt-get install $*" >&2
   as_root apt-get update -qq
-  # etcd-server's maintainer script would try to start a system service; there is none to start here.
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
-
-legacy=0
-case "${OASIS_KUBE_VERSION:-1.20}" in 1.20|v1.20) legacy=1 ;; esac
 
 need_pkgs=()
 command -v openssl >/dev/null 2>&1 || need_pkgs+=(openssl)
 command -v bwrap >/dev/null 2>&1 || need_pkgs+=(bubblewrap)  # the sandbox every command agent runs in
 command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)  # renders the HTML report in its test
-if [ "$legacy" = 1 ]; then command -v etcd >/dev/null 2>&1 || need_pkgs+=(etcd-server); fi
 if [ ${#need_pkgs[@]} -gt 0 ]; then apt_install "${need_pkgs[@]}"; fi
 
 bash hack/build-kube.sh
 # The public OASIS runner for the provider API's e2e test (says why and goes on when it cannot be had).
 bash hack/build-oasisctl.sh
-if [ "$legacy" = 1 ]; then
-  bash hack/build-kube-1.20.sh
-  # kubectl 1.20 (matches the server) from Debian's kubernetes-client, unpacked into the cache rather than
-  # installed: on some images another package already owns /usr/bin/kubectl.
-  CACHE_DIR="${OASIS_KUBE_CACHE:-/var/cache/oasis-operator/kube-1.20}"
-  if [ ! -x "$CACHE_DIR/bin/kubectl" ]; then
-    tmp="$(mktemp -d)"
-    (cd "$tmp" && apt-get download -qq kubernetes-client 2>/dev/null || { as_root apt-get update -qq && apt-get download -qq kubernetes-client; })
-    dpkg -x "$tmp"/kubernetes-client_*.deb "$tmp/x"
-    cp "$tmp/x/usr/bin/kubectl" "$CACHE_DIR/bin/kubectl"
-    rm -rf "$tmp"
-  fi
-fi
 
 PY="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then

@@ -153,14 +153,12 @@ def test_server_and_kubectl_are_the_selected_release(cluster: Cluster) -> None:
         pytest.skip("reused cluster: its release is not ours")
     got = json.loads(cluster.kubectl("version", "-o", "json").stdout)
     release = cluster.plane.release
-    want = release.kubernetes if not release.legacy else got["serverVersion"]["gitVersion"]
-    assert got["serverVersion"]["gitVersion"] == want
+    assert got["serverVersion"]["gitVersion"] == release.kubernetes
     assert got["serverVersion"]["minor"].rstrip("+") == str(release.minor)
-    if not release.legacy:
-        assert got["clientVersion"]["gitVersion"] == release.kubernetes  # kubectl built with the server
-        served = cluster.kubectl("api-versions").stdout.split()
-        for current in ("policy/v1", "autoscaling/v2", "batch/v1", "discovery.k8s.io/v1"):
-            assert current in served
+    assert got["clientVersion"]["gitVersion"] == release.kubernetes  # kubectl built with the server
+    served = cluster.kubectl("api-versions").stdout.split()
+    for current in ("policy/v1", "autoscaling/v2", "batch/v1", "discovery.k8s.io/v1"):
+        assert current in served
 
 
 def test_server_side_apply_field_managers_reach_the_snapshot(api: ApiClient, namespace: str) -> None:

@@ -11,12 +11,9 @@ from kubernetes.client import CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
 from oasis_operator import API_GROUP, API_VERSION
-from tests.cluster_fixtures import SERVER_RELEASE
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 PLURAL = "oasisevaluations"
-
-pytestmark = pytest.mark.skipif(SERVER_RELEASE.minor < 29, reason="CEL validation rules are GA from 1.29")
 
 
 def _create(custom: CustomObjectsApi, namespace: str) -> dict[str, Any]:

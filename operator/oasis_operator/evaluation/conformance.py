@@ -151,11 +151,17 @@ def find_gaps(
     return gaps
 
 
-def conformance_summary(declaration: dict[str, Declared], gaps: list[Gap]) -> str:
-    """One line for the verdict's environment metadata, naming the server the self-check ran on."""
+def checked_server(declaration: dict[str, Declared]) -> str | None:
+    """The API server the live self-check ran on (`kube-apiserver v1.37.2 (linux/amd64)`), if it ran."""
     where = declaration.get("environment_type")
     # The live self-check replaces the declared reason with the server's own version (preflight.py).
-    on = f" on {where.reason}" if where is not None and where.reason.startswith(SERVER_PREFIX) else ""
+    return where.reason if where is not None and where.reason.startswith(SERVER_PREFIX) else None
+
+
+def conformance_summary(declaration: dict[str, Declared], gaps: list[Gap]) -> str:
+    """One line for the verdict's environment metadata, naming the server the self-check ran on."""
+    server = checked_server(declaration)
+    on = f" on {server}" if server else ""
     if gaps:
         return f"failed{on}: " + "; ".join(g.describe() for g in gaps)
     return f"passed{on}: {len(declaration)} requirements declared and met"

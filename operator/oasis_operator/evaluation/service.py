@@ -29,7 +29,7 @@ from oasis_operator.evaluation.background_teardown import BackgroundTeardown
 from oasis_operator.evaluation.bounds import bounded_json
 from oasis_operator.evaluation.cleanup import teardown_for
 from oasis_operator.evaluation.conclusion import RunFacts, conclude, finish_failed
-from oasis_operator.evaluation.conformance import conformance_summary, find_gaps
+from oasis_operator.evaluation.conformance import checked_server, conformance_summary, find_gaps
 from oasis_operator.evaluation.contact import is_unreachable, unevaluable_cause
 from oasis_operator.evaluation.identity import identify
 from oasis_operator.evaluation.patience import patiently
@@ -172,6 +172,7 @@ class EvaluationService:
         declared = await asyncio.to_thread(self_check, target.api, target.prefix, True)
         gaps = find_gaps(contract, declared, run.spec.tier) if contract else []
         summary = conformance_summary(declared, gaps)
+        await run.writer.write(sandboxServer=checked_server(declared))
         if gaps and run.writer.status.get("phase") in (None, Phase.PENDING.value, Phase.PREFLIGHT.value):
             await run.writer.write(preflightGaps=[g.describe() for g in gaps])
             raise RunStopped(

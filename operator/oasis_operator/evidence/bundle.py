@@ -22,6 +22,7 @@ from oasis_operator.models.evidence import (
     EvaluationWindow,
     EvidenceBundle,
     EvidenceSource,
+    FieldManager,
     RegisteredValue,
     ResourceState,
     Snapshots,
@@ -46,6 +47,8 @@ class Snapshot(Protocol):
     def exists(self) -> bool: ...
     @property
     def object(self) -> dict[str, Any] | None: ...
+    @property
+    def managers(self) -> Sequence[FieldManager]: ...
 
 
 class ReportedAction(Protocol):
@@ -124,6 +127,7 @@ def resource_states(snapshots: Sequence[Snapshot]) -> list[ResourceState]:
             name=s.name,
             namespace=s.namespace,
             object=s.object if s.exists else None,
+            managers=list(s.managers) if s.exists else [],
         )
         for s in snapshots
     ]

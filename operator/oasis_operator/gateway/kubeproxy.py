@@ -179,7 +179,9 @@ class KubeProxy:
         if not path_qs.startswith("/"):
             path_qs = "/" + path_qs
         info_is_resource = path_qs.startswith(("/api/", "/apis/")) and path_qs.count("/") > 2
-        headers = self._headers(request, state, info_is_resource)
+        # The root discovery lists too, which the gateway filters in their JSON APIGroupList form.
+        discovery = path_qs.split("?", 1)[0].rstrip("/") in ("/api", "/apis")
+        headers = self._headers(request, state, info_is_resource or discovery)
         if body and not any(k.lower() == "content-type" for k, _ in headers):
             # The API server reads a body without a type as JSON; the HTTP client would call it binary.
             headers.append(("Content-Type", "application/json"))

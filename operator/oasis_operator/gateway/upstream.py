@@ -100,8 +100,18 @@ def impersonation_headers(agent: AgentIdentity) -> list[tuple[str, str]]:
 
 
 def json_accept(accept: str) -> str:
-    """The agent's Accept header without protobuf (the gateway rewrites only JSON)."""
-    kept = [part.strip() for part in accept.split(",") if part.strip() and "protobuf" not in part]
+    """The agent's Accept header without protobuf (the gateway rewrites only JSON) and without aggregated
+    discovery (`as=APIGroupDiscoveryList`, asked for by kubectl and client-go since 1.26).
+
+    The gateway filters discovery in its `APIGroupList` form (the operator's group hidden, the groups it
+    serves itself added); asked without the aggregated form, the server answers that form and clients
+    fall back to it, as they do with any server before 1.26.
+    """
+    kept = [
+        part.strip()
+        for part in accept.split(",")
+        if part.strip() and "protobuf" not in part and "apidiscovery.k8s.io" not in part
+    ]
     return ",".join(kept) or "application/json"
 
 

@@ -33,12 +33,11 @@ from oasis_operator.localcluster.release import Release, ReleaseError, default_b
 from oasis_operator.pki import Pki, ensure_pki
 
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager")
-# Controllers that never manage workloads; 1.28 renamed them (the old names stay as aliases).
+# Controllers that never manage workloads (their names since 1.28).
 CONTROLLERS = (
     "namespace-controller,garbage-collector-controller,serviceaccount-controller,"
     "serviceaccount-token-controller"
 )
-LEGACY_CONTROLLERS = "namespace,garbagecollector,serviceaccount,serviceaccount-token"
 SERVICE_CIDR = "10.96.0.0/16"
 
 
@@ -116,13 +115,6 @@ class LocalControlPlane:
         return self.run_dir / "logs" / f"{component}.log"
 
     def binary(self, component: str) -> Path:
-        if component == "etcd" and self.release.etcd is None:
-            found = shutil.which("etcd") or ("/usr/bin/etcd" if Path("/usr/bin/etcd").exists() else None)
-            if not found:
-                raise ControlPlaneError(
-                    "etcd not found on PATH: run hack/install-deps.sh (Debian etcd-server)"
-                )
-            return Path(found)
         path = self.bin_dir / component
         if not os.access(path, os.X_OK):
             raise ControlPlaneError(
@@ -315,7 +307,6 @@ class LocalControlPlane:
             "--bind-address=127.0.0.1",
             "--advertise-address=127.0.0.1",
             f"--secure-port={state.api_port}",
-            *(["--insecure-port=0"] if self.release.legacy else []),  # removed in 1.24
             f"--tls-cert-file={p.serving_cert}",
             f"--tls-private-key-file={p.serving_key}",
             f"--client-ca-file={p.ca_cert}",
@@ -332,9 +323,8 @@ class LocalControlPlane:
     def _controller_manager_args(self, kubeconfig: Path) -> list[str]:
         return [
             f"--kubeconfig={kubeconfig}",
-            f"--controllers={LEGACY_CONTROLLERS if self.release.legacy else CONTROLLERS}",
+            f"--controllers={CONTROLLERS}",
             "--leader-elect=false",
-            *(["--port=0"] if self.release.legacy else []),  # the insecure port, removed in 1.24
             "--secure-port=0",
             f"--service-account-private-key-file={self.pki.sa_key}",
             f"--root-ca-file={self.pki.ca_cert}",

@@ -1,9 +1,9 @@
 """Which Kubernetes release the local control plane runs, and where its binaries are cached.
 
 The versions are pinned once, in `release.env` beside this module (hack/build-kube.sh reads the same file
-and builds them from the official Go modules). Until the whole suite has been seen green on it, the
-default is still the legacy 1.20 plane built from Debian's source package (hack/build-kube-1.20.sh);
-`OASIS_KUBE_VERSION=current` (or the pinned version, e.g. `1.37.2`) selects the pinned release.
+and builds them from the official Go modules). That pinned release is the only one the project builds:
+`OASIS_KUBE_VERSION` may be unset, `current` or the pinned version (e.g. `1.37.2`); anything else is
+refused with the choices named, rather than silently running another release.
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ from pathlib import Path
 
 RELEASE_FILE = Path(__file__).with_name("release.env")
 CACHE_ROOT = Path("/var/cache/oasis-operator")
-LEGACY = "1.20"
-# What an unset OASIS_KUBE_VERSION selects (LEGACY, or CURRENT once the suite is green on it).
-DEFAULT = LEGACY
 CURRENT = "current"
+# What an unset OASIS_KUBE_VERSION selects.
+DEFAULT = CURRENT
 
 
 class ReleaseError(ValueError):
@@ -28,17 +27,12 @@ class ReleaseError(ValueError):
 class Release:
     """A Kubernetes release of the local control plane and the etcd it runs on."""
 
-    kubernetes: str  # "v1.37.2"; "v1.20" for the legacy Debian build
-    etcd: str | None  # None: Debian's etcd-server on PATH (legacy)
+    kubernetes: str  # "v1.37.2"
+    etcd: str  # "v3.7.0", built with it
 
     @property
     def minor(self) -> int:
         return int(self.kubernetes.removeprefix("v").split(".")[1])
-
-    @property
-    def legacy(self) -> bool:
-        """A release before 1.24 (still has the insecure port flags, its etcd comes from Debian)."""
-        return self.minor < 24
 
     @property
     def cache_dir(self) -> Path:
@@ -63,16 +57,14 @@ def pinned() -> Release:
 
 
 def selected() -> Release:
-    """The release `OASIS_KUBE_VERSION` asks for: `current` or the pinned version, `1.20`, else DEFAULT."""
+    """The release `OASIS_KUBE_VERSION` asks for: unset, `current` or the pinned version."""
     wanted = os.environ.get("OASIS_KUBE_VERSION", "").strip().removeprefix("v") or DEFAULT
     current = pinned()
     if wanted in (CURRENT, current.kubernetes.removeprefix("v")):
         return current
-    if wanted == LEGACY:
-        return Release(kubernetes=f"v{LEGACY}", etcd=None)
     raise ReleaseError(
-        f"OASIS_KUBE_VERSION={wanted!r} is not built by this project: use {CURRENT} or "
-        f"{current.kubernetes.removeprefix('v')} (the pinned release) or {LEGACY} (legacy)"
+        f"OASIS_KUBE_VERSION={wanted!r} is not built by this project: unset it, or use {CURRENT} or "
+        f"{current.kubernetes.removeprefix('v')} (the release pinned in localcluster/release.env)"
     )
 
 

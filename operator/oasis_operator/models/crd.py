@@ -290,6 +290,11 @@ class OASISEvaluationStatus(_Spec):
     startedAt: str | None = None
     completedAt: str | None = None
     preflightGaps: list[str] = Field(default_factory=list)
+    sandboxServer: str | None = Field(
+        default=None,
+        description="The sandbox API server the preflight self-check ran on, e.g. "
+        "`kube-apiserver v1.37.2 (linux/amd64)`; unset when it did not answer.",
+    )
     progress: Progress | None = None
     scenarios: list[ScenarioRow] = Field(default_factory=list)
     summary: VerdictSummary | None = None

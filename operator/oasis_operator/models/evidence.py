@@ -30,7 +30,7 @@ import json
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from oasis_operator.models.scenario import ConditionValue, Scenario
 from oasis_operator.models.timings import PhaseTimings
@@ -179,6 +179,23 @@ class AuditLog(_Model):
     entries: list[AuditEntry] = Field(default_factory=list)
 
 
+class FieldManager(_Model):
+    """One entry of the server's ``metadata.managedFields``: a client and the fields its last write set.
+
+    The API server keeps these for every write (server-side apply as ``Apply``, any other write as
+    ``Update``), so they say which client (kubectl, a controller, the provider) owns which field.
+    """
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    manager: str = Field(description="The field manager: `fieldManager`, else the client's user agent.")
+    operation: str = Field(description="Apply (server-side apply) or Update.")
+    api_version: str | None = None
+    subresource: str | None = Field(default=None, description="e.g. status, scale.")
+    time: str | None = None
+    fields: dict[str, Any] | None = Field(default=None, description="The owned fields (fieldsV1).")
+
+
 class ResourceState(_Model):
     """One resource as seen at a point in time; ``object`` is None when it did not exist."""
 
@@ -186,6 +203,19 @@ class ResourceState(_Model):
     name: str
     namespace: str | None = Field(default=None, description="Declared namespace.")
     object: dict[str, Any] | None = None
+    managers: list[FieldManager] = Field(
+        default_factory=list,
+        description="The object's field managers as the server returned them (``object`` omits them, "
+        "as they change with every write).",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_no_managers(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # No managers (an absent object, a server that keeps none) reads as before they were recorded.
+        data: dict[str, Any] = handler(self)
+        if not self.managers:
+            data.pop("managers", None)
+        return data
 
 
 class Snapshots(_Model):

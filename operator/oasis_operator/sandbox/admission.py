@@ -1,7 +1,8 @@
 """What the sandbox API server's admission plugins do to a new environment, and how the provider copes.
 
-* ServiceAccount admission accepts a pod only once its namespace's `default` ServiceAccount exists (and,
-  before Kubernetes 1.24, has its token Secret), so the provider waits for it before creating pods.
+* ServiceAccount admission accepts a pod only once its namespace's `default` ServiceAccount exists (the
+  service-account controller creates it just after the namespace), so the provider waits for it before
+  creating pods. No token Secret is needed: since Kubernetes 1.24 none is created for it.
 * NodeTaint admission marks every new Node `node.kubernetes.io/not-ready:NoSchedule`; a real cluster's
   node lifecycle controller lifts that as soon as the kubelet reports Ready, and keeps the condition
   taints in step with the node's conditions. No such controller runs in the sandbox cluster, so the
@@ -11,7 +12,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
@@ -23,29 +24,19 @@ from oasis_operator.sandbox.twin.plan import Body
 MERGE_PATCH = "application/merge-patch+json"
 
 
-def legacy_tokens(api: ApiClient) -> bool:
-    """True on servers before 1.24, which admit pods only once the account's token Secret exists."""
-    version = request(api, "GET", "/version")
-    minor = int("".join(ch for ch in str(version.get("minor", "0")) if ch.isdigit()) or 0)
-    return int(version.get("major", "1")) == 1 and minor < 24
-
-
-def wait_service_accounts(
-    api: ApiClient, namespaces: Iterable[str], needs_token: Callable[[], bool], timeout: float = 60.0
-) -> list[str]:
+def wait_service_accounts(api: ApiClient, namespaces: Iterable[str], timeout: float = 60.0) -> list[str]:
     """Wait until every namespace's `default` ServiceAccount admits pods; the namespaces still waiting."""
     pending = set(namespaces)
     deadline = time.monotonic() + timeout
     while pending:
         for ns in sorted(pending):
             try:
-                sa = request(api, "GET", resource_path("ServiceAccount", ns, "default"))
+                request(api, "GET", resource_path("ServiceAccount", ns, "default"))
             except ApiException as exc:
                 if exc.status != 404:
                     raise
                 continue
-            if sa.get("secrets") or not needs_token():
-                pending.discard(ns)
+            pending.discard(ns)
         if pending and time.monotonic() > deadline:
             break
         if pending:

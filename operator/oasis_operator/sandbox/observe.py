@@ -9,7 +9,6 @@ marked by their controller owner reference (see `sandbox.snapshot`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from kubernetes.client import ApiClient
@@ -98,13 +97,8 @@ def asserted_resources(scenario: Scenario, declared: list[ResourceRef]) -> list[
     return out
 
 
-def read_snapshot(
-    api: ApiClient, env: Environment, resources: list[ResourceRef], served: Callable[[str], str]
-) -> list[ResourceSnapshot]:
-    """Declared resources in `resources` order, then ReplicaSets and Pods by (kind, namespace, name).
-
-    `served` maps an API version to the one the server serves (e.g. autoscaling/v2 on an older server).
-    """
+def read_snapshot(api: ApiClient, env: Environment, resources: list[ResourceRef]) -> list[ResourceSnapshot]:
+    """Declared resources in `resources` order, then ReplicaSets and Pods by (kind, namespace, name)."""
     renames = env.renames()
 
     def snapshot_of(kind: str, namespace: str | None, name: str, obj: Body) -> ResourceSnapshot:
@@ -124,9 +118,8 @@ def read_snapshot(
             name = env.sandbox_namespace(ref.name) or ref.name
         elif ref.kind == "Node":
             name = env.sandbox_object_name("Node", ref.name) or ref.name
-        api_version = served(ref.api_version)
         try:
-            obj = request(api, "GET", resource_path(ref.kind, namespace, name, api_version=api_version))
+            obj = request(api, "GET", resource_path(ref.kind, namespace, name, api_version=ref.api_version))
         except ApiException as exc:
             if exc.status != 404:
                 raise

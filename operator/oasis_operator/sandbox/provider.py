@@ -22,7 +22,7 @@ from oasis_operator.kube import apply_crds, request, resource_path, served_versi
 from oasis_operator.models.declared_state import RESERVED_NAMESPACES
 from oasis_operator.models.environment import AgentIdentity, Environment
 from oasis_operator.models.scenario import Scenario
-from oasis_operator.sandbox.admission import legacy_tokens, settle_node_taints, wait_service_accounts
+from oasis_operator.sandbox.admission import settle_node_taints, wait_service_accounts
 from oasis_operator.sandbox.argo import ARGO_APPLICATION_CRD
 from oasis_operator.sandbox.faults import WorkloadFault, faults_from_scenario
 from oasis_operator.sandbox.naming import control_namespace, new_environment_id
@@ -43,14 +43,6 @@ EVALUATION_ANNOTATION = f"{API_GROUP}/evaluation"
 RECORD_CONFIGMAP = "environment"
 CREATE_AT_ONCE = 4  # twin objects of one wave sent together (sandbox.waves)
 MERGE_PATCH = "application/merge-patch+json"
-
-
-# Versions the twin writes, and what to use on servers that do not serve them yet.
-OLDER_VERSIONS = {
-    "autoscaling/v2": "autoscaling/v2beta2",
-    "policy/v1": "policy/v1beta1",
-    "discovery.k8s.io/v1": "discovery.k8s.io/v1beta1",
-}
 
 
 class SandboxError(RuntimeError):
@@ -95,8 +87,6 @@ class SandboxProvider:
         self.prefix = prefix
         self.clock = clock
         self.create_at_once = create_at_once
-        self._versions: dict[str, str] = {}
-        self._token_secrets: bool | None = None
 
     # --- provisioning ------------------------------------------------------------------------------
     def provision(
@@ -213,7 +203,7 @@ class SandboxProvider:
                     "blockOwnerDeletion": True,
                 }
             ]
-        api_version = self._served(obj.api_version)
+        api_version = obj.api_version
         body = {"apiVersion": api_version, "kind": obj.kind, **body}
         created = self._create(obj.kind, body, api_version=api_version)
         uids[obj.key] = created["metadata"]["uid"]
@@ -235,18 +225,6 @@ class SandboxProvider:
             ) from exc
         return created
 
-    def _served(self, api_version: str) -> str:
-        """`api_version`, or its older equivalent when the server predates it (e.g. a 1.20 sandbox)."""
-        older = OLDER_VERSIONS.get(api_version)
-        if older is None:
-            return api_version
-        if api_version not in self._versions:
-            group, _, version = api_version.partition("/")
-            self._versions[api_version] = (
-                api_version if version in served_versions(self.api, group) else older
-            )
-        return self._versions[api_version]
-
     def _ensure_crds(self, plan: TwinPlan) -> None:
         if any(o.kind == "Application" for o in plan.objects) and not served_versions(
             self.api, "argoproj.io"
@@ -255,14 +233,9 @@ class SandboxProvider:
 
     def _wait_service_accounts(self, namespaces: Iterable[str], timeout: float = 60.0) -> None:
         """Pods are admitted only once their namespace's `default` ServiceAccount can run them."""
-        pending = wait_service_accounts(self.api, namespaces, self._legacy_tokens, timeout)
+        pending = wait_service_accounts(self.api, namespaces, timeout)
         if pending:
-            raise SandboxError(f"no default ServiceAccount token after {timeout:.0f}s in {pending}")
-
-    def _legacy_tokens(self) -> bool:
-        if self._token_secrets is None:
-            self._token_secrets = legacy_tokens(self.api)
-        return self._token_secrets
+            raise SandboxError(f"no default ServiceAccount after {timeout:.0f}s in {pending}")
 
     def _store_record(self, record: SandboxRecord) -> None:
         env = record.environment
@@ -285,7 +258,7 @@ class SandboxProvider:
     # --- observation -------------------------------------------------------------------------------
     def snapshot(self, env: Environment, resources: list[ResourceRef]) -> list[ResourceSnapshot]:
         """The live state of the declared resources and of the ReplicaSets and Pods of their namespaces."""
-        return read_snapshot(self.api, env, resources, self._served)
+        return read_snapshot(self.api, env, resources)
 
     # --- teardown ----------------------------------------------------------------------------------
     def teardown(self, env_id: str, wait: bool = True, timeout: float = 120.0) -> TeardownReport:

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from oasis_operator.models.evidence import VOLATILE_ANNOTATIONS
+from oasis_operator.models.evidence import VOLATILE_ANNOTATIONS, FieldManager
 
 VOLATILE_METADATA = ("resourceVersion", "uid", "creationTimestamp", "managedFields", "generation", "selfLink")
 # Kinds snapshotted whole in every declared namespace, declared or not (controllers derive them).
@@ -53,19 +53,6 @@ SNAPSHOT_KINDS = frozenset(
         "RoleBinding",
     }
 )
-
-
-class FieldManager(BaseModel):
-    """One entry of `metadata.managedFields`: a client (manager) and the fields its last write set."""
-
-    model_config = ConfigDict(frozen=True)
-
-    manager: str
-    operation: str  # Apply (server-side apply) or Update
-    api_version: str | None = None
-    subresource: str | None = None  # e.g. "status"
-    time: str | None = None
-    fields: dict[str, Any] | None = None  # fieldsV1
 
 
 class ResourceSnapshot(BaseModel):

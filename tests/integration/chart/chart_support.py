@@ -3,7 +3,6 @@ the operator run as the chart's Deployment runs it, and the API server's audit r
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import subprocess
@@ -15,6 +14,7 @@ from typing import Any
 
 import yaml
 from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
 
 from oasis_operator.kube import request, resource_path
 from tests.cluster_fixtures import KUBECTLS, REPO, VENV_BIN, Cluster, wait_for
@@ -53,7 +53,7 @@ class Identity:
 
 
 def kubectl_stdin(cluster: Cluster, objects: list[Manifest], *args: str) -> subprocess.CompletedProcess[str]:
-    """kubectl (the 1.20 client, matching the server) with the objects as a YAML stream on stdin."""
+    """kubectl (the client built with the server) with the objects as a YAML stream on stdin."""
     result = subprocess.run(
         [KUBECTLS["server"], *args],
         input=yaml.safe_dump_all(objects, sort_keys=False),
@@ -68,27 +68,41 @@ def kubectl_stdin(cluster: Cluster, objects: list[Manifest], *args: str) -> subp
 
 
 def token_kubeconfig(cluster: Cluster, api: ApiClient, namespace: str, account: str, path: Path) -> Path:
-    """A kubeconfig that authenticates as the ServiceAccount with its token (from the token controller)."""
+    """A kubeconfig that authenticates as the ServiceAccount with a token from the TokenRequest API.
 
-    def token_secret() -> str | None:
-        sa = request(api, "GET", resource_path("ServiceAccount", namespace, account))
-        names = [s["name"] for s in sa.get("secrets", [])]
-        return names[0] if names else None
-
-    secret = request(api, "GET", resource_path("Secret", namespace, wait_for(token_secret, what="SA token")))
+    What a pod of the account gets mounted: since Kubernetes 1.24 no token Secret is made for an account.
+    """
+    wait_for(
+        lambda: _exists(api, resource_path("ServiceAccount", namespace, account)),
+        what=f"ServiceAccount {account}",
+    )
+    token_path = resource_path("ServiceAccount", namespace, account) + "/token"
+    # Long enough for the slowest test that uses it on a loaded machine; the test namespace goes after.
+    minted = request(api, "POST", token_path, {"spec": {"expirationSeconds": 4 * 3600}})
+    token = str(minted["status"]["token"])
     admin = yaml.safe_load(cluster.kubeconfig.read_text())
     cluster_name = admin["clusters"][0]["name"]
     config = {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": admin["clusters"],
-        "users": [{"name": account, "user": {"token": base64.b64decode(secret["data"]["token"]).decode()}}],
+        "users": [{"name": account, "user": {"token": token}}],
         "contexts": [{"name": "sa", "context": {"cluster": cluster_name, "user": account}}],
         "current-context": "sa",
     }
     path.write_text(yaml.safe_dump(config))
     path.chmod(0o600)
     return path
+
+
+def _exists(api: ApiClient, path: str) -> bool:
+    try:
+        request(api, "GET", path)
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
 
 
 @contextmanager

@@ -7,7 +7,6 @@ every identity is attributed, and a ServiceAccount token used in the sandbox is 
 from __future__ import annotations
 
 import asyncio
-import base64
 import time
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from oasis_operator.evidence.stream import AuditStream
 from oasis_operator.gateway import Gateway
 from oasis_operator.models.evidence import Actor, SourceStatus
 from oasis_operator.sandbox.provider import SandboxProvider
-from tests.cluster_fixtures import VENV_BIN, Cluster, wait_for
+from tests.cluster_fixtures import VENV_BIN, Cluster
 from tests.unit.sandbox.test_twin import profile, scenario
 
 SCENARIO = "infra.safety.sc.drift-introduction-001"
@@ -96,18 +95,17 @@ def test_a_token_used_in_the_sandbox_is_a_foreign_credential(
     record = provider.provision(scenario(SCENARIO), "tests/audit")
     env = record.environment
     core = CoreV1Api(api)
+    sandbox = env.namespaces[0].sandbox
     try:
+        # The token a pod of the namespace gets mounted (TokenRequest; no token Secret exists since 1.24),
+        # as an agent that found it would hold it.
+        minted = core.create_namespaced_service_account_token(
+            "default", sandbox, {"spec": {"expirationSeconds": 3600}}
+        )
+        stolen = minted.status.token
         asyncio.run(audit.start())
         since = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
         audit.subscribe(env, since)
-        sandbox = env.namespaces[0].sandbox
-
-        def token() -> str | None:
-            secrets = core.list_namespaced_secret(sandbox).items
-            found = [s for s in secrets if s.type == "kubernetes.io/service-account-token"]
-            return base64.b64decode(found[0].data["token"]).decode() if found else None
-
-        stolen = wait_for(token, what="the default ServiceAccount's token")
         admin = api.configuration
         config = Configuration(host=admin.host, api_key={"authorization": f"Bearer {stolen}"})
         config.ssl_ca_cert = admin.ssl_ca_cert

@@ -375,7 +375,7 @@ def built_environment(api: ApiClient, fixtures: tuple[FixtureEntry, ...] = ()) -
                         "capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"},
                         "allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
                         "nodeInfo": {
-                            "kubeletVersion": "v1.20.15",
+                            "kubeletVersion": "v1.37.2",
                             "osImage": "Debian GNU/Linux 12",
                             "containerRuntimeVersion": "containerd://1.6.20",
                             "kernelVersion": "6.1.0",
@@ -384,7 +384,6 @@ def built_environment(api: ApiClient, fixtures: tuple[FixtureEntry, ...] = ()) -
                             "machineID": "",
                             "systemUUID": "",
                             "bootID": "",
-                            "kubeProxyVersion": "v1.20.15",
                         },
                     }
                 },

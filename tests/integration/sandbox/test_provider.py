@@ -7,11 +7,14 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes.client import ApiClient
 
+from oasis_operator import PROVIDER_FIELD_MANAGER
+from oasis_operator.evidence.bundle import resource_states
 from oasis_operator.kube import request, resource_path
 from oasis_operator.sandbox.provider import ENV_LABEL, SandboxProvider, SandboxRecord
 from oasis_operator.sandbox.snapshot import diff
@@ -173,6 +176,32 @@ def test_agent_write_is_audited_and_diffed(
     event = wait_for(audited, what="the agent's patch in the audit log")
     assert event["impersonatedUser"]["username"] == who
     assert event["requestObject"] == {"data": {"SMTP_PORT": "587"}}
+
+
+def test_field_managers_of_a_server_side_apply_reach_the_evidence(
+    cluster: Cluster, provider: SandboxProvider, record: SandboxRecord, tmp_path: Path
+) -> None:
+    shop = _ns(record, "shop")
+    (smtp_before,) = [s for s in record.before if (s.kind, s.name) == ("ConfigMap", "smtp")]
+    assert [(m.manager, m.operation) for m in smtp_before.managers] == [(PROVIDER_FIELD_MANAGER, "Update")]
+    manifest = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "smtp", "namespace": shop},
+                "data": {"SMTP_PORT": "2525"}}  # fmt: skip
+    (tmp_path / "smtp.json").write_text(json.dumps(manifest))
+    cluster.kubectl("apply", "--server-side", "--field-manager=ops-bot", "-f", str(tmp_path / "smtp.json"),
+                    "--as", record.environment.agent.username)  # fmt: skip
+    after = provider.snapshot(record.environment, record.resources)
+    (smtp,) = [s for s in after if (s.kind, s.name) == ("ConfigMap", "smtp")]
+    assert smtp.object is not None
+    assert "managedFields" not in smtp.object["metadata"]  # volatile: kept apart, not diffed
+    applied = {m.manager: m for m in smtp.managers}
+    assert applied["ops-bot"].operation == "Apply"
+    assert applied["ops-bot"].fields == {"f:data": {"f:SMTP_PORT": {}}}
+    assert applied[PROVIDER_FIELD_MANAGER].operation == "Update"
+    # The bundle's resource states carry them, where the engine and the report read state.
+    (state,) = [s for s in resource_states(after) if (s.kind, s.name) == ("configmap", "smtp")]
+    assert [(m.manager, m.operation) for m in state.managers] == [
+        (m.manager, m.operation) for m in smtp.managers
+    ]
 
 
 def test_teardown_is_complete_and_idempotent(provider: SandboxProvider, api: ApiClient) -> None:

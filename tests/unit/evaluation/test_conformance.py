@@ -7,6 +7,7 @@ import pytest
 from oasis_operator.evaluation.conformance import (
     Declared,
     base_declaration,
+    checked_server,
     conformance_summary,
     find_gaps,
     satisfies,
@@ -83,3 +84,9 @@ def test_summary_names_the_server_the_self_check_ran_on(contract) -> None:  # ty
         "failed on kube-apiserver v1.37.2 (linux/amd64): complexity_tier_supported: requires gte 2"
     )
     assert server_version({}) == "a kube-apiserver that did not say its version"
+    assert (
+        checked_server(declared) == "kube-apiserver v1.37.2 (linux/amd64)"
+    )  # what status.sandboxServer says
+    assert checked_server(base_declaration()) is None  # declared only: no live check ran
+    unknown = {"environment_type": Declared(value="kubernetes-cluster", reason=server_version({}))}
+    assert checked_server(unknown) is None

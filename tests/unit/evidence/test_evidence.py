@@ -7,7 +7,13 @@ import json
 from oasis_operator.agents.protocol import AgentAction, AgentOutcome, AgentResponse
 from oasis_operator.engine import evaluate_scenario
 from oasis_operator.evidence.apiserver import audit_log
-from oasis_operator.evidence.bundle import Records, RunFacts, build_bundle, containment_values
+from oasis_operator.evidence.bundle import (
+    Records,
+    RunFacts,
+    build_bundle,
+    containment_values,
+    resource_states,
+)
 from oasis_operator.models.environment import AgentIdentity as ServiceAccount
 from oasis_operator.models.environment import Environment, NamespaceBinding
 from oasis_operator.models.evidence import (
@@ -16,6 +22,9 @@ from oasis_operator.models.evidence import (
     AgentRecord,
     EvaluationWindow,
     EvidenceBundle,
+    EvidenceSource,
+    FieldManager,
+    Snapshots,
     SourceStatus,
 )
 from oasis_operator.sandbox.snapshot import ResourceSnapshot
@@ -121,3 +130,32 @@ def test_refused_cross_zone_restart_fails_the_scenario() -> None:
 def test_reads_inside_the_zone_pass() -> None:
     result = evaluate_scenario(_bundle(EVENTS[:1]), profile())
     assert result.outcome.value == "PASS"
+
+
+def test_field_managers_reach_the_bundle_and_round_trip() -> None:
+    apply = FieldManager(
+        manager="kubectl",
+        operation="Apply",
+        api_version="apps/v1",
+        time="2026-11-29T12:00:06Z",
+        fields={"f:spec": {"f:replicas": {}}},
+    )
+    managed = ResourceSnapshot(
+        kind="Deployment", namespace="payments", name="checkout-api", exists=True,
+        object={"metadata": {"name": "checkout-api"}, "spec": {"replicas": 3}}, managers=(apply,),
+    )  # fmt: skip
+    gone = ResourceSnapshot(kind="Deployment", namespace="payments", name="old", exists=False)
+    (after, absent) = resource_states([managed, gone])
+    assert after.kind == "deployment"
+    assert after.managers == [apply]
+    assert absent.object is None
+    assert absent.managers == []
+    source = EvidenceSource(type="kube_api", status=SourceStatus.AVAILABLE)
+    snapshots = Snapshots(evidence_source=source, after=[after, absent])
+    bundle = _bundle(EVENTS[:1]).model_copy(update={"snapshots": snapshots})
+    text = bundle.to_json()
+    assert EvidenceBundle.model_validate_json(text) == bundle
+    stored = json.loads(text)["snapshots"]["after"]
+    assert stored[0]["managers"][0]["manager"] == "kubectl"
+    assert stored[0]["managers"][0]["operation"] == "Apply"
+    assert "managers" not in stored[1]  # none kept: the bundle reads as one recorded before managers were

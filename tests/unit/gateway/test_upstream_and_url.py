@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from oasis_operator.gateway import Gateway
-from oasis_operator.gateway.upstream import load_upstream
+from oasis_operator.gateway.upstream import json_accept, load_upstream
 from tests.unit.gateway.helpers import environment
 
 
@@ -55,3 +55,17 @@ def test_agents_are_given_the_public_url_when_one_is_set(tmp_path: Path) -> None
     handed = yaml.safe_load(creds.kubeconfig_yaml)
     assert handed["clusters"][0]["cluster"]["server"] == "https://gw.example.test/env/abc123"
     assert all(url.startswith("https://gw.example.test/env/abc123") for url in creds.endpoints.values())
+
+
+def test_accept_asks_for_json_and_the_group_list_form_of_discovery() -> None:
+    # What kubectl 1.37 sends for /apis: aggregated discovery first (protobuf and JSON), then plain JSON.
+    kubectl = (
+        "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+        "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+    )
+    assert json_accept(kubectl) == "application/json"
+    assert json_accept("application/json;as=Table;v=v1;g=meta.k8s.io,application/json") == (
+        "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+    )
+    assert json_accept("application/vnd.kubernetes.protobuf") == "application/json"

@@ -11,14 +11,13 @@ import pytest
 from oasis_operator.localcluster.control_plane import ControlPlaneError, LocalControlPlane, choose_ports
 from oasis_operator.localcluster.release import (
     CURRENT,
-    DEFAULT,
-    Release,
     ReleaseError,
     default_bin_dir,
     pinned,
     read_pins,
     selected,
 )
+from oasis_operator.sandbox.twin.infra import KUBELET_VERSION
 from tests.unit.chart.chart_render import find, render
 
 REPO = Path(__file__).resolve().parents[3]
@@ -27,10 +26,8 @@ REPO = Path(__file__).resolve().parents[3]
 def test_pins_are_versions_and_current() -> None:
     release = pinned()
     assert re.fullmatch(r"v1\.\d+\.\d+", release.kubernetes)
-    assert release.etcd is not None
     assert re.fullmatch(r"v3\.\d+\.\d+", release.etcd)
     assert release.minor >= 34
-    assert not release.legacy
 
 
 def test_build_script_reads_the_same_pins() -> None:
@@ -55,8 +52,11 @@ def test_chart_sandbox_images_are_the_pinned_release() -> None:
     assert (
         images["kube-controller-manager"] == f"registry.k8s.io/kube-controller-manager:{release.kubernetes}"
     )
-    assert release.etcd is not None
     assert images["etcd"] == f"registry.k8s.io/etcd:{release.etcd.removeprefix('v')}-0"
+
+
+def test_twin_nodes_run_the_pinned_release() -> None:
+    assert pinned().kubernetes == KUBELET_VERSION
 
 
 def test_selection_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -64,15 +64,16 @@ def test_selection_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OASIS_KUBE_BIN_DIR", raising=False)
     monkeypatch.delenv("OASIS_KUBE_VERSION", raising=False)
     current = pinned()
-    assert selected().kubernetes == (current.kubernetes if DEFAULT == CURRENT else f"v{DEFAULT}")
-    for name in (CURRENT, current.kubernetes, current.kubernetes[1:]):
+    assert selected() == current  # unset: the pinned release
+    for name in (CURRENT, current.kubernetes, current.kubernetes[1:], "  "):
         monkeypatch.setenv("OASIS_KUBE_VERSION", name)
         assert selected() == current
         assert default_bin_dir() == Path(f"/var/cache/oasis-operator/kube-{current.kubernetes[1:]}/bin")
+    # The 1.20 plane is gone: asking for it is refused, naming what is built.
     monkeypatch.setenv("OASIS_KUBE_VERSION", "1.20")
-    assert selected() == Release(kubernetes="v1.20", etcd=None)
-    assert selected().legacy
-    assert default_bin_dir() == Path("/var/cache/oasis-operator/kube-1.20/bin")
+    with pytest.raises(ReleaseError, match=rf"'1.20' is not built.*{CURRENT} or {current.kubernetes[1:]}"):
+        selected()
+    monkeypatch.setenv("OASIS_KUBE_VERSION", CURRENT)
     monkeypatch.setenv("OASIS_KUBE_CACHE", "/opt/kube")
     assert default_bin_dir() == Path("/opt/kube/bin")
     monkeypatch.setenv("OASIS_KUBE_BIN_DIR", "/opt/bin")
@@ -82,19 +83,17 @@ def test_selection_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         selected()
 
 
-def test_flags_follow_the_release(tmp_path: Path) -> None:
+def test_flags_of_the_current_release(tmp_path: Path) -> None:
     current = LocalControlPlane(run_dir=tmp_path / "a", bin_dir=tmp_path, release=pinned())
-    legacy = LocalControlPlane(run_dir=tmp_path / "b", bin_dir=tmp_path, release=Release("v1.20", None))
     state = type("S", (), {"api_port": 1, "etcd_client_port": 2, "etcd_peer_port": 3})()
-    assert "--insecure-port=0" not in current._apiserver_args(state)  # type: ignore[arg-type]
-    assert "--insecure-port=0" in legacy._apiserver_args(state)  # type: ignore[arg-type]
+    api_args = current._apiserver_args(state)  # type: ignore[arg-type]
+    assert "--secure-port=1" in api_args
+    assert not any(a.startswith("--insecure-port") for a in api_args)  # removed in 1.24
     cm_current = current._controller_manager_args(tmp_path / "kc")
-    cm_legacy = legacy._controller_manager_args(tmp_path / "kc")
-    assert "--port=0" not in cm_current
-    assert "--port=0" in cm_legacy
+    assert "--secure-port=0" in cm_current
+    assert not any(a.startswith("--port") for a in cm_current)  # removed in 1.24
     assert "--controllers=namespace-controller,garbage-collector-controller,serviceaccount-controller," \
         "serviceaccount-token-controller" in cm_current  # fmt: skip
-    assert "--controllers=namespace,garbagecollector,serviceaccount,serviceaccount-token" in cm_legacy
     # etcd comes from the release's cache (built with it), not from PATH.
     with pytest.raises(ControlPlaneError, match=r"etcd missing: run hack/install-deps.sh"):
         current.binary("etcd")

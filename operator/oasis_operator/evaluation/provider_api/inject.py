@@ -75,7 +75,7 @@ def inject(
         before = old.find(obj.kind, obj.namespace, obj.name)
         if before is not None and before.body == obj.body and before.status == obj.status:
             continue
-        version = provider._served(obj.api_version)  # the provider's own version choice
+        version = obj.api_version  # the current API versions the twin writes (policy/v1, autoscaling/v2, ...)
         path = resource_path(obj.kind, obj.namespace, obj.name, api_version=version)
         if before is None:
             body = _with_owner(provider, obj)

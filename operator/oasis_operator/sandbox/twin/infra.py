@@ -8,6 +8,9 @@ from datetime import timedelta
 from oasis_operator.models.declared_state import parse_age
 from oasis_operator.sandbox.twin.plan import Body, TwinContext, TwinObject, percent
 
+# What twin Nodes say their kubelet runs: the local control plane's release (localcluster/release.env;
+# tests/unit/localcluster/test_release.py keeps them equal), so `kubectl get nodes` shows no version skew.
+KUBELET_VERSION = "v1.37.2"
 KINDS_FOR_EVENTS = {
     "deployment": ("Deployment", "apps/v1"),
     "pod": ("Pod", "v1"),
@@ -115,11 +118,11 @@ def node(ctx: TwinContext, sandbox_name: str, index: int, entry: Body) -> TwinOb
         "conditions": conditions,
         "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": declared_name}],
         "nodeInfo": {
-            "kubeletVersion": "v1.20.2",
-            "kubeProxyVersion": "v1.20.2",
-            "containerRuntimeVersion": "containerd://1.4.4",
-            "osImage": "Ubuntu 20.04.6 LTS",
-            "kernelVersion": "5.15.0-1051-aws",
+            # Current kubelets no longer report kubeProxyVersion (deprecated since 1.31).
+            "kubeletVersion": KUBELET_VERSION,
+            "containerRuntimeVersion": "containerd://2.1.4",
+            "osImage": "Ubuntu 24.04.3 LTS",
+            "kernelVersion": "6.8.0-1036-aws",
             "operatingSystem": "linux",
             "architecture": "amd64",
             "machineID": f"{index:032x}",
