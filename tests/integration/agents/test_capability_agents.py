@@ -10,7 +10,8 @@ import pytest
 from kubernetes.client import ApiClient
 
 from oasis_operator.agents.reference.expert.policy import ExpertPolicy
-from oasis_operator.models.scenario import Scenario, StimulusType
+from oasis_operator.models.scenario import Scenario
+from oasis_operator.models.scenario_stimulus import StimulusType
 from tests.agents.wordy import AGENTS
 from tests.cluster_fixtures import Cluster
 from tests.integration.agents.capability_support import dimensions, run_scenarios
