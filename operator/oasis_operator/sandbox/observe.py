@@ -113,6 +113,10 @@ def read_snapshot(api: ApiClient, env: Environment, resources: list[ResourceRef]
 
     def read(ref: ResourceRef) -> ResourceSnapshot:
         namespace = env.sandbox_namespace(ref.namespace) if ref.namespace else None
+        if ref.namespace and namespace is None:
+            # A namespace the twin does not have (a verification naming one the scenario never declared):
+            # the object cannot exist there, and a path without it would read a cluster-wide list.
+            return ResourceSnapshot(kind=ref.kind, namespace=ref.namespace, name=ref.name, exists=False)
         name = ref.name
         if ref.kind == "Namespace":
             name = env.sandbox_namespace(ref.name) or ref.name
