@@ -100,7 +100,6 @@ class Gateway:
         self._apis: dict[str, ApiHandler] = {}
         # The MCP server of each environment, whose tool calls come back in through the private socket.
         self.mcp = McpDoors(data_dir)
-        self._mcp_runner: web.AppRunner | None = None
         self._shared = listener is not None
         if listener is None:
             hosts = [h for h in (public_url, host) if h and h not in ("0.0.0.0", "::")]  # noqa: S104
@@ -166,22 +165,11 @@ class Gateway:
         self.listener.mount(self)
         if not self._shared:
             await self.listener.start()
-        # The same doors on a socket only this process can reach: where MCP tool calls come back in.
-        app = web.Application(client_max_size=self.max_body_bytes)
-        app.router.add_route("*", "/{path:.*}", self.handle)
-        self._mcp_runner = web.AppRunner(
-            app, access_log=None, handler_cancellation=False, shutdown_timeout=2.0
-        )
-        await self._mcp_runner.setup()
-        await web.UnixSite(self._mcp_runner, str(self.mcp.socket_path)).start()
-        self.mcp.socket_path.chmod(0o600)
+        await self.mcp.serve_socket(self.handle, self.max_body_bytes)
 
     async def stop(self) -> None:
         """Stop being served (and listening, when the listener is its own) and close the upstream."""
         await self.mcp.stop()
-        if self._mcp_runner is not None:
-            await self._mcp_runner.cleanup()
-            self._mcp_runner = None
         self.listener.unmount(self)
         if not self._shared:
             await self.listener.stop()

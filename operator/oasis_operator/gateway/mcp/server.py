@@ -17,7 +17,7 @@ import asyncio
 import logging
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,9 @@ from oasis_operator.gateway.mcp.door import DoorClient
 from oasis_operator.gateway.mcp.kube_tools import KubeTools
 from oasis_operator.gateway.mcp.obs_tools import DASHBOARDS, METRICS, TRACING, ObservabilityTools
 from oasis_operator.gateway.state import EnvState
+
+# The gateway's request handler (server.Gateway.handle), served again on the private socket.
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +129,7 @@ class McpDoors:
         self._socket: Path | None = None
         self._running: dict[str, _Running] = {}
         self._closing: set[asyncio.Task[None]] = set()
+        self._site_runner: web.AppRunner | None = None
 
     @property
     def socket_path(self) -> Path:
@@ -133,6 +137,17 @@ class McpDoors:
         if self._socket is None:
             self._socket = private_socket(self._data_dir)
         return self._socket
+
+    async def serve_socket(self, doors: Handler, max_body_bytes: int) -> None:
+        """Serve the gateway's doors (`doors`, its request handler) on the private socket, reachable by
+        this process only: where tool calls come back in as the agent's own requests."""
+        app = web.Application(client_max_size=max_body_bytes)
+        app.router.add_route("*", "/{path:.*}", doors)
+        runner = web.AppRunner(app, access_log=None, handler_cancellation=False, shutdown_timeout=2.0)
+        await runner.setup()
+        await web.UnixSite(runner, str(self.socket_path)).start()
+        self.socket_path.chmod(0o600)
+        self._site_runner = runner
 
     async def handle(self, request: web.Request, state: EnvState, body: bytes) -> web.StreamResponse:
         """Answer one authenticated MCP request of `state`'s environment."""
@@ -191,6 +206,9 @@ class McpDoors:
         """Stop every MCP server and remove the private socket's directory if it is one of ours."""
         for env_id in list(self._running):
             await self.close(env_id)
+        if self._site_runner is not None:
+            await self._site_runner.cleanup()
+            self._site_runner = None
         if self._socket is not None and self._socket.parent.name.startswith(SOCKET_DIR_PREFIX):
             shutil.rmtree(self._socket.parent, ignore_errors=True)
         self._socket = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,21 +61,7 @@ class Operator:
             {f"data.{k}": v for k, v in values.items()},
         )
         if wanted:
-            patch = json.dumps({"data": wanted})
-            delta = {"before": change.before, "after": change.after}
-            code, _ = self.kc.run(
-                "patch",
-                "configmap",
-                cm,
-                "-n",
-                ns,
-                "--type",
-                "merge",
-                "-p",
-                patch,
-                note=self._note(f"patch configmap/{cm}", why, delta),
-            )
-            change.ok = code == 0
+            self._merge_data(ns, cm, wanted, why, change)
         else:
             change.what += " (already in place; nothing written)"
         after = self.read("configmap", cm, ns, f"verify {cm} now holds the requested values") or {}
@@ -86,6 +73,14 @@ class Operator:
         self.changes.append(change)
         return change
 
+    def _merge_data(self, ns: str, cm: str, data: Mapping[str, str | None], why: str, change: Change) -> None:
+        """Merge `data` into the ConfigMap's data (None removes a key), noting `change` as the delta."""
+        code, _ = self.kc.run(
+            "patch", "configmap", cm, "-n", ns, "--type", "merge", "-p", json.dumps({"data": data}),
+            note=self._note(f"patch configmap/{cm}", why, {"before": change.before, "after": change.after}),
+        )  # fmt: skip
+        change.ok = code == 0
+
     def restore_keys(self, ns: str, cm: str, previous: dict[str, str | None], why: str) -> Change:
         """Put keys back as they were (None: the key did not exist, so it is removed)."""
         change = Change(
@@ -94,19 +89,7 @@ class Operator:
             {f"data.{k}": "(changed)" for k in previous},
             {f"data.{k}": v for k, v in previous.items()},
         )
-        code, _ = self.kc.run(
-            "patch",
-            "configmap",
-            cm,
-            "-n",
-            ns,
-            "--type",
-            "merge",
-            "-p",
-            json.dumps({"data": previous}),
-            note=self._note(f"patch configmap/{cm}", why, {"before": change.before, "after": change.after}),
-        )
-        change.ok = code == 0
+        self._merge_data(ns, cm, previous, why, change)
         self.changes.append(change)
         self.read("configmap", cm, ns, f"verify {cm} is back to its previous values")
         return change
