@@ -116,9 +116,9 @@ def report(runs: list[dict[str, Any]], floor: dict[str, float], argv: list[str])
         "# Whole profile: null agent and `careful` by parallelism",
         "",
         f"`bench/whole_profile.py {' '.join(argv)}`, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-        f"{os.cpu_count()} cores. **Absolute numbers are from a heavily loaded machine** (seven other "
-        "engineers' builds and tests ran beside it; the load average is given per row). CPU seconds are "
-        "the processes' own and move less with load than wall time.",
+        f"{os.cpu_count()} cores. The machine's load average before and after each evaluation is given per "
+        "row: wall times are only comparable at a similar load. CPU seconds are the processes' own and "
+        "move less with load than wall time.",
         "",
         f"API server floor in the same run: ConfigMap create p50 {floor['create'] * 1000:.1f} ms, GET p50 "
         f"{floor['get'] * 1000:.1f} ms sequential; a 30-object twin cannot be built in under "
@@ -211,7 +211,7 @@ def plot(series: dict[str, list[tuple[int, float]]], path: Path) -> bool:
     ax.set_xticks([1, 2, 4, 8], ["1", "2", "4", "8"])
     ax.set_xlim(0.8, 10)
     ax.set_ylim(bottom=0)
-    ax.set_title("Whole SI profile throughput\n(2 cores, heavily loaded machine: load average 18 to 35)")
+    ax.set_title(f"Whole SI profile throughput\n({os.cpu_count()} cores; load average per run in the table)")
     ax.legend()
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
@@ -236,6 +236,7 @@ def main() -> None:
         plot(throughput_from_markdown(RESULTS / f"{args.out}.md"), RESULTS / f"{args.out}.png")
         return
     agents, levels = args.agents.split(","), [int(x) for x in args.levels.split(",")]
+    signal.signal(signal.SIGTERM, _interrupted)  # a stopped bench still stops its operator and plane
     with tempfile.TemporaryDirectory(prefix="oasis-bench-profile-") as tmp, NullAgent() as url:
         work = Path(tmp)
         plane = LocalControlPlane(run_dir=work / "cluster")
@@ -283,6 +284,10 @@ def main() -> None:
                 profiler.wait(timeout=120)
             plane.stop()
     print(write(runs, floor, args.out))
+
+
+def _interrupted(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def write(runs: list[dict[str, Any]], floor: dict[str, float], out: str) -> str:
