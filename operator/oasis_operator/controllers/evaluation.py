@@ -21,11 +21,11 @@ from oasis_operator.evaluation.provider_api import ProviderApiServer, start_oper
 from oasis_operator.evaluation.runtime import OperatorConfig, RuntimeSetupError, Sandboxes
 from oasis_operator.evaluation.service import TERMINAL, EvaluationService
 from oasis_operator.evaluation.settings import OperatorSettings, SettingsError
-from oasis_operator.evaluation.writer import frozen_condition
 from oasis_operator.kube import api_client
 from oasis_operator.metrics import EVALUATIONS_RUNNING, HANDLER_RUNS
 from oasis_operator.profiles import default_profile_path, load_profile
-from oasis_operator.status.conditions import now_rfc3339, set_conditions
+from oasis_operator.status.conditions import spec_frozen_message
+from oasis_operator.status.evaluation import spec_edit_patch
 
 RESOURCE = (API_GROUP, API_VERSION, "oasisevaluations")
 # How long a deleted (or, at shutdown, interrupted) run may take to remove its in-flight sandboxes.
@@ -84,10 +84,10 @@ async def run_evaluation(body: kopf.Body, meta: kopf.Meta, memo: kopf.Memo, **_:
             raise
         finally:
             EVALUATIONS_RUNNING.dec()
-        if final.get("runGeneration") is not None:
+        if final.runGeneration is not None:
             return
         # Refused before it started: wait for the user to fix the spec, then judge it again.
-        judged = final.get("observedGeneration")
+        judged = final.observedGeneration
         # kopf updates `meta` in place as events arrive; there is no event object to await instead.
         while meta.get("generation") == judged:  # noqa: ASYNC110
             await asyncio.sleep(EDIT_POLL_SECONDS)
@@ -98,16 +98,13 @@ def refuse_spec_edit(
     body: kopf.Body, meta: kopf.Meta, status: kopf.Status, patch: kopf.Patch, **_: Any
 ) -> None:
     """A started run keeps its spec; say so on the object instead of silently ignoring the edit."""
-    condition = frozen_condition(status.get("runGeneration"), meta.get("generation"))
-    if condition is None:
+    message = spec_frozen_message(status.get("runGeneration"), meta.get("generation"))
+    if message is None:
         return
-    conditions = set_conditions(
-        status.get("conditions", []), [condition], status.get("runGeneration"), now_rfc3339()
-    )
-    if conditions != status.get("conditions"):
-        patch.status["conditions"] = conditions
-        patch.status["observedGeneration"] = meta.get("generation")
-    kopf.warn(body, reason="SpecFrozen", message=condition[3])
+    changed = spec_edit_patch(status, meta.get("generation"))
+    if changed is not None:
+        patch.status.update(changed)
+    kopf.warn(body, reason="SpecFrozen", message=message)
 
 
 @kopf.on.delete(*RESOURCE, **HANDLER_LIMITS)

@@ -11,6 +11,7 @@ from oasis_operator.agents.sandbox import isolation_characteristics
 from oasis_operator.engine import aggregate, build_report, render_html, render_json, render_yaml
 from oasis_operator.evaluation.conformance import SUPPORTED_TIER
 from oasis_operator.models.crd import OASISEvaluationSpec
+from oasis_operator.models.evidence import AgentIdentity
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.results import ScenarioResult
 from oasis_operator.models.verdict import EnvironmentMeta, RunInfo, UnevaluatedEntry, Verdict
@@ -33,7 +34,7 @@ def duration(started: str, now: datetime) -> str:
 
 def run_info(
     spec: OASISEvaluationSpec,
-    agent: tuple[str, str],
+    agent: AgentIdentity,
     configuration: dict[str, Any],
     timing: tuple[str, str],
     conformance: str,
@@ -44,8 +45,8 @@ def run_info(
     """Facts the engine cannot know: who ran what, where, when, and whether it aborted."""
     evaluator = spec.evaluator.name if spec.evaluator and spec.evaluator.name else "oasis-operator"
     return RunInfo(
-        agent=agent[0],
-        agent_version=agent[1],
+        agent=agent.name,
+        agent_version=agent.version,
         agent_configuration=dict(sorted(configuration.items())),
         evaluator=evaluator,
         timestamp=timing[0],
