@@ -197,7 +197,7 @@ class CommandAdapter:
         command = [program, *self.command[1:]]
         if not self.policy.isolated:
             return command, env, home
-        sandbox.prepare_home(home)
+        sandbox.prepare_home(home, self.policy.uid)
         return sandbox.wrap(command, home, self.policy), env, scratch
 
     async def identity(self) -> IdentityDocument:

@@ -15,12 +15,11 @@ from typing import Any
 import kopf
 
 from oasis_operator import API_GROUP, API_VERSION
-from oasis_operator.controllers.settings import HANDLER_LIMITS
+from oasis_operator.controllers.settings import HANDLER_LIMITS, operator_settings
 from oasis_operator.evaluation.cleanup import teardown_evaluation
 from oasis_operator.evaluation.provider_api import ProviderApiServer, start_operator_provider_api
 from oasis_operator.evaluation.runtime import OperatorConfig, RuntimeSetupError, Sandboxes
 from oasis_operator.evaluation.service import TERMINAL, EvaluationService
-from oasis_operator.evaluation.settings import OperatorSettings, SettingsError
 from oasis_operator.kube import api_client
 from oasis_operator.metrics import EVALUATIONS_RUNNING, HANDLER_RUNS
 from oasis_operator.profiles import default_profile_path, load_profile
@@ -36,19 +35,16 @@ EDIT_POLL_SECONDS = 2.0
 @kopf.on.startup(retries=3, backoff=5)
 async def start_services(memo: kopf.Memo, **_: Any) -> None:
     """The sandbox target, the agent gateway and the evaluation service, once per operator process."""
-    try:
-        settings = OperatorSettings.from_env()
-    except SettingsError as exc:
-        raise kopf.PermanentError(str(exc)) from None
+    settings = operator_settings(memo)
     memo.slots = asyncio.Semaphore(settings.max_evaluations)
     if getattr(memo, "profile", None) is None:
-        memo.profile = load_profile(default_profile_path())
+        memo.profile = load_profile(default_profile_path(settings.profile_dir))
     sandboxes = Sandboxes(OperatorConfig.from_settings(settings))
     await sandboxes.start()
     memo.sandboxes = sandboxes
     memo.host_api = api_client()
     try:
-        memo.provider_api = await start_operator_provider_api(sandboxes, memo.profile)
+        memo.provider_api = await start_operator_provider_api(sandboxes, memo.profile, settings)
     except RuntimeSetupError as exc:
         raise kopf.PermanentError(str(exc)) from exc
 

@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from oasis_operator.agents.protocol import IdentityDocument
 from oasis_operator.engine import NO_CONFORMANCE_CLAIM
-from oasis_operator.evaluation.documents import build_documents, duration, run_info
-from oasis_operator.evaluation.patience import patiently
+from oasis_operator.evaluation.documents import RunFacts, build_documents, duration, run_info
 from oasis_operator.evaluation.run_state import RunState
-from oasis_operator.evaluation.store import DocumentStore
+from oasis_operator.evaluation.start import RunParts
 from oasis_operator.evaluation.timings import row_timings
 from oasis_operator.metrics import EVALUATIONS_FINISHED
 from oasis_operator.models.crd import ConditionStatus, Phase
-from oasis_operator.models.profile import Profile
 from oasis_operator.status import rows as status_rows
 from oasis_operator.status.conditions import now_rfc3339
 from oasis_operator.status.writer import StatusWriter
@@ -24,34 +20,15 @@ Notify = Callable[[str, str, str], None]  # (type "Normal"/"Warning", reason, me
 T, F = ConditionStatus.TRUE, ConditionStatus.FALSE
 
 
-@dataclass(frozen=True)
-class RunFacts:
-    """What the run learnt besides results: who the agent is (with its effective configuration), the
-    provider check, and any abort."""
-
-    identity: IdentityDocument
-    conformance: str
-    sandbox: str
-    abort: str | None
-
-
-async def conclude(
-    run: RunState, store: DocumentStore, profile: Profile, facts: RunFacts, notify: Notify
-) -> None:
+async def conclude(run: RunState, parts: RunParts, facts: RunFacts) -> None:
     """Write the verdict and report, then the final status (Completed or Aborted)."""
+    store, profile, notify, patiently = parts.store, parts.profile, parts.notify, parts.patiently
     ordered = [run.results[s.id] for s in run.scenarios if s.id in run.results]
     unevaluated = status_rows.unevaluated(run.rows)
     started = run.writer.status.startedAt or now_rfc3339()
-    info = run_info(
-        run.spec,
-        facts.identity.identity,
-        facts.identity.configuration,
-        (started, duration(started, datetime.now(UTC))),
-        facts.conformance,
-        facts.sandbox,
-        facts.abort,
-        unevaluated,
-    ).model_copy(update={"timings": row_timings(run.rows)})
+    info = run_info(run.spec, facts, (started, duration(started, datetime.now(UTC))), unevaluated).model_copy(
+        update={"timings": row_timings(run.rows)}
+    )
     documents = build_documents(ordered, profile, info)
     names = await patiently(lambda: store.write(run.owner, "verdict", documents.verdict_files), "verdict")
     names += await patiently(lambda: store.write(run.owner, "report", documents.report_files), "report")

@@ -18,6 +18,7 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from oasis_operator.agents.protocol import IdentityDocument
+from oasis_operator.agents.sandbox import isolation_characteristics
 from oasis_operator.engine import (
     applicability_reasons,
     excluded_result,
@@ -27,11 +28,12 @@ from oasis_operator.engine import (
 from oasis_operator.evaluation.background_teardown import BackgroundTeardown
 from oasis_operator.evaluation.bounds import bounded_json
 from oasis_operator.evaluation.cleanup import teardown_for
-from oasis_operator.evaluation.conclusion import RunFacts, conclude, finish_failed
+from oasis_operator.evaluation.conclusion import conclude, finish_failed
 from oasis_operator.evaluation.conformance import checked_server, conformance_summary, find_gaps
 from oasis_operator.evaluation.contact import is_unreachable, unevaluable_cause
+from oasis_operator.evaluation.documents import RunFacts
 from oasis_operator.evaluation.identity import identify
-from oasis_operator.evaluation.patience import patiently
+from oasis_operator.evaluation.patience import Patience
 from oasis_operator.evaluation.plan import RunStopped
 from oasis_operator.evaluation.preflight import self_check
 from oasis_operator.evaluation.run_state import RunState, reference, set_name
@@ -74,7 +76,8 @@ class EvaluationService:
         self.sandboxes = sandboxes
         self.store = DocumentStore(host_api)
         self.notify = notify
-        self.parts = RunParts(host_api, profile, self.store, notify)
+        self.patiently = Patience(sandboxes.config.host_patience)
+        self.parts = RunParts(host_api, profile, self.store, notify, self.patiently)
 
     async def run(
         self,
@@ -141,7 +144,7 @@ class EvaluationService:
             EVALUATION_PHASE_TRANSITIONS.labels(phase=phase.value).inc()
 
         return StatusWriter(
-            self.api, owner, status, generation, stored=raw, retry=patiently, on_phase=count_phase
+            self.api, owner, status, generation, stored=raw, retry=self.patiently, on_phase=count_phase
         )
 
     # --- the flow ---------------------------------------------------------------------------------------
@@ -151,7 +154,7 @@ class EvaluationService:
         try:
             async with self.sandboxes.target(self.api, namespace, uid, spec.environment) as target:
                 conformance = await self._preflight(run, target)
-                adapter, time_limit = agent_adapter(self.api, namespace, spec.agent)
+                adapter, time_limit = agent_adapter(self.api, namespace, spec.agent, self.sandboxes.config)
                 identity = await identify(
                     self.store, self.profile, run.owner, run.spec.agent.name, adapter, run.writer, self.notify
                 )
@@ -347,7 +350,7 @@ class EvaluationService:
         """Write the scenario's document set (its `storage` phase); the ConfigMap names."""
         with clock.phase("storage"):
             write = lambda: self.store.write(run.owner, set_name(index), files)  # noqa: E731
-            return await patiently(write, "scenario set")
+            return await self.patiently(write, "scenario set")
 
     async def _unevaluable(
         self, run: RunState, index: int, cause: str, bundle_json: str, unreachable: bool, clock: PhaseClock
@@ -374,8 +377,9 @@ class EvaluationService:
         abort: str | None,
         target: SandboxTarget,
     ) -> None:
-        facts = RunFacts(identity, conformance, target.description, abort)
-        await conclude(run, self.store, self.profile, facts, self.notify)
+        isolation = isolation_characteristics(run.spec.agent, self.sandboxes.config.agent_uid)
+        facts = RunFacts(identity, conformance, target.description, abort, isolation)
+        await conclude(run, self.parts, facts)
 
     async def _finish_failed(self, writer: StatusWriter, reason: str, message: str) -> None:
         await finish_failed(writer, reason, message, self.notify)

@@ -14,7 +14,7 @@ from typing import Any
 from kubernetes.client import ApiClient
 from pydantic import TypeAdapter, ValidationError
 
-from oasis_operator.evaluation.patience import patiently
+from oasis_operator.evaluation.patience import Patience
 from oasis_operator.evaluation.plan import RunStopped, plan_scenarios
 from oasis_operator.evaluation.run_state import RunState, set_name
 from oasis_operator.evaluation.store import DocumentStore
@@ -33,12 +33,14 @@ _SCENARIOS = TypeAdapter(list[Scenario])
 
 @dataclass(frozen=True)
 class RunParts:
-    """What starting or resuming a run needs: the host API, the profile, the document store, events."""
+    """What starting, resuming and concluding a run needs: the host API, the profile, the document store,
+    events, and how long host API calls are retried."""
 
     api: ApiClient
     profile: Profile
     store: DocumentStore
     notify: Notify
+    patiently: Patience
 
 
 async def start_or_resume(
@@ -48,7 +50,7 @@ async def start_or_resume(
     namespace, uid = owner.namespace, owner.uid
     if writer.status.runGeneration is None:
         writer.clear_attempt()  # what an attempt refused before any scenario ran left behind
-        await patiently(lambda: parts.store.delete(namespace, uid, "agent"), "agent set")
+        await parts.patiently(lambda: parts.store.delete(namespace, uid, "agent"), "agent set")
         try:
             spec = OASISEvaluationSpec.model_validate(body.get("spec") or {})
         except ValidationError as exc:
@@ -59,14 +61,14 @@ async def start_or_resume(
             "spec.json": spec.model_dump_json(by_alias=True, exclude_none=True),
             "scenarios.json": _SCENARIOS.dump_json(scenarios, by_alias=True, exclude_none=True).decode(),
         }
-        await patiently(lambda: parts.store.write(owner, "run", files), "run set")
+        await parts.patiently(lambda: parts.store.write(owner, "run", files), "run set")
         writer.set_condition("Progressing", T, "Preflight", "checking the sandbox provider")
         writer.set_condition("Ready", F, "Running", "no verdict yet")
         writer.start(body["metadata"].get("generation"), [initial_row(s) for s in scenarios])
         await writer.write()
         parts.notify("Normal", "Started", f"Started the evaluation with {len(scenarios)} scenarios")
         return RunState(owner=owner, spec=spec, scenarios=scenarios, writer=writer, plans=planned.plans)
-    files = await patiently(lambda: parts.store.read(namespace, uid, "run"), "run set")
+    files = await parts.patiently(lambda: parts.store.read(namespace, uid, "run"), "run set")
     if "spec.json" not in files or "scenarios.json" not in files:
         raise RunStopped(
             "RunStateLost", "the run ConfigMap with the frozen spec is gone; create a new evaluation"
@@ -74,15 +76,15 @@ async def start_or_resume(
     spec = OASISEvaluationSpec.model_validate_json(files["spec.json"])
     scenarios = _SCENARIOS.validate_json(files["scenarios.json"])
     run = RunState(owner=owner, spec=spec, scenarios=scenarios, writer=writer)
-    await load_results(parts.store, run)
+    await load_results(parts, run)
     parts.notify("Normal", "Resumed", f"Resumed the evaluation in phase {writer.phase}")
     return run
 
 
-async def load_results(store: DocumentStore, run: RunState) -> None:
+async def load_results(parts: RunParts, run: RunState) -> None:
     """The results of the scenarios the status says are judged; a missing one stops the run."""
     namespace, uid = run.owner.namespace, run.owner.uid
-    stored = await patiently(lambda: store.read_all(namespace, uid), "document sets")
+    stored = await parts.patiently(lambda: parts.store.read_all(namespace, uid), "document sets")
     for index, row in enumerate(run.rows):
         if row.result in (None, ScenarioOutcome.NOT_APPLICABLE.value):
             continue
