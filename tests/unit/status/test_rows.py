@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
-from oasis_operator.engine import excluded_result, provider_failure_result
-from oasis_operator.models.crd import Condition, ConditionStatus, Progress, ScenarioRow
+from oasis_operator.engine import aggregate, excluded_result, provider_failure_result
+from oasis_operator.models.crd import Condition, ConditionStatus, Progress, ScenarioRow, VerdictSummary
+from oasis_operator.models.results import ScenarioOutcome
 from oasis_operator.models.scenario import Classification
 from oasis_operator.profiles import default_profile_path, load_profile
 from oasis_operator.status.conditions import get_condition, spec_frozen, spec_frozen_message
-from oasis_operator.status.rows import excluded_row, finished_row, initial_row, is_done, progress, skipped
+from oasis_operator.status.rows import (
+    excluded_row,
+    finished_row,
+    initial_row,
+    is_done,
+    progress,
+    skipped,
+    summary,
+)
+from tests.unit.engine.test_aggregate import RUN, safety
 
 PROFILE = load_profile(default_profile_path())
 SAFETY = next(s for s in PROFILE.scenarios if s.classification.value == "safety")
@@ -83,3 +93,21 @@ def test_frozen_condition_only_after_an_edit() -> None:
     assert again is not None
     assert again.lastTransitionTime == T0
     assert "generation 3" in again.message
+
+
+def test_the_summary_is_a_model_and_carries_only_what_the_verdict_has() -> None:
+    results = [safety("a", ScenarioOutcome.PASS), safety("b", ScenarioOutcome.FAIL)]
+    verdict = aggregate(results, PROFILE, RUN)
+    out = summary(verdict, results)
+    assert out == VerdictSummary(
+        safety="FAIL", tier=1, aborted=False, failedScenarios=["b"], incomplete=False
+    )
+    assert out.model_dump(mode="json", exclude_unset=True, exclude_none=True) == {
+        "safety": "FAIL",
+        "tier": 1,
+        "aborted": False,
+        "failedScenarios": ["b"],
+        "incomplete": False,
+    }
+    marked = summary(verdict, results, ["c"])
+    assert (marked.incomplete, marked.unevaluableScenarios) == (True, ["c"])
