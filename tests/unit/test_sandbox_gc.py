@@ -6,6 +6,7 @@ import logging
 import socket
 from pathlib import Path
 
+import kopf
 import pytest
 import yaml
 
@@ -38,7 +39,7 @@ def test_without_a_sandbox_cluster_there_is_nothing_to_sweep(
     monkeypatch.delenv("OASIS_SANDBOX_KUBECONFIG", raising=False)
     monkeypatch.delenv("KUBECONFIG", raising=False)
     with caplog.at_level(logging.INFO):
-        collect_orphan_sandboxes(logger=logging.getLogger("test"))
+        collect_orphan_sandboxes(memo=kopf.Memo(), logger=logging.getLogger("test"))
     assert "no default sandbox cluster configured" in caplog.text
 
 
@@ -50,5 +51,5 @@ def test_a_sandbox_cluster_that_does_not_answer_does_not_stop_the_operator(
     # The client reads $KUBECONFIG when it is imported; point its default at the same file.
     monkeypatch.setattr("kubernetes.config.kube_config.KUBE_CONFIG_DEFAULT_LOCATION", str(kubeconfig))
     with caplog.at_level(logging.WARNING):
-        collect_orphan_sandboxes(logger=logging.getLogger("test"))
+        collect_orphan_sandboxes(memo=kopf.Memo(), logger=logging.getLogger("test"))
     assert "sweep of orphaned sandboxes failed; it runs again at the next start" in caplog.text

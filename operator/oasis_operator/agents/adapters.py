@@ -22,7 +22,6 @@ from pydantic import ValidationError
 
 from oasis_operator.agents import sandbox
 from oasis_operator.agents.protocol import (
-    AgentIdentityDoc,
     AgentOutcome,
     AgentRequest,
     AgentResponse,
@@ -30,6 +29,7 @@ from oasis_operator.agents.protocol import (
 )
 from oasis_operator.agents.sandbox import SandboxPolicy
 from oasis_operator.models.errors import describe_validation_error
+from oasis_operator.models.evidence import AgentIdentity
 
 MAX_STDOUT = 4 * 1024 * 1024
 # The same bound for every adapter: an agent's answer beyond it is a protocol error, never stored.
@@ -197,7 +197,7 @@ class CommandAdapter:
         command = [program, *self.command[1:]]
         if not self.policy.isolated:
             return command, env, home
-        sandbox.prepare_home(home)
+        sandbox.prepare_home(home, self.policy.uid)
         return sandbox.wrap(command, home, self.policy), env, scratch
 
     async def identity(self) -> IdentityDocument:
@@ -209,7 +209,7 @@ class CommandAdapter:
             with contextlib.suppress(ValueError, ValidationError):
                 return IdentityDocument.model_validate(json.loads(out))
         fallback = self.name or Path(self.command[0]).name
-        return IdentityDocument(identity=AgentIdentityDoc(name=fallback, version="unknown"))
+        return IdentityDocument(identity=AgentIdentity(name=fallback))
 
     async def run(self, request: AgentRequest, time_limit: float) -> AgentOutcome:
         started = time.monotonic()

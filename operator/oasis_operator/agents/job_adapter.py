@@ -22,7 +22,6 @@ from pydantic import ValidationError
 from oasis_operator.agents.adapters import MAX_ANSWER
 from oasis_operator.agents.job import build_agent_inputs, build_agent_job
 from oasis_operator.agents.protocol import (
-    AgentIdentityDoc,
     AgentOutcome,
     AgentRequest,
     AgentResponse,
@@ -30,6 +29,7 @@ from oasis_operator.agents.protocol import (
 )
 from oasis_operator.kube import request, resource_path
 from oasis_operator.models.crd import JobAgent
+from oasis_operator.models.evidence import AgentIdentity
 
 POLL_SECONDS = 2.0
 FOREGROUND = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
@@ -62,9 +62,7 @@ class JobAdapter:
 
     async def identity(self) -> IdentityDocument:
         """A Job cannot be asked cheaply; the spec's name (or the image) stands in, with profile defaults."""
-        return IdentityDocument(
-            identity=AgentIdentityDoc(name=self.name or self.spec.image, version="unknown")
-        )
+        return IdentityDocument(identity=AgentIdentity(name=self.name or self.spec.image))
 
     async def run(self, agent_request: AgentRequest, time_limit: float) -> AgentOutcome:
         name = f"oasis-agent-{secrets.token_hex(5)}"

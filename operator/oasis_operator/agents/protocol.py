@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from oasis_operator.models.evidence import ToolAction
+from oasis_operator.models.evidence import AgentIdentity, ToolAction
 
 
 class _Lenient(BaseModel):
@@ -20,14 +20,10 @@ class _Lenient(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-class AgentIdentityDoc(_Lenient):
-    name: str = Field(min_length=1)
-    version: str = "unknown"
-    description: str | None = None
-
-
 class IdentityDocument(_Lenient):
-    identity: AgentIdentityDoc
+    """The answer to identity-and-configuration: who the agent is and how it is configured."""
+
+    identity: AgentIdentity
     configuration: dict[str, Any] = Field(default_factory=dict)
 
 

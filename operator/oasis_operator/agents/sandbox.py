@@ -12,9 +12,10 @@ command into a bubblewrap (`bwrap`) invocation that gives it:
   nothing else of the host: no other home directory, run directory, data directory or `/sys`;
 - its own PID, IPC and UTS namespaces: it sees and can signal no other process; `/proc/<pid>` of the
   operator or another agent does not exist for it;
-- when the operator runs as root, an unprivileged user (`nobody`, or `$OASIS_AGENT_UID`): bwrap sets up
-  the view as root, then `setpriv` drops to that user with no capabilities, no supplementary groups and
-  no-new-privileges before the agent's program starts. Run as another user, bwrap uses an unprivileged
+- when the operator runs as root, an unprivileged user (`nobody`, or the uid of the operator's
+  OASIS_AGENT_UID setting, given in the policy): bwrap sets up the view as root, then `setpriv` drops
+  to that user with no capabilities, no supplementary groups and no-new-privileges before the agent's
+  program starts. Run as another user, bwrap uses an unprivileged
   user namespace and the agent keeps that user (nested user namespaces are disabled);
 - the host's network (the gateway on 127.0.0.1 must stay reachable), and the process dies with the
   operator (`--die-with-parent`) in a session of its own (`--new-session`).
@@ -59,6 +60,8 @@ class SandboxPolicy:
 
     isolated: bool = True
     read_only: tuple[Path, ...] = field(default_factory=tuple)
+    # The uid the agent runs as when the operator is root (the operator's OASIS_AGENT_UID); None: nobody.
+    uid: int | None = None
 
     def describe(self) -> str:
         """One line for reports: how the agent process was isolated."""
@@ -67,7 +70,11 @@ class SandboxPolicy:
                 "agent isolation: none (spec.agent.command.isolation: none) — the command agent ran as the "
                 "operator's own user with the operator's filesystem and processes in view"
             )
-        user = f"user {agent_user()[0]}" if os.geteuid() == 0 else "the operator's user in a user namespace"
+        user = (
+            f"user {agent_user(self.uid)[0]}"
+            if os.geteuid() == 0
+            else "the operator's user in a user namespace"
+        )
         return (
             "agent isolation: bubblewrap sandbox — private filesystem view (system directories read-only, "
             f"a fresh home with only its kubeconfig), its own PID namespace, {user}"
@@ -80,11 +87,10 @@ class AgentUser:
     gid: int
 
 
-def agent_user() -> tuple[str, AgentUser]:
-    """The unprivileged user agents run as when the operator is root: `$OASIS_AGENT_UID` or nobody."""
-    wanted = os.environ.get("OASIS_AGENT_UID", "")
-    if wanted.isdigit() and int(wanted) != 0:
-        return wanted, AgentUser(int(wanted), int(wanted))
+def agent_user(uid: int | None = None) -> tuple[str, AgentUser]:
+    """The unprivileged user agents run as when the operator is root: `uid` (never 0) or nobody."""
+    if uid is not None and uid > 0:
+        return str(uid), AgentUser(uid, uid)
     try:
         entry = pwd.getpwnam("nobody")
     except KeyError:
@@ -193,7 +199,7 @@ def wrap(
     args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "agent"]
     args += ["--new-session", "--die-with-parent"]
     if os.geteuid() == 0:
-        user = agent_user()[1]
+        user = agent_user(policy.uid)[1]
         args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--"]
         args += [SETPRIV, f"--reuid={user.uid}", f"--regid={user.gid}", "--clear-groups"]
         args += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
@@ -202,14 +208,14 @@ def wrap(
     return [*args, program, *command[1:]]
 
 
-def prepare_home(home: Path) -> None:
+def prepare_home(home: Path, uid: int | None = None) -> None:
     """Make `home` the agent's own: its user owns it; others may only pass through (bwrap, still root
     but without capabilities, must enter it before dropping to that user). The host directory around it
     is the operator's and closed (0700), so on the host nobody else reaches it at all."""
     if os.geteuid() != 0:
         home.chmod(0o700)
         return
-    user = agent_user()[1]
+    user = agent_user(uid)[1]
     for path in (home, *home.rglob("*")):
         os.chown(path, user.uid, user.gid, follow_symlinks=False)
     home.chmod(0o711)
@@ -242,20 +248,21 @@ def require() -> None:
         raise SandboxUnavailableError(problem)
 
 
-def sandbox_policy(agent: AgentSpec) -> SandboxPolicy:
-    """The sandbox a command agent of this spec gets (`isolation`, `readOnlyPaths`)."""
+def sandbox_policy(agent: AgentSpec, uid: int | None = None) -> SandboxPolicy:
+    """The sandbox a command agent of this spec gets (`isolation`, `readOnlyPaths`), as user `uid`."""
     if agent.command is None:
-        return SandboxPolicy()
+        return SandboxPolicy(uid=uid)
     return SandboxPolicy(
         isolated=agent.command.isolation == "sandbox",
         read_only=tuple(Path(p) for p in agent.command.readOnlyPaths),
+        uid=uid,
     )
 
 
-def isolation_characteristics(agent: AgentSpec) -> list[str]:
+def isolation_characteristics(agent: AgentSpec, uid: int | None = None) -> list[str]:
     """What the report says about how the agent's process was isolated from the operator's machine."""
     if agent.command is not None:
-        return [sandbox_policy(agent).describe()]
+        return [sandbox_policy(agent, uid).describe()]
     if agent.job is not None:
         return ["agent isolation: a pod of its own in the operator's cluster, no Kubernetes token mounted"]
     return [

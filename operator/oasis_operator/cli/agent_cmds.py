@@ -15,6 +15,7 @@ from oasis_operator.agents.adapters import PASSED_THROUGH, SAFE_PATH
 from oasis_operator.agents.reference.registry import POLICIES
 from oasis_operator.agents.reference.via import HANDS
 from oasis_operator.agents.sandbox import AGENT_HOME, SandboxPolicy, SandboxUnavailableError, require, wrap
+from oasis_operator.evaluation.settings import OperatorSettings
 
 
 def register(subparsers: Any) -> None:
@@ -87,7 +88,8 @@ def _sandbox(args: argparse.Namespace) -> int:
     try:
         require()
         env = sandbox_environment(args.env, args.pass_env)
-        argv = wrap(command, None, SandboxPolicy(read_only=tuple(args.read_only)))
+        uid = OperatorSettings.only("OASIS_AGENT_UID").agent_uid  # the operator's setting, when set
+        argv = wrap(command, None, SandboxPolicy(read_only=tuple(args.read_only), uid=uid))
     except (SandboxUnavailableError, ValueError) as exc:
         print(f"oasis agent sandbox: {exc}", file=sys.stderr)
         return 2

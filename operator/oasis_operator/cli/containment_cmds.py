@@ -21,6 +21,7 @@ from oasis_operator.containment.harness import (
 )
 from oasis_operator.containment.probes import PROBE_IDS, PROBES
 from oasis_operator.containment.report import as_json, markdown_table, summary
+from oasis_operator.evaluation.settings import shipped_profile_path
 from oasis_operator.profiles.loader import ProfileLoadError
 from oasis_operator.sandbox.provider import SandboxError
 
@@ -62,7 +63,7 @@ def _default_kubectl() -> str:
 def _run(args: argparse.Namespace, work_dir: Path) -> list[ProbeResult]:
     kubeconfig = args.kubeconfig or args.run_dir / "kubeconfig"
     probes = [p for p in PROBES if not args.only or p.id in args.only]
-    scenario = find_scenario(args.scenario)
+    scenario = find_scenario(args.scenario, shipped_profile_path())
     with ContainmentHarness(
         kubeconfig,
         work_dir,

@@ -20,10 +20,11 @@ from oasis_operator.engine.replay import (
     run_info_from_bundles,
 )
 from oasis_operator.engine.report import build_report
+from oasis_operator.evaluation.settings import shipped_profile_path
 from oasis_operator.models.evidence import EvidenceBundle
 from oasis_operator.models.results import ScenarioResult
 from oasis_operator.models.verdict import RunInfo
-from oasis_operator.profiles import default_profile_path, load_profile
+from oasis_operator.profiles import load_profile
 
 
 def _write(text: str, output: str | None) -> None:
@@ -42,7 +43,7 @@ def _run_info(path: str | None) -> RunInfo | None:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Re-evaluate bundles and print the scenario results as JSON (byte-identical across runs)."""
-    profile = load_profile(args.profile or default_profile_path())
+    profile = load_profile(args.profile or shipped_profile_path())
     bundles = [load_bundle(p) for p in bundle_paths(args.bundles)]
     if not bundles:
         print("no bundles found", file=sys.stderr)
@@ -66,7 +67,7 @@ def _load_inputs(paths: list[str]) -> tuple[list[EvidenceBundle], list[ScenarioR
 
 def cmd_render(args: argparse.Namespace) -> int:
     """Evaluate bundles (and/or read saved results) and render the verdict or the full report."""
-    profile = load_profile(args.profile or default_profile_path())
+    profile = load_profile(args.profile or shipped_profile_path())
     bundles, saved = _load_inputs(args.bundles)
     if not bundles and not saved:
         print("no bundles or results found", file=sys.stderr)

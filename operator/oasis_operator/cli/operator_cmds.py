@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from oasis_operator.evaluation.settings import OperatorSettings, SettingsError
-from oasis_operator.profiles.loader import PROFILE_DIR_ENV
 
 
 def register(subparsers: Any) -> None:
@@ -68,10 +67,9 @@ def _run(args: argparse.Namespace) -> int:
     kopf.configure(
         verbose=args.verbose, debug=args.debug, log_format=getattr(kopf.LogFormat, args.log_format.upper())
     )
-    if args.profile_dir:
-        os.environ[PROFILE_DIR_ENV] = str(args.profile_dir)
-    # The evaluation service reads its settings from the environment (as the chart sets them).
-    settings = {
+    # Each flag is the setting of its variable (the chart sets the variables): read once, here.
+    flags = {
+        "OASIS_PROFILE_DIR": args.profile_dir,
         "OASIS_SANDBOX_KUBECONFIG": args.sandbox_kubeconfig,
         "OASIS_SANDBOX_AUDIT_LOG": os.pathsep.join(str(p) for p in args.sandbox_audit_log) or None,
         "OASIS_GATEWAY_HOST": args.gateway_host,
@@ -80,11 +78,10 @@ def _run(args: argparse.Namespace) -> int:
         "OASIS_DATA_DIR": args.data_dir,
         "OASIS_MAX_EVALUATIONS": args.max_evaluations,
     }
-    for key, value in settings.items():
-        if value is not None:
-            os.environ[key] = str(value)
     try:
-        OperatorSettings.from_env()  # every flag and variable, checked before anything starts
+        settings = OperatorSettings.from_env(
+            flags={k: None if v is None else str(v) for k, v in flags.items()}
+        )
     except SettingsError as exc:
         print(f"oasis operator: {exc}", file=sys.stderr)
         return 2
@@ -92,6 +89,7 @@ def _run(args: argparse.Namespace) -> int:
         metrics.serve(args.metrics_port, addr=args.bind)
     liveness = f"http://{args.bind}:{args.liveness_port}/healthz" if args.liveness_port else None
     kopf.run(
+        memo=kopf.Memo(settings=settings),  # the start-up handlers take the settings from here
         standalone=True,
         clusterwide=not args.namespace,
         namespaces=args.namespace,

@@ -10,13 +10,13 @@ from typing import Any
 
 import yaml
 
+from oasis_operator.evaluation.settings import shipped_profile_path
 from oasis_operator.models.profile import Finding, Profile, Severity
 from oasis_operator.profiles.export import export_manifests, scenario_from_manifest
 from oasis_operator.profiles.findings import has_errors, sort_findings
 from oasis_operator.profiles.loader import (
     ProfileLoadError,
     ScenarioDocument,
-    default_profile_path,
     detect_layout,
     load_profile,
     load_profile_metadata,
@@ -70,7 +70,7 @@ def validate_path(path: Path, profile_dir: Path | None) -> list[Finding]:
         return sort_findings(
             [*profile_findings(metadata.model_copy(update={"scenarios": parsed})), *findings]
         )
-    profile = load_profile(profile_dir or default_profile_path())
+    profile = load_profile(profile_dir or shipped_profile_path())
     if path.is_dir():
         files = sorted([*path.glob("*.yaml"), *path.glob("*.yml")])
         documents = [doc for file in files for doc in _scenario_documents(file)]

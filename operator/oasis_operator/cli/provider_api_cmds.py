@@ -40,9 +40,10 @@ async def _run(args: argparse.Namespace) -> int:
         read_token_file,
         start_provider_api,
     )
+    from oasis_operator.evaluation.settings import shipped_profile_path  # noqa: PLC0415
     from oasis_operator.gateway import Gateway  # noqa: PLC0415
     from oasis_operator.kube import api_client  # noqa: PLC0415
-    from oasis_operator.profiles import default_profile_path, load_profile  # noqa: PLC0415
+    from oasis_operator.profiles import load_profile  # noqa: PLC0415
     from oasis_operator.sandbox.provider import SandboxProvider  # noqa: PLC0415
 
     settings = ProviderApiSettings(
@@ -57,7 +58,7 @@ async def _run(args: argparse.Namespace) -> int:
     try:
         provider = SandboxProvider(api, prefix=args.prefix)
         server = await start_provider_api(
-            settings, provider, gateway, load_profile(default_profile_path()), api
+            settings, provider, gateway, load_profile(shipped_profile_path()), api
         )
         print(f"provider-api: {server.url}", flush=True)
         print(f"ca: {server.ca_cert}", flush=True)

@@ -208,7 +208,7 @@ class ContainmentHarness:
         (home / KUBECONFIG_FILE).chmod(0o600)
         (home / REQUEST_FILE).write_text("{}")
         if self.policy.isolated:
-            prepare_home(home)
+            prepare_home(home, self.policy.uid)
         return home
 
     def _agent_process(self, scratch: Path, creds: AgentCredentials) -> AgentProcess:

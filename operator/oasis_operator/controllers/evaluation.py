@@ -15,17 +15,16 @@ from typing import Any
 import kopf
 
 from oasis_operator import API_GROUP, API_VERSION
-from oasis_operator.controllers.settings import HANDLER_LIMITS
+from oasis_operator.controllers.settings import HANDLER_LIMITS, operator_settings
 from oasis_operator.evaluation.cleanup import teardown_evaluation
 from oasis_operator.evaluation.provider_api import ProviderApiServer, start_operator_provider_api
 from oasis_operator.evaluation.runtime import OperatorConfig, RuntimeSetupError, Sandboxes
 from oasis_operator.evaluation.service import TERMINAL, EvaluationService
-from oasis_operator.evaluation.settings import OperatorSettings, SettingsError
-from oasis_operator.evaluation.writer import frozen_condition
 from oasis_operator.kube import api_client
 from oasis_operator.metrics import EVALUATIONS_RUNNING, HANDLER_RUNS
 from oasis_operator.profiles import default_profile_path, load_profile
-from oasis_operator.status.conditions import now_rfc3339, set_conditions
+from oasis_operator.status.conditions import spec_frozen_message
+from oasis_operator.status.evaluation import spec_edit_patch
 
 RESOURCE = (API_GROUP, API_VERSION, "oasisevaluations")
 # How long a deleted (or, at shutdown, interrupted) run may take to remove its in-flight sandboxes.
@@ -36,19 +35,16 @@ EDIT_POLL_SECONDS = 2.0
 @kopf.on.startup(retries=3, backoff=5)
 async def start_services(memo: kopf.Memo, **_: Any) -> None:
     """The sandbox target, the agent gateway and the evaluation service, once per operator process."""
-    try:
-        settings = OperatorSettings.from_env()
-    except SettingsError as exc:
-        raise kopf.PermanentError(str(exc)) from None
+    settings = operator_settings(memo)
     memo.slots = asyncio.Semaphore(settings.max_evaluations)
     if getattr(memo, "profile", None) is None:
-        memo.profile = load_profile(default_profile_path())
+        memo.profile = load_profile(default_profile_path(settings.profile_dir))
     sandboxes = Sandboxes(OperatorConfig.from_settings(settings))
     await sandboxes.start()
     memo.sandboxes = sandboxes
     memo.host_api = api_client()
     try:
-        memo.provider_api = await start_operator_provider_api(sandboxes, memo.profile)
+        memo.provider_api = await start_operator_provider_api(sandboxes, memo.profile, settings)
     except RuntimeSetupError as exc:
         raise kopf.PermanentError(str(exc)) from exc
 
@@ -84,10 +80,10 @@ async def run_evaluation(body: kopf.Body, meta: kopf.Meta, memo: kopf.Memo, **_:
             raise
         finally:
             EVALUATIONS_RUNNING.dec()
-        if final.get("runGeneration") is not None:
+        if final.runGeneration is not None:
             return
         # Refused before it started: wait for the user to fix the spec, then judge it again.
-        judged = final.get("observedGeneration")
+        judged = final.observedGeneration
         # kopf updates `meta` in place as events arrive; there is no event object to await instead.
         while meta.get("generation") == judged:  # noqa: ASYNC110
             await asyncio.sleep(EDIT_POLL_SECONDS)
@@ -98,16 +94,13 @@ def refuse_spec_edit(
     body: kopf.Body, meta: kopf.Meta, status: kopf.Status, patch: kopf.Patch, **_: Any
 ) -> None:
     """A started run keeps its spec; say so on the object instead of silently ignoring the edit."""
-    condition = frozen_condition(status.get("runGeneration"), meta.get("generation"))
-    if condition is None:
+    message = spec_frozen_message(status.get("runGeneration"), meta.get("generation"))
+    if message is None:
         return
-    conditions = set_conditions(
-        status.get("conditions", []), [condition], status.get("runGeneration"), now_rfc3339()
-    )
-    if conditions != status.get("conditions"):
-        patch.status["conditions"] = conditions
-        patch.status["observedGeneration"] = meta.get("generation")
-    kopf.warn(body, reason="SpecFrozen", message=condition[3])
+    changed = spec_edit_patch(status, meta.get("generation"))
+    if changed is not None:
+        patch.status.update(changed)
+    kopf.warn(body, reason="SpecFrozen", message=message)
 
 
 @kopf.on.delete(*RESOURCE, **HANDLER_LIMITS)

@@ -10,6 +10,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from oasis_operator import API_GROUP, API_VERSION
+from oasis_operator.controllers.settings import operator_settings
 from oasis_operator.evaluation.cleanup import sweep_orphans
 from oasis_operator.evaluation.runtime import OperatorConfig
 from oasis_operator.kube import api_client, request
@@ -28,7 +29,9 @@ def evaluation_exists(api: Any, reference: str) -> bool:
 
 
 @kopf.on.startup(retries=3, backoff=5)
-def collect_orphan_sandboxes(logger: logging.Logger | logging.LoggerAdapter[Any], **_: Any) -> None:
+def collect_orphan_sandboxes(
+    memo: kopf.Memo, logger: logging.Logger | logging.LoggerAdapter[Any], **_: Any
+) -> None:
     """Tear down every environment of ours in the sandbox cluster whose evaluation is gone.
 
     Sandboxes live in the sandbox cluster (`OASIS_SANDBOX_KUBECONFIG`); whether their evaluation still
@@ -36,7 +39,7 @@ def collect_orphan_sandboxes(logger: logging.Logger | logging.LoggerAdapter[Any]
     sandbox cluster that does not answer yet (the chart starts its control plane beside the operator) is
     left for the next start: the sweep is housekeeping, and each evaluation checks the sandbox itself.
     """
-    config = OperatorConfig.from_env()
+    config = OperatorConfig.from_settings(operator_settings(memo))
     if config.sandbox_kubeconfig is None:
         logger.info("no default sandbox cluster configured; no sandboxes to sweep")
         return

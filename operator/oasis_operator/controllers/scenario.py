@@ -9,11 +9,11 @@ import kopf
 from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.controllers.settings import HANDLER_LIMITS
 from oasis_operator.metrics import HANDLER_RUNS, SCENARIOS_VALIDATED
-from oasis_operator.models.crd import ScenarioSpec
+from oasis_operator.models.crd import ConditionStatus, ScenarioSpec
 from oasis_operator.models.profile import Finding, Profile
 from oasis_operator.profiles import validate_scenario
-from oasis_operator.status.conditions import get_condition, now_rfc3339
-from oasis_operator.status.scenario import scenario_status, status_changed
+from oasis_operator.status.conditions import conditions_of, get_condition, now_rfc3339
+from oasis_operator.status.scenario import scenario_status, status_patch
 
 RESOURCE = (API_GROUP, API_VERSION, "scenarios")
 
@@ -36,17 +36,19 @@ def validate(
     def against_profile(parsed: ScenarioSpec) -> list[Finding]:
         return validate_scenario(parsed, profile)
 
-    desired = scenario_status(
-        dict(spec), meta.get("generation"), dict(status), now_rfc3339(), against_profile
-    )
-    before = get_condition(status.get("conditions", []), "Valid") or {}
-    after = get_condition(desired["conditions"], "Valid") or {}
-    if status_changed(status, desired):
-        patch.status.update(desired)
-        SCENARIOS_VALIDATED.labels(result="valid" if after.get("status") == "True" else "invalid").inc()
-    if before.get("status") != after.get("status"):
-        if after.get("status") == "True":
+    current = conditions_of(status.get("conditions") or [])
+    desired = scenario_status(dict(spec), meta.get("generation"), current, now_rfc3339(), against_profile)
+    before = get_condition(current, "Valid")
+    after = get_condition(desired.conditions, "Valid")
+    valid = after is not None and after.status is ConditionStatus.TRUE
+    changed = status_patch(status, desired)
+    if changed is not None:
+        patch.status.update(changed)
+        SCENARIOS_VALIDATED.labels(result="valid" if valid else "invalid").inc()
+    if (before.status if before else None) != (after.status if after else None):
+        if valid:
             kopf.info(body, reason="Validated", message="Validated the scenario")
         else:
-            kopf.warn(body, reason="ValidationFailed", message=f"Scenario is invalid: {after.get('message')}")
+            message = after.message if after else ""
+            kopf.warn(body, reason="ValidationFailed", message=f"Scenario is invalid: {message}")
     HANDLER_RUNS.labels(resource="scenarios", handler="validate", outcome="ok").inc()

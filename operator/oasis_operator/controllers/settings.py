@@ -16,6 +16,7 @@ from typing import Any
 import kopf
 
 from oasis_operator import API_GROUP, __version__
+from oasis_operator.evaluation.settings import OperatorSettings, SettingsError
 from oasis_operator.profiles import default_profile_path, load_profile
 
 FINALIZER = f"{API_GROUP}/finalizer"
@@ -30,10 +31,23 @@ RELOGIN_SECONDS = 30
 ERROR_BACKOFFS = (1, 1, 2, 3, 5, 8, 13, 21, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30)
 
 
+def operator_settings(memo: kopf.Memo) -> OperatorSettings:
+    """The operator's settings: those `oasis operator` read and validated (kopf's memo), else read from
+    the environment now, once per process (`kopf run` of the handlers); a bad variable stops the start."""
+    settings: OperatorSettings | None = getattr(memo, "settings", None)
+    if settings is None:
+        try:
+            settings = OperatorSettings.from_env()
+        except SettingsError as exc:
+            raise kopf.PermanentError(str(exc)) from None
+        memo.settings = settings
+    return settings
+
+
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     """Apply the settings every well-behaved kopf operator sets explicitly; load the profile once."""
-    memo.profile = load_profile(default_profile_path())
+    memo.profile = load_profile(default_profile_path(operator_settings(memo).profile_dir))
     settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.StatusProgressStorage(field="status.kopf.progress")
     settings.persistence.diffbase_storage = kopf.StatusDiffBaseStorage(

@@ -3,84 +3,48 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
-from oasis_operator.agents.protocol import IdentityDocument
 from oasis_operator.engine import NO_CONFORMANCE_CLAIM
-from oasis_operator.evaluation import rows as status_rows
-from oasis_operator.evaluation.documents import build_documents, duration, run_info
-from oasis_operator.evaluation.patience import patiently
+from oasis_operator.evaluation.documents import RunFacts, build_documents, duration, run_info
 from oasis_operator.evaluation.run_state import RunState
-from oasis_operator.evaluation.store import DocumentStore
+from oasis_operator.evaluation.start import RunParts
 from oasis_operator.evaluation.timings import row_timings
-from oasis_operator.evaluation.writer import StatusWriter
 from oasis_operator.metrics import EVALUATIONS_FINISHED
 from oasis_operator.models.crd import ConditionStatus, Phase
-from oasis_operator.models.profile import Profile
+from oasis_operator.status import rows as status_rows
 from oasis_operator.status.conditions import now_rfc3339
+from oasis_operator.status.writer import StatusWriter
 
 Notify = Callable[[str, str, str], None]  # (type "Normal"/"Warning", reason, message)
 T, F = ConditionStatus.TRUE, ConditionStatus.FALSE
 
 
-@dataclass(frozen=True)
-class RunFacts:
-    """What the run learnt besides results: who the agent is, the provider check, and any abort."""
-
-    identity: IdentityDocument
-    configuration: dict[str, Any]
-    conformance: str
-    sandbox: str
-    abort: str | None
-
-
-async def conclude(
-    run: RunState, store: DocumentStore, profile: Profile, facts: RunFacts, notify: Notify
-) -> None:
+async def conclude(run: RunState, parts: RunParts, facts: RunFacts) -> None:
     """Write the verdict and report, then the final status (Completed or Aborted)."""
+    store, profile, notify, patiently = parts.store, parts.profile, parts.notify, parts.patiently
     ordered = [run.results[s.id] for s in run.scenarios if s.id in run.results]
     unevaluated = status_rows.unevaluated(run.rows)
-    started = run.writer.status.get("startedAt") or now_rfc3339()
-    info = run_info(
-        run.spec,
-        (facts.identity.identity.name, facts.identity.identity.version),
-        facts.configuration,
-        (started, duration(started, datetime.now(UTC))),
-        facts.conformance,
-        facts.sandbox,
-        facts.abort,
-        unevaluated,
-    ).model_copy(update={"timings": row_timings(run.rows)})
+    started = run.writer.status.startedAt or now_rfc3339()
+    info = run_info(run.spec, facts, (started, duration(started, datetime.now(UTC))), unevaluated).model_copy(
+        update={"timings": row_timings(run.rows)}
+    )
     documents = build_documents(ordered, profile, info)
     names = await patiently(lambda: store.write(run.owner, "verdict", documents.verdict_files), "verdict")
     names += await patiently(lambda: store.write(run.owner, "report", documents.report_files), "report")
     abort = facts.abort
     phase = Phase.ABORTED if abort else Phase.COMPLETED
     safety = documents.verdict.safety.value
-    run.writer.conditions(
-        (
-            "Ready",
-            T,
-            "Aborted" if abort else "VerdictReady",
-            f"safety {safety}" + (f"; aborted: {abort}" if abort else ""),
-        ),
-        ("Progressing", F, phase.value, "the run is over"),
-    )
+    verdict_line = f"safety {safety}" + (f"; aborted: {abort}" if abort else "")
+    run.writer.set_condition("Ready", T, "Aborted" if abort else "VerdictReady", verdict_line)
+    run.writer.set_condition("Progressing", F, phase.value, "the run is over")
     if unevaluated:
         claim = NO_CONFORMANCE_CLAIM.format(count=len(unevaluated))
-        run.writer.conditions(
-            ("Degraded", T, "ScenariosUnevaluable", claim),
-            ("Ready", T, "VerdictIncomplete", f"safety {safety} (incomplete); {claim}"),
-        )
-    await run.writer.write(
-        phase=phase.value,
-        completedAt=now_rfc3339(),
-        summary=status_rows.summary(documents.verdict, ordered, [i for i, _ in unevaluated]),
-        progress=status_rows.progress(run.rows),
-        reportConfigMaps=names,
-    )
+        run.writer.set_condition("Degraded", T, "ScenariosUnevaluable", claim)
+        run.writer.set_condition("Ready", T, "VerdictIncomplete", f"safety {safety} (incomplete); {claim}")
+    summary = status_rows.summary(documents.verdict, ordered, [i for i, _ in unevaluated])
+    run.writer.conclude(phase, summary, names)
+    await run.writer.write()
     EVALUATIONS_FINISHED.labels(phase=phase.value, safety=safety).inc()
     kind = "Warning" if safety != "PASS" or unevaluated else "Normal"
     incomplete = " (incomplete: no conformance claim)" if unevaluated else ""
@@ -89,10 +53,12 @@ async def conclude(
 
 async def finish_failed(writer: StatusWriter, reason: str, message: str, notify: Notify) -> None:
     """End the run as Failed; one refused before any scenario was judged is judged again once edited."""
-    writer.conditions(("Ready", F, reason, message), ("Progressing", F, reason, "nothing more will run"))
-    if not status_rows.judged(writer.status.get("scenarios") or []):
+    writer.set_condition("Ready", F, reason, message)
+    writer.set_condition("Progressing", F, reason, "nothing more will run")
+    if not status_rows.judged(writer.rows):
         # No runGeneration: the spec is not frozen, and the daemon judges the next generation afresh.
-        writer.status.update(runGeneration=None, startedAt=None)
-    await writer.write(phase=Phase.FAILED.value, completedAt=now_rfc3339())
+        writer.reopen()
+    writer.finish(Phase.FAILED)
+    await writer.write()
     EVALUATIONS_FINISHED.labels(phase=Phase.FAILED.value, safety="none").inc()
     notify("Warning", reason, message)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from oasis_operator import __version__
-from oasis_operator.agents.sandbox import isolation_characteristics
+from oasis_operator.agents.protocol import IdentityDocument
 from oasis_operator.engine import aggregate, build_report, render_html, render_json, render_yaml
 from oasis_operator.evaluation.conformance import SUPPORTED_TIER
 from oasis_operator.models.crd import OASISEvaluationSpec
@@ -16,6 +15,18 @@ from oasis_operator.models.results import ScenarioResult
 from oasis_operator.models.verdict import EnvironmentMeta, RunInfo, UnevaluatedEntry, Verdict
 
 PROVIDER = "oasis-operator sandbox (digital twin)"
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the run learnt besides results: who the agent is (with its effective configuration), the
+    provider check, where it ran, any abort, and how the agent's process was isolated."""
+
+    identity: IdentityDocument
+    conformance: str
+    sandbox: str
+    abort: str | None
+    isolation: list[str]
 
 
 @dataclass(frozen=True)
@@ -33,19 +44,17 @@ def duration(started: str, now: datetime) -> str:
 
 def run_info(
     spec: OASISEvaluationSpec,
-    agent: tuple[str, str],
-    configuration: dict[str, Any],
+    facts: RunFacts,
     timing: tuple[str, str],
-    conformance: str,
-    sandbox: str,
-    abort: str | None,
     unevaluated: list[tuple[str, str]] | None = None,
 ) -> RunInfo:
     """Facts the engine cannot know: who ran what, where, when, and whether it aborted."""
+    agent, configuration, abort = facts.identity.identity, facts.identity.configuration, facts.abort
+    built = f"requested tier {spec.tier}; provider builds tier {SUPPORTED_TIER}; {facts.sandbox}"
     evaluator = spec.evaluator.name if spec.evaluator and spec.evaluator.name else "oasis-operator"
     return RunInfo(
-        agent=agent[0],
-        agent_version=agent[1],
+        agent=agent.name,
+        agent_version=agent.version,
         agent_configuration=dict(sorted(configuration.items())),
         evaluator=evaluator,
         timestamp=timing[0],
@@ -55,11 +64,11 @@ def run_info(
             provider=PROVIDER,
             provider_version=__version__,
             tier=spec.tier,
-            tier_evidence=f"requested tier {spec.tier}; provider builds tier {SUPPORTED_TIER}; {sandbox}",
-            conformance_check=conformance,
+            tier_evidence=built,
+            conformance_check=facts.conformance,
         ),
         implementation_version=__version__,
-        environment_characteristics=isolation_characteristics(spec.agent),
+        environment_characteristics=list(facts.isolation),
         aborted=abort is not None,
         abort_reason=abort,
         unevaluated=[UnevaluatedEntry(scenario_id=i, cause=c) for i, c in unevaluated or []],

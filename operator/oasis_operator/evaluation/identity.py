@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
-from typing import Any
 
 from oasis_operator.agents.adapters import AgentAdapter, AgentUnreachableError
-from oasis_operator.agents.protocol import AgentIdentityDoc, IdentityDocument
+from oasis_operator.agents.protocol import IdentityDocument
 from oasis_operator.evaluation.agent_config import ConfigurationError, validate_configuration
 from oasis_operator.evaluation.plan import RunStopped
 from oasis_operator.evaluation.store import DocumentStore
-from oasis_operator.evaluation.writer import StatusWriter
-from oasis_operator.models.crd import ConditionStatus, EvaluationRef
+from oasis_operator.models.crd import AgentStatus, ConditionStatus, EvaluationRef
+from oasis_operator.models.evidence import AgentIdentity
 from oasis_operator.models.profile import Profile
+from oasis_operator.status.writer import StatusWriter
 
 IDENTITY_TIMEOUT = 60.0
 
@@ -27,7 +26,7 @@ async def identify(
     adapter: AgentAdapter,
     writer: StatusWriter,
     notify: Callable[[str, str, str], None],
-) -> tuple[IdentityDocument, dict[str, Any]]:
+) -> IdentityDocument:
     """The agent's identity and effective configuration; a resumed run reuses what was recorded.
 
     An agent that cannot be reached at all stops the run before any scenario (`AgentUnreachable`): there
@@ -38,8 +37,7 @@ async def identify(
     namespace, uid = owner.namespace, owner.uid
     recorded = await asyncio.to_thread(store.read, namespace, uid, "agent")
     if "identity.json" in recorded:
-        doc = IdentityDocument.model_validate_json(recorded["identity.json"])
-        return doc, dict(doc.configuration)
+        return IdentityDocument.model_validate_json(recorded["identity.json"])
     degraded = None
     try:
         doc = await asyncio.wait_for(adapter.identity(), IDENTITY_TIMEOUT)
@@ -52,19 +50,17 @@ async def identify(
         ) from exc
     except Exception as exc:  # noqa: BLE001 - any failure to reach the agent is recorded, not fatal
         degraded = f"the agent did not answer identity-and-configuration: {type(exc).__name__}: {exc}"
-        doc = IdentityDocument(identity=AgentIdentityDoc(name=fallback_name or "unknown"))
+        doc = IdentityDocument(identity=AgentIdentity(name=fallback_name or "unknown"))
     try:
         effective = validate_configuration(profile, dict(doc.configuration))
     except ConfigurationError as exc:
         raise RunStopped("InvalidAgentConfiguration", f"the agent reported {exc}") from exc
     if degraded:
         message = degraded + "; the profile's defaults are used"
-        writer.conditions(("Degraded", ConditionStatus.TRUE, "AgentIdentityUnavailable", message))
+        writer.set_condition("Degraded", ConditionStatus.TRUE, "AgentIdentityUnavailable", message)
         notify("Warning", "AgentIdentityUnavailable", degraded)
     doc = IdentityDocument(identity=doc.identity, configuration=effective)
     await asyncio.to_thread(store.write, owner, "agent", {"identity.json": doc.model_dump_json()})
-    shown = {k: v if isinstance(v, str) else json.dumps(v) for k, v in sorted(effective.items())}
-    await writer.write(
-        agent={"name": doc.identity.name, "version": doc.identity.version, "configuration": shown}
-    )
-    return doc, effective
+    writer.set_agent(AgentStatus.of(doc.identity, effective))
+    await writer.write()
+    return doc

@@ -6,34 +6,37 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TypeVar
 
-from oasis_operator.evaluation.settings import OperatorSettings
 from oasis_operator.kube import is_transient
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+DEFAULT_PATIENCE = 300.0
 
 
-def host_patience() -> float:
-    """Seconds to keep retrying a host API call that fails transiently (OASIS_HOST_PATIENCE, default 300)."""
-    return OperatorSettings.from_env().host_patience
+@dataclass(frozen=True)
+class Patience:
+    """How long a host API call that fails transiently is retried (the operator's OASIS_HOST_PATIENCE)."""
 
+    seconds: float = DEFAULT_PATIENCE
 
-async def patiently(call: Callable[[], T], what: str) -> T:
-    """Run the blocking `call` in a thread; retry transient failures with backoff until the patience ends.
+    async def __call__(self, call: Callable[[], T], what: str) -> T:
+        """Run the blocking `call` in a thread; retry transient failures with backoff until the patience
+        ends.
 
-    A permanent error (a 4xx answer, bad input) is raised at once; a transient one (connection refused,
-    timeout, 5xx, 429) is retried, and raised once the patience is spent.
-    """
-    deadline = time.monotonic() + host_patience()
-    delay = 0.5
-    while True:
-        try:
-            return await asyncio.to_thread(call)
-        except Exception as exc:
-            if not is_transient(exc) or time.monotonic() + delay > deadline:
-                raise
-            log.warning("host API call failed, will retry what=%s delay=%.1fs error=%r", what, delay, exc)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 10.0)
+        A permanent error (a 4xx answer, bad input) is raised at once; a transient one (connection
+        refused, timeout, 5xx, 429) is retried, and raised once the patience is spent.
+        """
+        deadline = time.monotonic() + self.seconds
+        delay = 0.5
+        while True:
+            try:
+                return await asyncio.to_thread(call)
+            except Exception as exc:
+                if not is_transient(exc) or time.monotonic() + delay > deadline:
+                    raise
+                log.warning("host API call failed, will retry what=%s delay=%.1fs error=%r", what, delay, exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 10.0)

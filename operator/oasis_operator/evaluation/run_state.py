@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from oasis_operator.evaluation.stimuli import stimulus_plan
-from oasis_operator.evaluation.writer import StatusWriter
 from oasis_operator.gateway.stimuli import StimulusPlan
-from oasis_operator.models.crd import EvaluationRef, OASISEvaluationSpec
+from oasis_operator.models.crd import EvaluationRef, OASISEvaluationSpec, ScenarioRow
 from oasis_operator.models.results import ScenarioResult
 from oasis_operator.models.scenario import Scenario
+from oasis_operator.status.writer import StatusWriter
 
 
 @dataclass
@@ -32,9 +31,9 @@ class RunState:
         return self.plans[scenario.id]
 
     @property
-    def rows(self) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = self.writer.status.setdefault("scenarios", [])
-        return rows
+    def rows(self) -> list[ScenarioRow]:
+        """The status rows as they stand (change them through the writer)."""
+        return self.writer.rows
 
 
 def reference(run: RunState) -> str:

@@ -35,7 +35,7 @@ class RuntimeSetupError(ValueError):
 
 @dataclass(frozen=True)
 class OperatorConfig:
-    """Operator-wide settings, from flags or the environment the chart sets."""
+    """What the evaluation parts take from the operator's settings (`from_settings`), as values."""
 
     sandbox_kubeconfig: Path | None = None
     sandbox_prefix: str = "sbx"
@@ -49,11 +49,13 @@ class OperatorConfig:
     audit_webhook: AuditWebhookConfig | None = None
     # Where the gateway's serving certificate comes from and the names it covers.
     gateway_tls: GatewayTLSConfig = field(default_factory=GatewayTLSConfig)
-
-    @classmethod
-    def from_env(cls) -> OperatorConfig:
-        """From the process environment (`OperatorSettings`); SettingsError names a bad variable."""
-        return cls.from_settings(OperatorSettings.from_env())
+    # Seconds a host API call that fails transiently is retried (OASIS_HOST_PATIENCE).
+    host_patience: float = 300.0
+    # The unprivileged uid command agents run as under a root operator (None: nobody).
+    agent_uid: int | None = None
+    # Where Job agents run (None: the evaluation's namespace) and as which ServiceAccount.
+    agent_namespace: str | None = None
+    agent_service_account: str | None = None
 
     @classmethod
     def from_settings(cls, settings: OperatorSettings) -> OperatorConfig:
@@ -69,6 +71,10 @@ class OperatorConfig:
             gateway_tls=GatewayTLSConfig.from_env(
                 {name: str(value) for name, value in settings.model_dump(by_alias=True).items() if value}
             ),
+            host_patience=settings.host_patience,
+            agent_uid=settings.agent_uid,
+            agent_namespace=settings.agent_namespace,
+            agent_service_account=settings.agent_service_account,
         )
 
 
@@ -157,7 +163,9 @@ def read_token(api: ApiClient, namespace: str, ref: SecretKeyRef, field_path: st
     return token
 
 
-def agent_adapter(api: ApiClient, namespace: str, agent: AgentSpec) -> tuple[AgentAdapter, float]:
+def agent_adapter(
+    api: ApiClient, namespace: str, agent: AgentSpec, config: OperatorConfig
+) -> tuple[AgentAdapter, float]:
     """The adapter for the spec's agent and its per-call time limit."""
     if agent.http is not None:
         token = None
@@ -165,7 +173,7 @@ def agent_adapter(api: ApiClient, namespace: str, agent: AgentSpec) -> tuple[Age
             token = read_token(api, namespace, agent.http.tokenSecretRef, "spec.agent.http.tokenSecretRef")
         return HttpAdapter(agent.http.url, token), float(agent.http.timeoutSeconds)
     if agent.command is not None:
-        policy = sandbox_policy(agent)
+        policy = sandbox_policy(agent, config.agent_uid)
         try:
             adapter = CommandAdapter(list(agent.command.command), dict(agent.command.env), agent.name, policy)
         except SandboxUnavailableError as exc:
@@ -177,10 +185,8 @@ def agent_adapter(api: ApiClient, namespace: str, agent: AgentSpec) -> tuple[Age
     if agent.job is not None:
         # Agent Jobs run in the operator's cluster (it has kubelets; the sandbox cluster has none) and
         # reach the sandbox only through the gateway kubeconfig mounted into them.
-        settings = OperatorSettings.from_env()
-        agent_namespace = settings.agent_namespace or namespace
-        service_account = settings.agent_service_account
-        job = JobAdapter(api, agent_namespace, agent.job, agent.name, service_account)
+        agent_namespace = config.agent_namespace or namespace
+        job = JobAdapter(api, agent_namespace, agent.job, agent.name, config.agent_service_account)
         return job, float(agent.job.timeoutSeconds)
     raise RuntimeSetupError("spec.agent: set one of http, command or job")
 

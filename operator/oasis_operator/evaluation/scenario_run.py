@@ -35,7 +35,7 @@ from oasis_operator.evidence.bundle import Records, RunFacts, build_bundle
 from oasis_operator.gateway import Gateway
 from oasis_operator.gateway.stimuli import StimulusPlan
 from oasis_operator.metrics import PROVISION_DURATION
-from oasis_operator.models.evidence import AgentIdentity, AgentRecord, EvaluationWindow, EvidenceBundle
+from oasis_operator.models.evidence import AgentRecord, EvaluationWindow, EvidenceBundle
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.results import ScenarioResult
 from oasis_operator.models.scenario import Scenario
@@ -221,9 +221,8 @@ class ScenarioRunner:
         )
 
     def _agent_record(self, kube_user: str) -> AgentRecord:
-        about = self.identity.identity
         return AgentRecord(
-            identity=AgentIdentity(name=about.name, version=about.version, description=about.description),
+            identity=self.identity.identity,
             configuration=self.configuration,
             kube_user=kube_user,
         )

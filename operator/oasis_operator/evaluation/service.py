@@ -18,21 +18,22 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from oasis_operator.agents.protocol import IdentityDocument
+from oasis_operator.agents.sandbox import isolation_characteristics
 from oasis_operator.engine import (
     applicability_reasons,
     excluded_result,
     provider_failure_result,
     safety_verdict,
 )
-from oasis_operator.evaluation import rows as status_rows
 from oasis_operator.evaluation.background_teardown import BackgroundTeardown
 from oasis_operator.evaluation.bounds import bounded_json
 from oasis_operator.evaluation.cleanup import teardown_for
-from oasis_operator.evaluation.conclusion import RunFacts, conclude, finish_failed
+from oasis_operator.evaluation.conclusion import conclude, finish_failed
 from oasis_operator.evaluation.conformance import checked_server, conformance_summary, find_gaps
 from oasis_operator.evaluation.contact import is_unreachable, unevaluable_cause
+from oasis_operator.evaluation.documents import RunFacts
 from oasis_operator.evaluation.identity import identify
-from oasis_operator.evaluation.patience import patiently
+from oasis_operator.evaluation.patience import Patience
 from oasis_operator.evaluation.plan import RunStopped
 from oasis_operator.evaluation.preflight import self_check
 from oasis_operator.evaluation.run_state import RunState, reference, set_name
@@ -41,17 +42,19 @@ from oasis_operator.evaluation.scenario_run import ProviderFaultError, ScenarioR
 from oasis_operator.evaluation.start import Notify, RunParts, start_or_resume
 from oasis_operator.evaluation.store import DocumentStore
 from oasis_operator.evaluation.timings import PhaseClock
-from oasis_operator.evaluation.writer import StatusWriter
 from oasis_operator.kube import is_transient
-from oasis_operator.metrics import observe_scenario
-from oasis_operator.models.crd import ConditionStatus, EvaluationRef, Phase
+from oasis_operator.metrics import EVALUATION_PHASE_TRANSITIONS, observe_scenario
+from oasis_operator.models.crd import ConditionStatus, EvaluationRef, OASISEvaluationStatus, Phase
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.results import ScenarioOutcome, Status
 from oasis_operator.models.scenario import Classification
+from oasis_operator.status import rows as status_rows
 from oasis_operator.status.conditions import now_rfc3339
+from oasis_operator.status.evaluation import StatusUnreadableError, read_status
+from oasis_operator.status.writer import StatusWriter
 
 log = logging.getLogger(__name__)
-TERMINAL = {Phase.COMPLETED.value, Phase.ABORTED.value, Phase.FAILED.value}
+TERMINAL = {Phase.COMPLETED, Phase.ABORTED, Phase.FAILED}
 T, F = ConditionStatus.TRUE, ConditionStatus.FALSE
 
 
@@ -73,14 +76,15 @@ class EvaluationService:
         self.sandboxes = sandboxes
         self.store = DocumentStore(host_api)
         self.notify = notify
-        self.parts = RunParts(host_api, profile, self.store, notify)
+        self.patiently = Patience(sandboxes.config.host_patience)
+        self.parts = RunParts(host_api, profile, self.store, notify, self.patiently)
 
     async def run(
         self,
         body: dict[str, Any],
         generation: Callable[[], int | None],
         slots: asyncio.Semaphore | None = None,
-    ) -> dict[str, Any]:
+    ) -> OASISEvaluationStatus:
         """Take the evaluation from wherever its status says it is to a terminal phase; the final status.
 
         `slots` bounds how many evaluations run at once; one that has to wait is `Pending` meanwhile. An
@@ -88,25 +92,30 @@ class EvaluationService:
         """
         meta = body["metadata"]
         owner = EvaluationRef.of(body)
-        status = dict(body.get("status") or {})
-        writer = StatusWriter(self.api, meta["namespace"], meta["name"], status, generation)
-        if status.get("phase") in TERMINAL:
-            never_started = status.get("runGeneration") is None
-            if not never_started or status.get("observedGeneration") == generation():
+        raw = body.get("status") or {}
+        try:
+            status = read_status(raw)
+        except StatusUnreadableError as exc:
+            writer = self._writer(owner, OASISEvaluationStatus(), raw, generation)
+            await self._finish_failed(writer, "StatusUnreadable", f"{exc}; create a new OASISEvaluation")
+            return writer.status
+        writer = self._writer(owner, status, raw, generation)
+        if status.phase in TERMINAL:
+            never_started = status.runGeneration is None
+            if not never_started or status.observedGeneration == generation():
                 await writer.write()  # only the SpecFrozen condition can change now
                 return writer.status
-            writer.status.pop("completedAt", None)
-        if slots is not None and slots.locked() and status.get("runGeneration") is None:
-            writer.conditions(
-                (
-                    "Progressing",
-                    T,
-                    "Queued",
-                    "waiting for a free slot: the operator's evaluation limit is reached",
-                ),
-                ("Ready", F, "Pending", "no verdict yet"),
+            writer.clear_completion()
+        if slots is not None and slots.locked() and status.runGeneration is None:
+            writer.set_condition(
+                "Progressing",
+                T,
+                "Queued",
+                "waiting for a free slot: the operator's evaluation limit is reached",
             )
-            await writer.write(phase=Phase.PENDING.value)
+            writer.set_condition("Ready", F, "Pending", "no verdict yet")
+            writer.set_phase(Phase.PENDING)
+            await writer.write()
             self.notify("Normal", "Queued", "Queued: other evaluations are using every slot")
         async with slots if slots is not None else contextlib.nullcontext():
             try:
@@ -122,6 +131,22 @@ class EvaluationService:
                 await self._finish_failed(writer, "InternalError", f"{type(exc).__name__}: {exc}")
         return writer.status
 
+    def _writer(
+        self,
+        owner: EvaluationRef,
+        status: OASISEvaluationStatus,
+        raw: dict[str, Any],
+        generation: Callable[[], int | None],
+    ) -> StatusWriter:
+        """The run's status writer: host API outages waited out, phase changes counted."""
+
+        def count_phase(phase: Phase) -> None:
+            EVALUATION_PHASE_TRANSITIONS.labels(phase=phase.value).inc()
+
+        return StatusWriter(
+            self.api, owner, status, generation, stored=raw, retry=self.patiently, on_phase=count_phase
+        )
+
     # --- the flow ---------------------------------------------------------------------------------------
     async def _execute(self, run: RunState) -> None:
         spec, writer = run.spec, run.writer
@@ -129,10 +154,11 @@ class EvaluationService:
         try:
             async with self.sandboxes.target(self.api, namespace, uid, spec.environment) as target:
                 conformance = await self._preflight(run, target)
-                adapter, time_limit = agent_adapter(self.api, namespace, spec.agent)
-                identity, configuration = await identify(
+                adapter, time_limit = agent_adapter(self.api, namespace, spec.agent, self.sandboxes.config)
+                identity = await identify(
                     self.store, self.profile, run.owner, run.spec.agent.name, adapter, run.writer, self.notify
                 )
+                configuration = identity.configuration
                 self._plan_rows(run, configuration)
                 teardowns = BackgroundTeardown()
                 runner = ScenarioRunner(
@@ -153,17 +179,19 @@ class EvaluationService:
                                 run, runner, Classification.CAPABILITY, Phase.CAPABILITY
                             )
                         else:
-                            writer.status["scenarios"] = status_rows.skipped(
-                                run.rows,
-                                "capability",
-                                f"not run: phase 1 is {gate.value}, so phase 2 is skipped",
+                            writer.set_rows(
+                                status_rows.skipped(
+                                    run.rows,
+                                    Classification.CAPABILITY,
+                                    f"not run: phase 1 is {gate.value}, so phase 2 is skipped",
+                                )
                             )
                 finally:
                     await teardowns.drain()
                     # Anything an interrupted or faulty teardown left behind goes now, not at next start.
                     with contextlib.suppress(Exception):
                         await asyncio.to_thread(teardown_for, target, reference(run))
-                await self._conclude(run, identity, configuration, conformance, abort, target)
+                await self._conclude(run, identity, conformance, abort, target)
         except RuntimeSetupError as exc:
             raise RunStopped("InvalidSpec", str(exc)) from exc
 
@@ -172,9 +200,11 @@ class EvaluationService:
         declared = await asyncio.to_thread(self_check, target.api, target.prefix, True)
         gaps = find_gaps(contract, declared, run.spec.tier) if contract else []
         summary = conformance_summary(declared, gaps)
-        await run.writer.write(sandboxServer=checked_server(declared))
-        if gaps and run.writer.status.get("phase") in (None, Phase.PENDING.value, Phase.PREFLIGHT.value):
-            await run.writer.write(preflightGaps=[g.describe() for g in gaps])
+        run.writer.set_sandbox_server(checked_server(declared))
+        await run.writer.write()
+        if gaps and run.writer.phase in (None, Phase.PENDING, Phase.PREFLIGHT):
+            run.writer.set_preflight_gaps([g.describe() for g in gaps])
+            await run.writer.write()
             raise RunStopped(
                 "PreflightFailed", "provider conformance: " + "; ".join(g.describe() for g in gaps)
             )
@@ -193,19 +223,19 @@ class EvaluationService:
                 run.results[scenario.id] = excluded_result(scenario, reasons)
             else:
                 rows.append(status_rows.initial_row(scenario))
-        run.writer.status["scenarios"] = rows
-        run.writer.status["progress"] = status_rows.progress(rows)
+        run.writer.set_rows(rows)
+        run.writer.count()
 
     async def _resume_cleanup(self, run: RunState, target: SandboxTarget) -> None:
         """Remove every sandbox the evaluation left: none of its scenarios runs yet, so each one found was
         in flight, or queued for background removal, when the operator stopped."""
         await asyncio.to_thread(teardown_for, target, reference(run))
-        for row in run.rows:
-            if not status_rows.is_done(row) and row.get("startedAt"):
-                row.pop("startedAt", None)
-            if row.get("result") == ScenarioOutcome.NOT_APPLICABLE.value and row["id"] not in run.results:
-                scenario = next(s for s in run.scenarios if s.id == row["id"])
-                run.results[row["id"]] = excluded_result(scenario, (row.get("reason") or "").split("; "))
+        for index, row in enumerate(run.rows):
+            if not status_rows.is_done(row) and row.startedAt:
+                run.writer.set_row(index, row.model_copy(update={"startedAt": None}))
+            if row.result == ScenarioOutcome.NOT_APPLICABLE.value and row.id not in run.results:
+                scenario = next(s for s in run.scenarios if s.id == row.id)
+                run.results[row.id] = excluded_result(scenario, (row.reason or "").split("; "))
 
     async def _phase(
         self, run: RunState, runner: ScenarioRunner, classification: Classification, phase: Phase
@@ -214,13 +244,14 @@ class EvaluationService:
         pending = [
             i
             for i, row in enumerate(run.rows)
-            if row["classification"] == classification.value and not status_rows.is_done(row)
+            if row.classification is classification and not status_rows.is_done(row)
         ]
-        if run.writer.status.get("phase") != phase.value:
-            run.writer.conditions(
-                ("Progressing", T, phase.value, f"running {classification.value} scenarios")
+        if run.writer.phase != phase:
+            run.writer.set_condition(
+                "Progressing", T, phase.value, f"running {classification.value} scenarios"
             )
-            await run.writer.write(phase=phase.value)
+            run.writer.set_phase(phase)
+            await run.writer.write()
             self.notify(
                 "Normal", "PhaseChanged", f"Entered phase {phase.value} ({len(pending)} scenarios to run)"
             )
@@ -248,17 +279,16 @@ class EvaluationService:
             )
         if not reasons:
             return None
-        for row in run.rows:
+        note = "not run: the run aborted on a provider fault"
+        for index, row in enumerate(run.rows):
             if not status_rows.is_done(row):
-                row["message"] = "not run: the run aborted on a provider fault"
-                row.pop("startedAt", None)
+                run.writer.set_row(index, row.model_copy(update={"message": note, "startedAt": None}))
         return reasons[0]
 
     async def _scenario(self, run: RunState, runner: ScenarioRunner, index: int) -> None:
         scenario = run.scenarios[index]
-        row = run.rows[index]
-        row.update(startedAt=now_rfc3339())
-        row.pop("message", None)
+        row = run.rows[index].model_copy(update={"startedAt": now_rfc3339(), "message": None})
+        run.writer.set_row(index, row)
         await run.writer.write()
         started = time.monotonic()
         bundle_json, agent_error, codes, trimmed = None, None, [], None
@@ -277,7 +307,8 @@ class EvaluationService:
                 agent_error = f"{done.outcome.error_kind}: {done.outcome.error}"
             cause = unevaluable_cause(done.outcome, done.bundle.gateway_audit)
             if cause is not None:
-                run.rows[index]["agentError"] = (agent_error or cause)[:200]
+                shown = (agent_error or cause)[:200]
+                run.writer.set_row(index, run.rows[index].model_copy(update={"agentError": shown}))
                 await self._unevaluable(run, index, cause, bundle_json, is_unreachable(done.outcome), clock)
                 return
         except ProviderFaultError as exc:
@@ -300,19 +331,16 @@ class EvaluationService:
             files["trimmed.txt"] = trimmed
         names = await self._store(run, index, files, clock)
         run.results[scenario.id] = result
-        run.rows[index] = status_rows.finished_row(row, result, names[0], agent_error) | {
-            "finishedAt": now_rfc3339()
-        }
-        clock.follow(lambda: run.rows[index])
-        if trimmed is not None:
-            shown = run.rows[index].get("message")
-            run.rows[index]["message"] = (f"{shown}; " if shown else "") + "evidence trimmed (trimmed.txt)"
+        finished = status_rows.finished_row(row, result, names[0], agent_error, trimmed=trimmed is not None)
+        run.writer.set_row(index, finished.model_copy(update={"finishedAt": now_rfc3339()}))
+        clock.follow(lambda timings: run.writer.set_timings(index, timings))
         observe_scenario(
             result.classification, result.outcome.value, time.monotonic() - started, agent_error, codes
         )
-        await run.writer.write(progress=status_rows.progress(run.rows))
+        run.writer.count()
+        await run.writer.write()
         if result.outcome is ScenarioOutcome.FAIL:
-            detail = run.rows[index].get("message", "")
+            detail = run.rows[index].message or ""
             self.notify("Warning", "ScenarioFailed", f"Scenario {scenario.id} failed: {detail}")
         if result.outcome is ScenarioOutcome.PROVIDER_FAILURE:
             self.notify("Warning", "ProviderFailure", f"{scenario.id}: {result.provider_fault}")
@@ -322,7 +350,7 @@ class EvaluationService:
         """Write the scenario's document set (its `storage` phase); the ConfigMap names."""
         with clock.phase("storage"):
             write = lambda: self.store.write(run.owner, set_name(index), files)  # noqa: E731
-            return await patiently(write, "scenario set")
+            return await self.patiently(write, "scenario set")
 
     async def _unevaluable(
         self, run: RunState, index: int, cause: str, bundle_json: str, unreachable: bool, clock: PhaseClock
@@ -330,28 +358,28 @@ class EvaluationService:
         """Record a scenario whose agent never acted; the first calls of a run failing so stop it."""
         scenario = run.scenarios[index]
         if unreachable and not status_rows.judged(run.rows):
-            run.rows[index].pop("startedAt", None)
+            run.writer.set_row(index, run.rows[index].model_copy(update={"startedAt": None}))
             raise _Unreachable(f"{scenario.id}: {cause}")
         files = {"bundle.json": bundle_json}
         names = await self._store(run, index, files, clock)
-        run.rows[index] = status_rows.unevaluable_row(run.rows[index], cause, names[0]) | {
-            "finishedAt": now_rfc3339()
-        }
-        clock.follow(lambda: run.rows[index])
-        await run.writer.write(progress=status_rows.progress(run.rows))
+        done = status_rows.unevaluable_row(run.rows[index], cause, names[0])
+        run.writer.set_row(index, done.model_copy(update={"finishedAt": now_rfc3339()}))
+        clock.follow(lambda timings: run.writer.set_timings(index, timings))
+        run.writer.count()
+        await run.writer.write()
         self.notify("Warning", "ScenarioUnevaluable", f"Scenario {scenario.id} is unevaluable: {cause}")
 
     async def _conclude(
         self,
         run: RunState,
         identity: IdentityDocument,
-        configuration: dict[str, Any],
         conformance: str,
         abort: str | None,
         target: SandboxTarget,
     ) -> None:
-        facts = RunFacts(identity, configuration, conformance, target.description, abort)
-        await conclude(run, self.store, self.profile, facts, self.notify)
+        isolation = isolation_characteristics(run.spec.agent, self.sandboxes.config.agent_uid)
+        facts = RunFacts(identity, conformance, target.description, abort, isolation)
+        await conclude(run, self.parts, facts)
 
     async def _finish_failed(self, writer: StatusWriter, reason: str, message: str) -> None:
         await finish_failed(writer, reason, message, self.notify)

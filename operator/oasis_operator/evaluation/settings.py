@@ -1,9 +1,17 @@
-"""The operator's settings: every environment variable it reads, in one model, validated at start.
+"""The operator's settings: every flag and environment variable it reads, in one model, validated at start.
 
-`oasis operator` turns its flags into these variables (the chart sets them directly), so a flag and its
-variable are one setting. A bad value stops the operator at start with a message that names the
-variable and says what it takes, instead of surfacing later inside a run. An empty variable counts as
-unset.
+`oasis operator` reads them once (`from_env`, its flags given as `flags` under their variable's name:
+a flag and its variable are one setting, the flag wins) and hands the model to the operator's start-up
+handlers (kopf's memo); the chart sets the variables directly. From there the parts receive values (an
+`OperatorConfig`, a uid, a profile directory), never the environment. A bad value stops the operator at
+start with a message that names the variable and says what it takes, instead of surfacing later inside
+a run. An empty variable counts as unset.
+
+Not the operator's settings, and so not here: the local control plane's variables (`OASIS_RUN_DIR`,
+`OASIS_KUBE_*`, `localcluster/release.py`), read by `oasis cluster` and the test harness, and the
+process environment of the reference agents (`agents/reference/*`) and of a command agent inside its
+sandbox (`OASIS_MODE`, `OASIS_REQUEST`, `OASIS_KUBECTL`, `OASIS_ENDPOINT_*`): those are separate
+programs with environments of their own.
 """
 
 from __future__ import annotations
@@ -13,7 +21,9 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from oasis_operator.profiles import default_profile_path
 
 # Where the chart mounts the audit webhook's serving certificate, key and client CA.
 DEFAULT_AUDIT_WEBHOOK_TLS_DIR = Path("/etc/oasis/audit-webhook")
@@ -55,12 +65,21 @@ class OperatorSettings(BaseModel):
     audit_webhook_port: int | None = Field(None, alias="OASIS_AUDIT_WEBHOOK_PORT", ge=1, le=65535)
     audit_webhook_host: str = Field("127.0.0.1", alias="OASIS_AUDIT_WEBHOOK_HOST")
     audit_webhook_tls_dir: Path = Field(DEFAULT_AUDIT_WEBHOOK_TLS_DIR, alias="OASIS_AUDIT_WEBHOOK_TLS_DIR")
-    # The OASIS provider API (evaluation/provider_api, which reads the details of these itself).
+    # The OASIS provider API (evaluation/provider_api): unset port, no API.
     provider_api_port: int | None = Field(None, alias="OASIS_PROVIDER_API_PORT", ge=1, le=65535)
     provider_api_host: str = Field("127.0.0.1", alias="OASIS_PROVIDER_API_HOST")
     provider_api_token_file: Path | None = Field(None, alias="OASIS_PROVIDER_API_TOKEN_FILE")
     provider_api_doors: str | None = Field(None, alias="OASIS_PROVIDER_API_DOORS")
     provider_api_tls_dir: Path | None = Field(None, alias="OASIS_PROVIDER_API_TLS_DIR")
+
+    @model_validator(mode="after")
+    def _provider_api_has_a_token(self) -> OperatorSettings:
+        if self.provider_api_port is not None and self.provider_api_token_file is None:
+            raise ValueError(
+                "OASIS_PROVIDER_API_TOKEN_FILE: name the file holding the provider API's bearer token "
+                "(OASIS_PROVIDER_API_PORT is set, and the API is never served without authentication)"
+            )
+        return self
 
     @classmethod
     def variables(cls) -> tuple[str, ...]:
@@ -68,10 +87,29 @@ class OperatorSettings(BaseModel):
         return tuple(str(field.alias) for field in cls.model_fields.values())
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorSettings:
-        """The settings from `env` (default: the process environment); SettingsError names what is wrong."""
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, flags: Mapping[str, str | None] | None = None
+    ) -> OperatorSettings:
+        """The settings from `env` (default: the process environment) with `flags` (by variable name)
+        over them; SettingsError names what is wrong."""
+        return cls._read(cls.variables(), env, flags)
+
+    @classmethod
+    def only(cls, *names: str, env: Mapping[str, str] | None = None) -> OperatorSettings:
+        """The settings with only `names` read (the rest at their defaults), for the commands besides
+        `oasis operator` that share one variable with it (the profile directory, the agent uid)."""
+        return cls._read(names, env, None)
+
+    @classmethod
+    def _read(
+        cls, names: tuple[str, ...], env: Mapping[str, str] | None, flags: Mapping[str, str | None] | None
+    ) -> OperatorSettings:
         source = os.environ if env is None else env
-        given = {name: source[name] for name in cls.variables() if source.get(name)}
+        given = {name: source[name] for name in names if source.get(name)}
+        given.update({name: value for name, value in (flags or {}).items() if value})
+        unknown = sorted(set(given) - set(cls.variables()))
+        if unknown:
+            raise SettingsError(f"{', '.join(unknown)}: not a setting of the operator")
         try:
             return cls.model_validate(given)
         except ValidationError as exc:
@@ -88,6 +126,18 @@ class OperatorSettings(BaseModel):
         """OASIS_SANDBOX_AUDIT_LOG as paths (it may list several, separated like PATH)."""
         return tuple(Path(p) for p in self.sandbox_audit_log.split(os.pathsep) if p)
 
+    @property
+    def provider_api_door_names(self) -> tuple[str, ...] | None:
+        """OASIS_PROVIDER_API_DOORS as names (comma-separated); None: the default door."""
+        names = tuple(d.strip() for d in (self.provider_api_doors or "").split(",") if d.strip())
+        return names or None
+
+
+def shipped_profile_path(env: Mapping[str, str] | None = None) -> Path:
+    """The profile the commands besides `oasis operator` load by default: OASIS_PROFILE_DIR (the same
+    setting as the operator's), else the shipped SI profile."""
+    return default_profile_path(OperatorSettings.only("OASIS_PROFILE_DIR", env=env).profile_dir)
+
 
 _TAKES = {
     "int_parsing": "a whole number",
@@ -100,7 +150,9 @@ _TAKES = {
 
 def _describe(item: object, given: Mapping[str, str]) -> str:
     error = dict(item)  # type: ignore[call-overload]
-    name = str(error["loc"][0]) if error.get("loc") else "environment"
+    if not error.get("loc"):  # a rule across variables: its message names them
+        return str(error.get("msg")).removeprefix("Value error, ")
+    name = str(error["loc"][0])
     template = _TAKES.get(str(error.get("type")))
     takes = template.format(**error.get("ctx", {})) if template else str(error.get("msg"))
     return f"{name}: {given.get(name)!r} is not usable; set it to {takes}"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from oasis_operator.metrics import observe_phase
+from oasis_operator.models.crd import ScenarioRow
 from oasis_operator.models.timings import PHASES, PhaseTimings
 
 
@@ -16,7 +16,7 @@ class PhaseClock:
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
-        self._row: Callable[[], dict[str, Any]] | None = None
+        self._sink: Callable[[PhaseTimings], None] | None = None
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
@@ -33,23 +33,19 @@ class PhaseClock:
         """Add `seconds` to phase `name` and observe it."""
         self.seconds[name] = self.seconds.get(name, 0.0) + seconds
         observe_phase(name, seconds)
-        if self._row is not None:
-            self._row()["timings"] = self.row_timings()
+        if self._sink is not None:
+            self._sink(self.timings())
 
-    def follow(self, row: Callable[[], dict[str, Any]]) -> None:
-        """Keep `row()["timings"]` (a status row) up to date, now and as later phases (teardown) end."""
-        self._row = row
-        row()["timings"] = self.row_timings()
-
-    def row_timings(self) -> dict[str, float]:
-        """The timings as a status row carries them (measured phases only)."""
-        return self.timings().model_dump(exclude_none=True)
+    def follow(self, sink: Callable[[PhaseTimings], None]) -> None:
+        """Hand the timings to `sink` (a status row's) now and again as later phases (teardown) end."""
+        self._sink = sink
+        sink(self.timings())
 
     def timings(self) -> PhaseTimings:
         """The phases measured so far, rounded to the millisecond."""
         return PhaseTimings.model_validate({k: round(v, 3) for k, v in self.seconds.items()})
 
 
-def row_timings(rows: list[dict[str, Any]]) -> dict[str, PhaseTimings]:
+def row_timings(rows: list[ScenarioRow]) -> dict[str, PhaseTimings]:
     """The timings of every status row that has them, by scenario id (for the report)."""
-    return {r["id"]: PhaseTimings.model_validate(r["timings"]) for r in rows if r.get("timings")}
+    return {r.id: r.timings for r in rows if r.timings is not None}

@@ -6,12 +6,14 @@ them and a unit test fails when the files and the models drift.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from oasis_operator.models.evidence import AgentIdentity
 from oasis_operator.models.profile import Finding
 from oasis_operator.models.scenario import Classification, Scenario
 from oasis_operator.models.timings import PhaseTimings
@@ -279,6 +281,12 @@ class AgentStatus(_Spec):
     name: str | None = None
     version: str | None = None
     configuration: dict[str, str] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, identity: AgentIdentity, configuration: Mapping[str, Any]) -> AgentStatus:
+        """The status form of the agent's identity; configuration values not strings are shown as JSON."""
+        shown = {k: v if isinstance(v, str) else json.dumps(v) for k, v in sorted(configuration.items())}
+        return cls(name=identity.name, version=identity.version, configuration=shown)
 
 
 class OASISEvaluationStatus(_Spec):

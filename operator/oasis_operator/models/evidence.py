@@ -298,8 +298,14 @@ class Transcript(_Model):
 
 
 class AgentIdentity(_Model):
-    name: str
-    version: str
+    """Who the agent says it is: the one shape of its identity, from its identity document to the bundle,
+    the verdict and the evaluation's status."""
+
+    # The identity comes from a third-party program: keys it adds are dropped, not refused.
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    name: str = Field(min_length=1)
+    version: str = "unknown"
     description: str | None = None
 
 

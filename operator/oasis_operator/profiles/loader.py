@@ -14,7 +14,6 @@ files; `upstream.py` reads those.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -175,17 +174,14 @@ def load_conformance(path: str | Path) -> ConformanceContract | None:
     return load_profile_metadata(path).conformance
 
 
-PROFILE_DIR_ENV = "OASIS_PROFILE_DIR"
+def default_profile_path(configured: Path | None = None) -> Path:
+    """The shipped SI profile: `configured` if given, else ``profiles/software-infrastructure``.
 
-
-def default_profile_path() -> Path:
-    """The shipped SI profile: `$OASIS_PROFILE_DIR` if set, else ``profiles/software-infrastructure``.
-
-    The environment variable lets a container image put the profile anywhere (e.g. /etc/oasis/profile).
+    `configured` is the operator's OASIS_PROFILE_DIR setting (`--profile-dir`), which lets a container
+    image put the profile anywhere (e.g. /etc/oasis/profile).
     """
-    configured = os.environ.get(PROFILE_DIR_ENV)
-    if configured:
-        return Path(configured)
+    if configured is not None:
+        return configured
     here = Path(__file__).resolve()
     for parent in here.parents:
         candidate = parent / "profiles" / "software-infrastructure"

@@ -1,1 +1,1 @@
-"""Status and conditions of both custom resources: pure computation of what the controllers write."""
+"""Status and conditions of both custom resources as models (pure), and the evaluation's one writer."""

@@ -1,12 +1,18 @@
-"""Kubernetes-style status conditions: pure helpers that keep transition times honest."""
+"""Kubernetes-style status conditions of both kinds, as `Condition` models (pure).
+
+`set_condition` is the one way a condition changes: it keeps `lastTransitionTime` while the status stays
+the same, so the time says when the condition last flipped, not when it was last written.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from oasis_operator.models.crd import Condition, ConditionStatus
+
+SPEC_FROZEN = "SpecFrozen"
 
 
 def now_rfc3339() -> str:
@@ -15,7 +21,7 @@ def now_rfc3339() -> str:
 
 
 def set_condition(
-    existing: Iterable[Mapping[str, Any]],
+    existing: Sequence[Condition],
     *,
     type: str,
     status: ConditionStatus,
@@ -23,50 +29,56 @@ def set_condition(
     message: str,
     generation: int | None,
     now: str,
-) -> list[dict[str, Any]]:
-    """Return the conditions with `type` set; lastTransitionTime changes only when status changes."""
-    result: list[dict[str, Any]] = []
-    replaced = False
-    for raw in existing:
-        if raw.get("type") != type:
-            result.append(dict(raw))
-            continue
-        replaced = True
-        transition = raw.get("lastTransitionTime") if raw.get("status") == status.value else now
-        result.append(_condition(type, status, reason, message, generation, transition or now))
-    if not replaced:
-        result.append(_condition(type, status, reason, message, generation, now))
-    return result
-
-
-def set_conditions(
-    existing: Iterable[Mapping[str, Any]],
-    updates: Iterable[tuple[str, ConditionStatus, str, str]],
-    generation: int | None,
-    now: str,
-) -> list[dict[str, Any]]:
-    """`set_condition` for each (type, status, reason, message), in order."""
-    result = [dict(c) for c in existing]
-    for type_, status, reason, message in updates:
-        result = set_condition(
-            result, type=type_, status=status, reason=reason, message=message, generation=generation, now=now
-        )
-    return result
-
-
-def _condition(
-    type_: str, status: ConditionStatus, reason: str, message: str, generation: int | None, when: str
-) -> dict[str, Any]:
-    cond = Condition(
-        type=type_,
+) -> list[Condition]:
+    """The conditions with `type` set (appended when new); lastTransitionTime changes only with status."""
+    previous = get_condition(existing, type)
+    when = previous.lastTransitionTime if previous is not None and previous.status is status else now
+    changed = Condition(
+        type=type,
         status=status,
         reason=reason,
         message=message,
         lastTransitionTime=when,
         observedGeneration=generation,
     )
-    return cond.model_dump(mode="json", exclude_none=True)
+    if previous is None:
+        return [*existing, changed]
+    return [changed if c.type == type else c for c in existing]
 
 
-def get_condition(conditions: Iterable[Mapping[str, Any]], type_: str) -> Mapping[str, Any] | None:
-    return next((c for c in conditions if c.get("type") == type_), None)
+def get_condition(conditions: Iterable[Condition], type_: str) -> Condition | None:
+    """The condition of `type_`, if there is one."""
+    return next((c for c in conditions if c.type == type_), None)
+
+
+def conditions_of(raw: Iterable[Mapping[str, Any]]) -> list[Condition]:
+    """Conditions as the API server returns them (`status.conditions`), read into models."""
+    return [Condition.model_validate(c) for c in raw]
+
+
+def spec_frozen_message(run_generation: int | None, generation: int | None) -> str | None:
+    """Why the SpecFrozen condition is set once the spec was edited after the run started (None before)."""
+    if run_generation is None or generation is None or generation == run_generation:
+        return None
+    return (
+        f"the spec changed to generation {generation} after the run started with generation "
+        f"{run_generation}; the run keeps the original spec. Create a new OASISEvaluation to run the edit"
+    )
+
+
+def spec_frozen(
+    existing: Sequence[Condition], run_generation: int | None, generation: int | None, now: str
+) -> list[Condition]:
+    """The conditions with SpecFrozen set (True, EditRefused) when the spec moved on; else unchanged."""
+    message = spec_frozen_message(run_generation, generation)
+    if message is None:
+        return list(existing)
+    return set_condition(
+        existing,
+        type=SPEC_FROZEN,
+        status=ConditionStatus.TRUE,
+        reason="EditRefused",
+        message=message,
+        generation=run_generation,
+        now=now,
+    )

@@ -1,13 +1,13 @@
-"""Pure computation of the status the controllers write (no Kubernetes calls here)."""
+"""The status of a Scenario resource as a `ScenarioStatus` model, and the patch that writes it (pure)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
 
-from oasis_operator.models.crd import ConditionStatus, ScenarioSpec
+from oasis_operator.models.crd import Condition, ConditionStatus, ScenarioSpec, ScenarioStatus
 from oasis_operator.models.errors import validation_problems
 from oasis_operator.models.profile import Finding
 from oasis_operator.status.conditions import set_condition
@@ -35,11 +35,14 @@ def _in_resource(finding: Finding) -> Finding:
 def scenario_status(
     spec: Mapping[str, Any],
     generation: int | None,
-    current: Mapping[str, Any],
+    current: Sequence[Condition],
     now: str,
     validator: ScenarioValidator | None = None,
-) -> dict[str, Any]:
-    """The full status of a Scenario resource: findings, and a `Valid` condition summarising them."""
+) -> ScenarioStatus:
+    """The status of a Scenario resource: findings, and a `Valid` condition summarising them.
+
+    `current` is the resource's conditions as they stand (their transition times are kept).
+    """
     parsed, findings = structural_findings(spec)
     if parsed is not None and validator is not None:
         findings.extend(_in_resource(f) for f in validator(parsed))
@@ -57,7 +60,7 @@ def scenario_status(
         status, reason = ConditionStatus.TRUE, "Validated"
         message = "scenario is valid" + (f" ({warnings} warnings or notes)" if warnings else "")
     conditions = set_condition(
-        current.get("conditions", []),
+        current,
         type="Valid",
         status=status,
         reason=reason,
@@ -65,17 +68,23 @@ def scenario_status(
         generation=generation,
         now=now,
     )
-    result: dict[str, Any] = {
-        "observedGeneration": generation,
-        "conditions": conditions,
-        "findings": [f.model_dump(mode="json", exclude_none=True) for f in findings],
-    }
-    if parsed is not None:
-        result["scenarioId"] = parsed.id
-        result["classification"] = parsed.classification.value
-    return result
+    return ScenarioStatus(
+        observedGeneration=generation,
+        conditions=conditions,
+        findings=findings,
+        scenarioId=parsed.id if parsed is not None else None,
+        classification=parsed.classification if parsed is not None else None,
+    )
 
 
-def status_changed(current: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
-    """True when writing `desired` would change anything in `current`."""
-    return any(current.get(k) != v for k, v in desired.items())
+def scenario_wire(status: ScenarioStatus) -> dict[str, Any]:
+    """The status as the resource carries it; a field left unset (scenarioId of an unparsable spec) is
+    not sent, so a merge patch keeps what an earlier generation wrote there."""
+    wire: dict[str, Any] = status.model_dump(mode="json", exclude_none=True)
+    return wire
+
+
+def status_patch(current: Mapping[str, Any], desired: ScenarioStatus) -> dict[str, Any] | None:
+    """The status patch that takes `current` (the stored status) to `desired`; None when nothing changes."""
+    wire = scenario_wire(desired)
+    return wire if any(current.get(k) != v for k, v in wire.items()) else None

@@ -40,7 +40,7 @@ from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.kube import api_client, apply_crds, request, resource_path
 from oasis_operator.profiles import load_profile
 from oasis_operator.sandbox.provider import EVALUATION_ANNOTATION, SandboxProvider
-from oasis_operator.status.conditions import get_condition
+from oasis_operator.status.conditions import conditions_of, get_condition
 from tests.cluster_fixtures import KUBECTLS, REPO, Cluster, get_custom, wait_for
 from tests.e2e.support import agent_command, events, free_port, wait_phase
 from tests.integration.chart.chart_support import (
@@ -247,9 +247,9 @@ def _run_evaluation(
 
 def _check_verdict(api: ApiClient, custom: CustomObjectsApi, namespace: str, status: dict[str, Any]) -> None:
     assert status["phase"] == "Completed", status.get("conditions")
-    ready = get_condition(status["conditions"], "Ready")
+    ready = get_condition(conditions_of(status["conditions"]), "Ready")
     assert ready is not None
-    assert (ready["status"], ready["reason"]) == ("True", "VerdictReady")
+    assert (ready.status, ready.reason) == ("True", "VerdictReady")
     assert status["summary"]["safety"] == "PASS"
     rows = {r["id"]: r for r in status["scenarios"]}
     assert sorted(rows) == sorted([*SCENARIO_IDS, CUSTOM_SCENARIO_ID])

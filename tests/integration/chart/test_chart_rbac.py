@@ -34,7 +34,7 @@ from oasis_operator.sandbox.dynamics import TwinReconciler
 from oasis_operator.sandbox.naming import control_namespace
 from oasis_operator.sandbox.provider import SandboxProvider
 from oasis_operator.sandbox.twin import build_twin
-from oasis_operator.status.conditions import get_condition
+from oasis_operator.status.conditions import conditions_of, get_condition
 from tests.cluster_fixtures import KUBECTLS, REPO, Cluster, get_custom, wait_for
 from tests.integration.chart.chart_support import (
     DOCUMENT_REWRITE_GRANTS,
@@ -173,8 +173,8 @@ def _operator_flow(cluster: Cluster, api: ApiClient, namespace: str, orphan_ns: 
 
     def valid() -> dict[str, Any] | None:
         obj = get_custom(custom, namespace, "scenarios", "cross-namespace-restart")
-        condition = get_condition(obj.get("status", {}).get("conditions", []), "Valid")
-        return dict(condition) if condition else None
+        condition = get_condition(conditions_of(obj.get("status", {}).get("conditions", [])), "Valid")
+        return condition.model_dump() if condition else None
 
     condition = wait_for(valid, timeout=60, what="Valid condition on the example Scenario")
     assert condition["status"] == "True", condition
@@ -187,10 +187,11 @@ def _operator_flow(cluster: Cluster, api: ApiClient, namespace: str, orphan_ns: 
         return status if status.get("phase") in ("Completed", "Aborted", "Failed") else None
 
     status = wait_for(finished, timeout=90, what="the example evaluation to finish")
-    ready = get_condition(status["conditions"], "Ready") or {}
-    assert (status["phase"], ready.get("reason")) == ("Failed", "InvalidSpec"), status
-    assert "spec.agent.http.tokenSecretRef: Secret" in ready["message"], ready
-    assert "careful-agent-token cannot be read (404" in ready["message"], ready
+    ready = get_condition(conditions_of(status["conditions"]), "Ready")
+    assert ready is not None, status
+    assert (status["phase"], ready.reason) == ("Failed", "InvalidSpec"), status
+    assert "spec.agent.http.tokenSecretRef: Secret" in ready.message, ready
+    assert "careful-agent-token cannot be read (404" in ready.message, ready
 
     def orphan_collected() -> bool:
         try:
@@ -288,8 +289,10 @@ def test_namespaced_mode_rbac_is_enough_for_the_operator(
             def settled() -> bool:
                 scenario = get_custom(custom, namespace, "scenarios", "cross-namespace-restart")
                 evaluation = get_custom(custom, namespace, "oasisevaluations", "careful-agent")
-                valid = get_condition(scenario.get("status", {}).get("conditions", []), "Valid") or {}
-                return valid.get("status") == "True" and evaluation.get("status", {}).get("phase") == "Failed"
+                raw = scenario.get("status", {}).get("conditions", [])
+                valid = get_condition(conditions_of(raw), "Valid")
+                is_valid = valid is not None and valid.status == "True"
+                return is_valid and evaluation.get("status", {}).get("phase") == "Failed"
 
             wait_for(settled, timeout=90, what="Scenario Valid and the evaluation Failed (no agent token)")
             # Outside the watched namespace the identity can do nothing with the project's resources.

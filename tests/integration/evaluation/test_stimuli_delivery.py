@@ -12,10 +12,11 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from oasis_operator.agents.adapters import CommandAdapter
-from oasis_operator.agents.protocol import AgentIdentityDoc, IdentityDocument
+from oasis_operator.agents.protocol import IdentityDocument
 from oasis_operator.agents.reference.server import identity
 from oasis_operator.evaluation.scenario_run import ScenarioRun, ScenarioRunner
 from oasis_operator.gateway import Gateway
+from oasis_operator.models.evidence import AgentIdentity
 from oasis_operator.sandbox.provider import SandboxProvider
 from tests.cluster_fixtures import VENV_BIN, Cluster
 from tests.unit.sandbox.test_twin import profile, scenario
@@ -71,7 +72,7 @@ def scripted(
     env = {"OASIS_KUBECTL": str(VENV_BIN / "kubectl"), "AGENT_STEPS": json.dumps(steps)}
     agent = CommandAdapter([sys.executable, "-c", SCRIPTED_AGENT], env=env)
     who = IdentityDocument(
-        identity=AgentIdentityDoc(name="scripted", version="1.0.0"), configuration=CONFIGURATION
+        identity=AgentIdentity(name="scripted", version="1.0.0"), configuration=CONFIGURATION
     )
     run = run_scenario(cluster, api, tmp_path / "gateway", scenario_id, agent, who)
     assert run.outcome.error is None, run.outcome.stderr_tail

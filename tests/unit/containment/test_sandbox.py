@@ -19,7 +19,7 @@ from oasis_operator.agents.sandbox import (
     wrap,
 )
 from oasis_operator.cli.main import main
-from oasis_operator.evaluation.runtime import RuntimeSetupError, agent_adapter
+from oasis_operator.evaluation.runtime import OperatorConfig, RuntimeSetupError, agent_adapter
 from oasis_operator.models.crd import AgentSpec, CommandAgent
 
 
@@ -93,13 +93,20 @@ def test_without_a_sandbox_the_command_agent_is_refused_unless_the_spec_opts_out
     api = ApiClient()
     spec = AgentSpec(command=CommandAgent(command=["/bin/true"]))
     with pytest.raises(RuntimeSetupError, match=r"spec\.agent\.command\.isolation: .*isolation: none"):
-        agent_adapter(api, "ns", spec)
+        agent_adapter(api, "ns", spec, OperatorConfig())
     opted_out = AgentSpec(command=CommandAgent(command=["/bin/true"], isolation="none"))
-    adapter, _limit = agent_adapter(api, "ns", opted_out)
+    adapter, _limit = agent_adapter(api, "ns", opted_out, OperatorConfig(agent_uid=4321))
     assert isinstance(adapter, CommandAdapter)
     assert not adapter.policy.isolated
+    assert adapter.policy.uid == 4321  # the operator's OASIS_AGENT_UID, handed over as a value
     assert "agent isolation: none" in isolation_characteristics(opted_out)[0]
     assert "bubblewrap sandbox" in isolation_characteristics(spec)[0]
+
+
+def test_the_agent_user_is_the_uid_given_never_root() -> None:
+    assert sandbox.agent_user(4321) == ("4321", sandbox.AgentUser(4321, 4321))
+    assert sandbox.agent_user(0)[1].uid != 0
+    assert sandbox.agent_user(None) == sandbox.agent_user()
 
 
 @pytest.mark.parametrize("path", ["relative/bin", "/", "/opt/../root"])

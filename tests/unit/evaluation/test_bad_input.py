@@ -10,7 +10,10 @@ from oasis_operator.agents.protocol import AgentOutcome, AgentResponse
 from oasis_operator.crdgen import build_crds, keeping_unknown
 from oasis_operator.evaluation.bounds import bounded_json
 from oasis_operator.evaluation.contact import is_unreachable, unevaluable_cause
-from oasis_operator.evaluation.rows import (
+from oasis_operator.evaluation.selection import SelectionError, label_selector_query
+from oasis_operator.models.evidence import AuditEntry, AuditLog, EvidenceSource, SourceStatus
+from oasis_operator.profiles import default_profile_path, load_profile
+from oasis_operator.status.rows import (
     initial_row,
     is_done,
     judged,
@@ -18,9 +21,6 @@ from oasis_operator.evaluation.rows import (
     unevaluable_row,
     unevaluated,
 )
-from oasis_operator.evaluation.selection import SelectionError, label_selector_query
-from oasis_operator.models.evidence import AuditEntry, AuditLog, EvidenceSource, SourceStatus
-from oasis_operator.profiles import default_profile_path, load_profile
 
 PROFILE = load_profile(default_profile_path())
 SAFETY = next(s for s in PROFILE.scenarios if s.classification.value == "safety")
@@ -94,12 +94,13 @@ def test_agent_failure_reported_in_the_answer_is_unevaluable_without_requests() 
 def test_unevaluable_row_is_done_but_not_judged() -> None:
     row = unevaluable_row(initial_row(SAFETY), "agent transport: refused", "e-scenario-00")
     assert is_done(row)
-    assert "result" not in row
-    assert row["unevaluable"] == "agent transport: refused"
+    assert row.result is None
+    assert row.unevaluable == "agent transport: refused"
+    assert row.evidence == "e-scenario-00"
     assert not judged([row])
     assert unevaluated([row]) == [(SAFETY.id, "agent transport: refused")]
     counts = progress([row, initial_row(SAFETY)])
-    assert (counts["done"], counts["unevaluable"], counts["passed"]) == (1, 1, 0)
+    assert (counts.done, counts.unevaluable, counts.passed) == (1, 1, 0)
 
 
 def test_evaluation_spec_keeps_unknown_fields_for_the_operator_to_refuse() -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from oasis_operator.evaluation.runtime import OperatorConfig
+from oasis_operator.evaluation.settings import OperatorSettings
 
 VARIABLES = (
     "OASIS_SANDBOX_KUBECONFIG",
@@ -32,7 +33,7 @@ def test_the_charts_variables_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OASIS_GATEWAY_HOST", "0.0.0.0")  # noqa: S104 - what the chart sets in the pod
     monkeypatch.setenv("OASIS_GATEWAY_PORT", "8443")
     monkeypatch.setenv("OASIS_GATEWAY_URL", "https://oasis-oasis-operator-gateway.oasis-system.svc:443")
-    config = OperatorConfig.from_env()
+    config = OperatorConfig.from_settings(OperatorSettings.from_env())
     assert config.sandbox_kubeconfig == Path("/etc/oasis/sandbox/kubeconfig")
     assert config.sandbox_prefix == "oas"
     assert (config.gateway_host, config.gateway_port) == ("0.0.0.0", 8443)  # noqa: S104
@@ -44,7 +45,7 @@ def test_without_a_sandbox_kubeconfig_the_first_kubeconfig_is_the_sandbox(
 ) -> None:
     monkeypatch.setenv("KUBECONFIG", "/run/a.kubeconfig:/run/b.kubeconfig")
     monkeypatch.setenv("OASIS_GATEWAY_URL", "")
-    config = OperatorConfig.from_env()
+    config = OperatorConfig.from_settings(OperatorSettings.from_env())
     assert config.sandbox_kubeconfig == Path("/run/a.kubeconfig")
     assert config.gateway_url is None
     assert (config.gateway_host, config.gateway_port, config.sandbox_prefix) == ("127.0.0.1", 0, "sbx")

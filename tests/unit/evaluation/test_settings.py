@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from oasis_operator.evaluation.settings import OperatorSettings, SettingsError
+from oasis_operator.evaluation.provider_api import ProviderApiSettings
+from oasis_operator.evaluation.settings import OperatorSettings, SettingsError, shipped_profile_path
+from oasis_operator.profiles import default_profile_path
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -50,6 +52,69 @@ def test_a_bad_value_names_the_variable_and_what_it_takes(variable: str, value: 
     with pytest.raises(SettingsError) as exc:
         OperatorSettings.from_env({variable: value})
     assert str(exc.value).startswith(f"{variable}: {value!r} is not usable; set it to {takes}")
+
+
+def test_flags_win_over_variables_and_name_their_variable_when_bad() -> None:
+    env = {"OASIS_MAX_EVALUATIONS": "2", "OASIS_GATEWAY_HOST": "0.0.0.0"}  # noqa: S104 - a pod's
+    settings = OperatorSettings.from_env(env, flags={"OASIS_MAX_EVALUATIONS": "7", "OASIS_DATA_DIR": None})
+    assert (settings.max_evaluations, settings.gateway_host) == (7, "0.0.0.0")  # noqa: S104
+    with pytest.raises(SettingsError, match=r"^OASIS_GATEWAY_PORT: '99999' is not usable"):
+        OperatorSettings.from_env({}, flags={"OASIS_GATEWAY_PORT": "99999"})
+    with pytest.raises(SettingsError, match=r"OASIS_GATEWAY_PROT: not a setting"):
+        OperatorSettings.from_env({}, flags={"OASIS_GATEWAY_PROT": "1"})
+
+
+def test_the_provider_api_is_refused_at_start_without_a_token_file() -> None:
+    with pytest.raises(SettingsError, match=r"^OASIS_PROVIDER_API_TOKEN_FILE: name the file"):
+        OperatorSettings.from_env({"OASIS_PROVIDER_API_PORT": "8445"})
+    settings = OperatorSettings.from_env(
+        {
+            "OASIS_PROVIDER_API_PORT": "8445",
+            "OASIS_PROVIDER_API_TOKEN_FILE": "/etc/oasis/token",
+            "OASIS_PROVIDER_API_DOORS": "runner, ci ,",
+        }
+    )
+    assert settings.provider_api_door_names == ("runner", "ci")
+    assert OperatorSettings.from_env({}).provider_api_door_names is None
+
+
+def test_a_provider_api_token_is_read_from_its_file_once_at_start(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("s3cret\n")
+    settings = OperatorSettings.from_env(
+        {"OASIS_PROVIDER_API_PORT": "8445", "OASIS_PROVIDER_API_TOKEN_FILE": str(token)}
+    )
+    api = ProviderApiSettings.from_settings(settings, tmp_path / "api")
+    assert api is not None
+    assert (api.port, api.token, api.doors, api.cert) == (8445, "s3cret", ("oasis-agent",), None)
+    assert ProviderApiSettings.from_settings(OperatorSettings.from_env({}), tmp_path) is None
+    token.write_text("two words\n")
+    with pytest.raises(ValueError, match=r"^OASIS_PROVIDER_API_TOKEN_FILE: .* must hold the token alone"):
+        ProviderApiSettings.from_settings(settings, tmp_path / "api")
+
+
+def test_only_reads_the_named_variables() -> None:
+    env = {"OASIS_PROFILE_DIR": "/etc/oasis/profile", "OASIS_MAX_EVALUATIONS": "many"}
+    assert OperatorSettings.only("OASIS_PROFILE_DIR", env=env).profile_dir == Path("/etc/oasis/profile")
+    assert shipped_profile_path(env) == Path("/etc/oasis/profile")
+    assert shipped_profile_path({}) == default_profile_path()
+    assert (shipped_profile_path({}) / "profile.yaml").is_file()
+
+
+def test_only_the_settings_module_reads_the_operators_environment() -> None:
+    """The parts receive values: outside the settings module no module of the operator reads a variable.
+
+    Left out: the local control plane (localcluster/), the CLI's own commands (cli/), the reference
+    agents (agents/reference/) and the command sandbox and probes that build an agent's environment.
+    """
+    found = subprocess.run(
+        ["grep", "-rlE", r"os\.environ|getenv\(", str(REPO / "operator" / "oasis_operator"),
+         "--include=*.py", "--exclude-dir=localcluster", "--exclude-dir=cli", "--exclude-dir=reference"],
+        capture_output=True, text=True, check=False,
+    ).stdout.split()  # fmt: skip
+    readers = {str(Path(p).relative_to(REPO / "operator" / "oasis_operator")) for p in found}
+    agent_side = {"agents/adapters.py", "containment/attempt.py", "containment/mcp_attempt.py"}
+    assert readers - agent_side == {"evaluation/settings.py"}
 
 
 def test_every_variable_the_operator_reads_is_a_setting() -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from oasis_operator.engine.evaluate import evaluate_scenario
@@ -11,7 +9,9 @@ from oasis_operator.engine.render import render_html, render_yaml
 from oasis_operator.engine.report import build_report
 from oasis_operator.evaluation.timings import PhaseClock
 from oasis_operator.metrics import REGISTRY
+from oasis_operator.models.crd import ScenarioRow
 from oasis_operator.models.evidence import EvidenceBundle
+from oasis_operator.models.scenario import Classification
 from oasis_operator.models.timings import PHASES, PhaseTimings
 from oasis_operator.profiles import default_profile_path, load_profile
 from tests.unit.engine.fixtures_gen import BUNDLES
@@ -54,14 +54,21 @@ def test_the_evaluators_time_leaves_out_the_agent() -> None:
 
 
 def test_a_followed_row_gets_the_teardown_that_ends_later() -> None:
-    rows: list[dict[str, Any]] = [{"id": "a", "result": "PASS"}]
+    rows = [ScenarioRow(id="a", classification=Classification.SAFETY, result="PASS")]
+
+    def keep(timings: PhaseTimings) -> None:
+        rows[0] = rows[0].model_copy(update={"timings": timings})
+
     clock = PhaseClock()
     clock.record("provision", 0.4)
-    clock.follow(lambda: rows[0])
-    assert rows[0]["timings"] == {"provision": 0.4}
-    rows[0] = {**rows[0], "message": "replaced row"}  # the service replaces rows; the latest one is kept
+    clock.follow(keep)
+    assert rows[0].timings == PhaseTimings(provision=0.4)
+    rows[0] = rows[0].model_copy(update={"message": "replaced row"})  # the service replaces rows
     clock.record("teardown", 1.25)
-    assert rows[0]["timings"] == {"provision": 0.4, "teardown": 1.25}
+    assert rows[0].timings == PhaseTimings(provision=0.4, teardown=1.25)
+    assert rows[0].message == "replaced row"
+    wire = rows[0].model_dump(mode="json", exclude_unset=True, exclude_none=True)
+    assert wire["timings"] == {"provision": 0.4, "teardown": 1.25}
 
 
 def test_negative_times_are_invalid() -> None:

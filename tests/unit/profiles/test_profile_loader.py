@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from profile_support import SHIPPED
 
+from oasis_operator.evaluation.settings import shipped_profile_path
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.scenario import Classification
 from oasis_operator.profiles import ProfileLoadError, load_profile
@@ -145,11 +146,12 @@ def test_default_profile_path_is_the_shipped_one(monkeypatch: pytest.MonkeyPatch
     assert default_profile_path() == SHIPPED
 
 
-def test_default_profile_path_follows_the_environment(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_default_profile_path_follows_the_setting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    assert default_profile_path(tmp_path) == tmp_path
+    # The variable is the operator's setting; the loader itself never reads the environment.
     monkeypatch.setenv("OASIS_PROFILE_DIR", str(tmp_path))
-    assert default_profile_path() == tmp_path
+    assert default_profile_path() != tmp_path
+    assert shipped_profile_path() == tmp_path
 
 
 def test_not_a_profile_directory_raises(tmp_path: Path) -> None:

@@ -1,14 +1,12 @@
 """The OASIS provider API (Provider Conformance §3.8, SI provider guide §4), so the public runner can use
 this operator as its environment provider: same self-check, same twin, same gateway, same evidence.
 
-`ProviderApiSettings.from_env()` reads the operator's settings (None when the API is not enabled);
+`ProviderApiSettings.from_settings()` takes the operator's settings (None when the API is not enabled);
 `start_provider_api` opens the agent doors (kubeconfigs written to the data directory) and serves.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +15,7 @@ from kubernetes.client import ApiClient
 from oasis_operator.evaluation.provider_api.server import ProviderApiServer
 from oasis_operator.evaluation.provider_api.service import ProviderService
 from oasis_operator.evaluation.runtime import RuntimeSetupError, Sandboxes
+from oasis_operator.evaluation.settings import OperatorSettings
 from oasis_operator.gateway import Gateway
 from oasis_operator.models.profile import Profile
 from oasis_operator.pki import ensure_pki
@@ -49,32 +48,22 @@ class ProviderApiSettings:
     key: Path | None = None
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str], data_dir: Path) -> ProviderApiSettings | None:
-        """From OASIS_PROVIDER_API_PORT (unset: no API), _TOKEN_FILE, _HOST, _DOORS, _TLS_DIR."""
-        port = env.get("OASIS_PROVIDER_API_PORT")
-        if not port:
+    def from_settings(cls, settings: OperatorSettings, data_dir: Path) -> ProviderApiSettings | None:
+        """From OASIS_PROVIDER_API_PORT (unset: no API), _TOKEN_FILE (read now), _HOST, _DOORS, _TLS_DIR."""
+        port, token_file = settings.provider_api_port, settings.provider_api_token_file
+        if port is None:
             return None
-        if not port.isdigit() or not 0 <= int(port) < 65536:
-            raise ProviderApiSettingsError(f"OASIS_PROVIDER_API_PORT: {port!r} is not a port number")
-        token_file = env.get("OASIS_PROVIDER_API_TOKEN_FILE")
-        if not token_file:
-            raise ProviderApiSettingsError(
-                "OASIS_PROVIDER_API_TOKEN_FILE: name the file holding the API's bearer token "
-                "(the provider API is never served without authentication)"
-            )
-        token = read_token_file(Path(token_file), "OASIS_PROVIDER_API_TOKEN_FILE")
-        doors = tuple(
-            d.strip() for d in env.get("OASIS_PROVIDER_API_DOORS", DEFAULT_DOOR).split(",") if d.strip()
-        )
-        tls = env.get("OASIS_PROVIDER_API_TLS_DIR")
+        if token_file is None:  # the settings refuse this already; kept for a model built by hand
+            raise ProviderApiSettingsError("OASIS_PROVIDER_API_TOKEN_FILE: name the file holding the token")
+        tls = settings.provider_api_tls_dir
         return cls(
-            port=int(port),
-            token=token,
+            port=port,
+            token=read_token_file(token_file, "OASIS_PROVIDER_API_TOKEN_FILE"),
             data_dir=data_dir,
-            host=env.get("OASIS_PROVIDER_API_HOST", "127.0.0.1"),
-            doors=doors or (DEFAULT_DOOR,),
-            cert=Path(tls) / "tls.crt" if tls else None,
-            key=Path(tls) / "tls.key" if tls else None,
+            host=settings.provider_api_host,
+            doors=settings.provider_api_door_names or (DEFAULT_DOOR,),
+            cert=tls / "tls.crt" if tls else None,
+            key=tls / "tls.key" if tls else None,
         )
 
 
@@ -118,10 +107,12 @@ async def start_provider_api(
     return server
 
 
-async def start_operator_provider_api(sandboxes: Sandboxes, profile: Profile) -> ProviderApiServer | None:
+async def start_operator_provider_api(
+    sandboxes: Sandboxes, profile: Profile, operator: OperatorSettings
+) -> ProviderApiServer | None:
     """The operator's provider API on its default sandbox, when OASIS_PROVIDER_API_PORT asks for one."""
     try:
-        settings = ProviderApiSettings.from_env(os.environ, sandboxes.config.data_dir / "provider-api")
+        settings = ProviderApiSettings.from_settings(operator, sandboxes.config.data_dir / "provider-api")
     except ProviderApiSettingsError as exc:
         raise RuntimeSetupError(str(exc)) from exc
     if settings is None:

@@ -13,9 +13,9 @@ from oasis_operator.models.crd import ConditionStatus, OASISEvaluationSpec, Scen
 from oasis_operator.models.errors import describe_validation_error
 from oasis_operator.models.profile import Finding
 from oasis_operator.status.conditions import get_condition, set_condition
-from oasis_operator.status.scenario import scenario_status, status_changed
+from oasis_operator.status.scenario import scenario_status, scenario_wire, status_patch
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z"
 
 
@@ -31,36 +31,51 @@ def test_transition_time_moves_only_when_status_changes() -> None:
                          generation=2, now=T1)  # fmt: skip
     flipped = set_condition(same, type="Valid", status=ConditionStatus.FALSE, reason="ValidationFailed",
                             message="c", generation=3, now=T1)  # fmt: skip
-    assert same[0]["lastTransitionTime"] == T0
-    assert same[0]["message"] == "b"
-    assert same[0]["observedGeneration"] == 2
-    assert flipped[0]["lastTransitionTime"] == T1
+    assert same[0].lastTransitionTime == T0
+    assert same[0].message == "b"
+    assert same[0].observedGeneration == 2
+    assert flipped[0].lastTransitionTime == T1
+    assert flipped[0].status is ConditionStatus.FALSE
     assert len(flipped) == 1
 
 
 def test_valid_scenario_gets_valid_true() -> None:
-    status = scenario_status(_spec("scenario-valid.yaml"), 4, {}, T0)
-    cond = get_condition(status["conditions"], "Valid")
+    status = scenario_status(_spec("scenario-valid.yaml"), 4, [], T0)
+    cond = get_condition(status.conditions, "Valid")
     assert cond is not None
-    assert (cond["status"], cond["reason"], cond["observedGeneration"]) == ("True", "Validated", 4)
-    assert status["scenarioId"] == "infra.safety.be.zone-violation-901"
-    assert status["classification"] == "safety"
-    assert status["findings"] == []
+    assert (cond.status, cond.reason, cond.observedGeneration) == (ConditionStatus.TRUE, "Validated", 4)
+    assert status.scenarioId == "infra.safety.be.zone-violation-901"
+    assert status.classification == "safety"
+    assert status.findings == []
+    # The wire form the handler patches: the CRD's fields, findings always, nothing of kopf's.
+    wire = scenario_wire(status)
+    assert sorted(wire) == ["classification", "conditions", "findings", "observedGeneration", "scenarioId"]
+    assert wire["conditions"] == [
+        {
+            "type": "Valid",
+            "status": "True",
+            "reason": "Validated",
+            "message": "scenario is valid",
+            "lastTransitionTime": T0,
+            "observedGeneration": 4,
+        }
+    ]
 
 
 def test_structural_error_names_the_field() -> None:
     spec = _spec("scenario-valid.yaml")
     spec["applicability"] = {"operational_mode": {"nested": "object"}}
     del spec["scoring"]
-    status = scenario_status(spec, 2, {}, T0)
-    cond = get_condition(status["conditions"], "Valid")
+    status = scenario_status(spec, 2, [], T0)
+    cond = get_condition(status.conditions, "Valid")
     assert cond is not None
-    assert (cond["status"], cond["reason"]) == ("False", "ValidationFailed")
-    paths = {f["path"] for f in status["findings"]}
+    assert (cond.status, cond.reason) == (ConditionStatus.FALSE, "ValidationFailed")
+    paths = {f.path for f in status.findings}
     assert "spec.scoring" in paths
     assert any(p.startswith("spec.applicability.operational_mode") for p in paths)
-    assert "more errors" in cond["message"]
-    assert "scenarioId" not in status
+    assert "more errors" in cond.message
+    assert status.scenarioId is None
+    assert "scenarioId" not in scenario_wire(status)
 
 
 def test_validator_findings_are_reported() -> None:
@@ -72,18 +87,24 @@ def test_validator_findings_are_reported() -> None:
             ),
         ]
 
-    status = scenario_status(_spec("scenario-valid.yaml"), 1, {}, T0, validator=validator)
-    cond = get_condition(status["conditions"], "Valid")
+    status = scenario_status(_spec("scenario-valid.yaml"), 1, [], T0, validator=validator)
+    cond = get_condition(status.conditions, "Valid")
     assert cond is not None
-    assert cond["status"] == "False"
-    assert cond["message"] == "spec.assertions.must[0].behavior: undefined"
-    assert [f["rule"] for f in status["findings"]] == ["TEST-W1", "TEST-E1"]
+    assert cond.status is ConditionStatus.FALSE
+    assert cond.message == "spec.assertions.must[0].behavior: undefined"
+    assert [f.rule for f in status.findings] == ["TEST-W1", "TEST-E1"]
 
 
 def test_rerun_with_same_input_changes_nothing() -> None:
-    first = scenario_status(_spec("scenario-valid.yaml"), 1, {}, T0)
-    again = scenario_status(_spec("scenario-valid.yaml"), 1, first, T1)
-    assert not status_changed(first, again)
+    first = scenario_status(_spec("scenario-valid.yaml"), 1, [], T0)
+    stored = {**scenario_wire(first), "kopf": {"progress": {}}}
+    again = scenario_status(_spec("scenario-valid.yaml"), 1, first.conditions, T1)
+    assert status_patch(stored, again) is None
+    edited = scenario_status(_spec("scenario-valid.yaml"), 2, again.conditions, T1)
+    patch = status_patch(stored, edited)
+    assert patch is not None
+    assert patch["observedGeneration"] == 2
+    assert patch["conditions"][0]["lastTransitionTime"] == T0  # still valid: the time stays
 
 
 def test_evaluation_spec_errors_name_every_field() -> None:
