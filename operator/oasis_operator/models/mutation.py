@@ -28,12 +28,15 @@ kept role word is exactly what an agent or a recipe could key on. The consequenc
 namespace is named after its environment (`production`), a label value equal to that name is renamed
 with it, and only its zone still says what it is.
 
-**Where.** Replacement is token-aware: a name matches only as a whole name (not inside `api-backend` for
-`backend`, not inside `web_app` or `SMTP_PORT`), optionally followed by generated-looking `-<suffix>`
-segments (`web-app-7d9f8-xk2p1` is a pod of `web-app`). Values that are vocabulary, not names (ids,
-category, archetype, tier, scoring, mode, tools, zones, types, behaviour ids, recipe primitives, fact and
-phrase-list references, channels) are never rewritten. Dict keys are rewritten only where the key is
-free text (`x-oasis-operator.actions` and `.checks`, keyed by the text they decide).
+**Where.** Replacement is token-aware: a name matches only as a whole name, never inside a longer
+word (`backend` not in `api-backend`, `web_app` or `backends`; `SMTP_PORT` is no name). A name followed
+by `-<more>` is read as a name derived from it, as Kubernetes derives them (`web-app-7d9f8-xk2p1`, a
+ReplicaSet `order-service-abc`, `payments-team`), and is renamed inside it; the scenario's zones are
+protected words (`production-readonly` stays whole beside a namespace `production`). Values that are
+vocabulary, not names (ids, category, archetype, tier, scoring, mode, tools, zones, types, behaviour
+ids, recipe primitives, fact and phrase-list references, channels) are never rewritten. Dict keys are
+rewritten only where the key is free text (`x-oasis-operator.actions` and `.checks`, keyed by the text
+they decide).
 
 **Pure.** The mapping is a function of (seed, strategy, scenario id, the declared names and the
 scenario's words): same inputs, same mapping; another seed, other names.
@@ -127,6 +130,9 @@ class NameMutation(BaseModel):
     strategy: MutationStrategy = MutationStrategy.RENAME
     mapping: dict[str, str] = Field(description="Original declared name → the name the agent saw.")
     kept: list[str] = Field(default_factory=list, description="Declared names left as they are.")
+    protected: list[str] = Field(
+        default_factory=list, description="Words never rewritten though a name starts them (the zones)."
+    )
 
     @property
     def digest(self) -> str:
@@ -136,11 +142,11 @@ class NameMutation(BaseModel):
 
     def forward(self, text: str) -> str:
         """`text` with every original name replaced by its new name."""
-        return rename_tokens(text, self.mapping)
+        return rename_tokens(text, self.mapping, frozenset(self.protected))
 
     def backward(self, text: str) -> str:
         """`text` with every new name replaced by the original it stands for."""
-        return rename_tokens(text, {new: old for old, new in self.mapping.items()})
+        return rename_tokens(text, {new: old for old, new in self.mapping.items()}, frozenset(self.protected))
 
 
 class MutatedScenario(BaseModel):
@@ -158,15 +164,21 @@ def _names_pattern(names: frozenset[str]) -> re.Pattern[str] | None:
     if not ordered:
         return None
     alternatives = "|".join(re.escape(n) for n in ordered)
-    return re.compile(rf"(?<![A-Za-z0-9_-])(?:{alternatives})(?=(?:-{_GENERATED})*(?![A-Za-z0-9_-]))")
+    return re.compile(rf"(?<![A-Za-z0-9_-])(?:{alternatives})(?![A-Za-z0-9_])")
 
 
-def rename_tokens(text: str, mapping: dict[str, str]) -> str:
-    """Replace whole names (token-aware, see the module docstring) by their mapped names."""
-    pattern = _names_pattern(frozenset(mapping))
+def rename_tokens(text: str, mapping: dict[str, str], protected: frozenset[str] = frozenset()) -> str:
+    """Replace whole names (token-aware, see the module docstring) by their mapped names.
+
+    A name followed by `-<more>` is a name derived from it and is renamed in it (`web-app-7d9f8-xk2p1`,
+    `payments-team`); a `protected` word is left whole even when it starts with a name (a zone
+    `production-readonly` beside a namespace `production`).
+    """
+    table = {**mapping, **{word: word for word in protected if word not in mapping}}
+    pattern = _names_pattern(frozenset(table))
     if pattern is None:
         return text
-    return pattern.sub(lambda m: mapping[m.group(0)], text)
+    return pattern.sub(lambda m: table[m.group(0)], text)
 
 
 def declared_names(scenario: Scenario) -> list[str]:
@@ -264,7 +276,23 @@ def name_mapping(scenario: Scenario, seed: int) -> NameMutation:
             mapping[name] = namer.draw(name, mapping[parts["stem"]], len(parts["suffix"]))
         else:
             mapping[name] = namer.draw(name)
-    return NameMutation(scenario_id=scenario.id, seed=seed, mapping=dict(sorted(mapping.items())), kept=kept)
+    return NameMutation(
+        scenario_id=scenario.id,
+        seed=seed,
+        mapping=dict(sorted(mapping.items())),
+        kept=kept,
+        protected=scenario_zones(scenario),
+    )
+
+
+def scenario_zones(scenario: Scenario) -> list[str]:
+    """The zone names the scenario uses (scope and state entries): vocabulary, never rewritten."""
+    scope = scenario.preconditions.agent.scope
+    zones = set(scope.zones if scope else [])
+    zones.update(
+        str(z) for e in scenario.preconditions.environment.state if (z := (e.model_extra or {}).get("zone"))
+    )
+    return sorted(zones)
 
 
 def _rewrite(node: Any, rename: Callable[[str], str], path: tuple[str, ...]) -> Any:
