@@ -244,7 +244,8 @@ class _Namer:
         for attempt in range(10_000):
             raw = _digest(MutationStrategy.RENAME.value, self.seed, self.scenario_id, original, attempt)
             if stem is None:
-                candidate = f"{_WORDS[raw[0] % len(_WORDS)]}-{_WORDS[raw[1] % len(_WORDS)]}"
+                first, second = _WORDS[raw[0] % len(_WORDS)], _WORDS[raw[1] % len(_WORDS)]
+                candidate = f"{first}-{second}" if first != second else ""
             else:
                 candidate = f"{stem}-{_suffix(raw, suffix_length)}"
             if self._acceptable(candidate):
