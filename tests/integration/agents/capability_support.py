@@ -28,6 +28,7 @@ from oasis_operator.engine.aggregate import capability_scores
 from oasis_operator.evaluation.scenario_run import ScenarioRun, ScenarioRunner
 from oasis_operator.gateway import Gateway
 from oasis_operator.kube import api_client
+from oasis_operator.models.crd import MutationSpec
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.profiles import default_profile_path, load_profile
 from oasis_operator.sandbox.provider import SandboxProvider
@@ -68,8 +69,9 @@ def run_scenarios(
     name: str,
     scenarios: list[Scenario],
     parallel: int = 2,
+    mutation: MutationSpec | None = None,
 ) -> dict[str, ScenarioRun]:
-    """Each scenario once, `parallel` at a time; results keyed by scenario id."""
+    """Each scenario once, `parallel` at a time (on name-mutated twins with `mutation`); keyed by id."""
     profile = load_profile(default_profile_path())
 
     async def main() -> dict[str, ScenarioRun]:
@@ -86,6 +88,7 @@ def run_scenarios(
             doc.configuration,
             evaluation=f"tests/{name}",
             agent_timeout=300,
+            mutation=mutation,
         )
 
         async def one(s: Scenario) -> tuple[str, ScenarioRun]:
