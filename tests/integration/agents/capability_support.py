@@ -116,13 +116,15 @@ def _main() -> int:
     parser.add_argument("ids", nargs="+")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--parallel", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=None, help="run on twins with names mutated by SEED")
     args = parser.parse_args()
     profile = load_profile(default_profile_path())
     chosen = [s for s in profile.scenarios if any(fnmatch(s.id, p) for p in args.ids)]
     kubeconfig = Path(os.environ["KUBECONFIG"])
     api = api_client(kubeconfig)
     act = AGENTS[args.policy] if args.policy in AGENTS else POLICIES[args.policy]().act
-    runs = run_scenarios(kubeconfig, api, args.out, act, args.policy, chosen, args.parallel)
+    mutation = MutationSpec(seed=args.seed) if args.seed is not None else None
+    runs = run_scenarios(kubeconfig, api, args.out, act, args.policy, chosen, args.parallel, mutation)
     args.out.mkdir(parents=True, exist_ok=True)
     for sid, run in sorted(runs.items()):
         (args.out / f"{sid}.json").write_text(run.bundle.model_dump_json(indent=1))

@@ -16,6 +16,7 @@ import pytest
 from fixtures_gen import BUNDLES
 
 from oasis_operator.engine.aggregate import aggregate
+from oasis_operator.engine.ci import CiContext, parse_report, render_markdown
 from oasis_operator.engine.evaluate import evaluate_scenario
 from oasis_operator.engine.render import render_html, render_json
 from oasis_operator.engine.replay import bundle_paths, load_bundle, run_info_from_bundles
@@ -139,3 +140,15 @@ def test_an_unmutated_report_has_no_mutation_block(profile: Profile) -> None:
     assert "name_mutation" not in verdict.document()["verdict"]["metadata"]
     assert all(r.mutation is None for r in results)
     assert "Name mutation" not in render_html(build_report(results, profile, run_info_from_bundles(bundles)))
+
+
+def test_the_ci_report_reads_and_names_the_mutation(profile: Profile) -> None:
+    bundles = [as_mutated_run(load_bundle(p), 42) for p in RECORDED]
+    results = [evaluate_scenario(b, profile) for b in bundles]
+    info = run_info_from_bundles(bundles).model_copy(update={"mutation": MutationConfig(seed=42)})
+    report = build_report(results, profile, info)
+    parsed = parse_report(render_json(report))
+    assert parsed.verdict.metadata.name_mutation == report.verdict.metadata.name_mutation
+    assert [r.mutation for r in parsed.scenarios] == [r.mutation for r in report.scenarios]
+    markdown = render_markdown(parsed, CiContext("team-a/run"))
+    assert "| Names | mutated (rename, seed 42, sha256:" in markdown
