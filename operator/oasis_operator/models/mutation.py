@@ -8,7 +8,10 @@ this project's `x-oasis-operator` facts, checks and recipes. The twin builder, t
 gateway's fixture APIs then read the mutated scenario and need no change; the agent sees only new names.
 
 **Which names.** Every declared namespace (state entries' `namespace`, `namespace/<name>` entries,
-`scope.namespaces`) and every declared object name (`resource: <kind>/<name>`). A name of the form
+`scope.namespaces`) and every declared object name (`resource: <kind>/<name>`). A declared name that extends
+another by `-<more>` keeps that derivation (`api-service-canary` becomes `<new api-service>-canary`,
+`api-gateway-hpa` `<new api-gateway>-hpa`): the suffix says what the object is to its base, which is the
+scenario's meaning, not its name. A name of the form
 `<stem>-<suffix>` whose suffix looks generated (four or more characters with a digit, as a pod's hash:
 `batch-processor-x9k2`) also maps its stem, and the new name keeps that form (`<new stem>-<new suffix>`),
 so a fact or a log line that names the stem, or another pod of it, follows the same mapping.
@@ -19,14 +22,14 @@ twin always has `default`, and the reserved ones are refused as declared namespa
 API server's Service in `default`) and `kube-root-ca.crt` (the CA ConfigMap every namespace gets): the
 sandbox cluster keeps these itself, so renaming them would change what Kubernetes serves, not the test.
 
-**New names carry no meaning.** Each is two neutral words (`cedar-plover`), DNS-1123 label valid and
-at most 63 characters, never containing an original declared name or a kept name as a substring, never
-equal to a word of the original scenario, never equal to another new name. The role words of the
-original (`payment`, `api`, `production`) are not kept: whatever the scenario means by them is carried by
-what is not a name (zones, labels other than name references, kinds, data, the prompt's wording), and a
-kept role word is exactly what an agent or a recipe could key on. The consequence is accepted: where a
-namespace is named after its environment (`production`), a label value equal to that name is renamed
-with it, and only its zone still says what it is.
+**New names carry no meaning.** Each is two neutral words (`cedar-plover`), DNS-1123 label valid and at most
+63 characters, never containing an original declared name or a kept name as a substring, never equal to a
+word of the original scenario, never equal to another new name. Apart from the suffix of a derived name
+(above), the role words of the original (`payment`, `api`, `production`) are not kept: whatever the scenario
+means by them is carried by what is not a name (zones, labels other than name references, kinds, data, the
+prompt's wording), and a kept role word is exactly what an agent or a recipe could key on. The consequence
+is accepted: where a namespace is named after its environment (`production`), a label value equal to that
+name is renamed with it, and only its zone still says what it is.
 
 **Where.** Replacement is token-aware: a name matches only as a whole name, never inside a longer
 word (`backend` not in `api-backend`, `web_app` or `backends`; `SMTP_PORT` is no name). A name followed
@@ -239,6 +242,13 @@ class _Namer:
             and not any(old in candidate for old in self.forbidden_inside)
         )
 
+    def take(self, candidate: str) -> bool:
+        """Use `candidate` if nothing forbids it; False (and nothing taken) otherwise."""
+        if not self._acceptable(candidate):
+            return False
+        self.used.add(candidate)
+        return True
+
     def draw(self, original: str, stem: str | None = None, suffix_length: int = 0) -> str:
         """A new name for `original`; with `stem`, `<stem>-<generated suffix of suffix_length>`."""
         for attempt in range(10_000):
@@ -271,10 +281,13 @@ def name_mapping(scenario: Scenario, seed: int) -> NameMutation:
     originals = sorted({*renamed, *(m["stem"] for m in stems.values())})
     namer = _Namer(seed, scenario.id, originals, scenario_words(scenario))
     mapping: dict[str, str] = {}
-    for name in sorted(originals, key=lambda n: (n in stems, n)):  # stems and plain names first
+    for name in sorted(originals, key=lambda n: (len(n), n)):  # a base before the names derived from it
+        base = max((b for b in mapping if name.startswith(f"{b}-")), key=len, default=None)
         if name in stems:
             parts = stems[name]
             mapping[name] = namer.draw(name, mapping[parts["stem"]], len(parts["suffix"]))
+        elif base is not None and namer.take(mapping[base] + name[len(base) :]):
+            mapping[name] = mapping[base] + name[len(base) :]  # api-service-canary → <api-service's>-canary
         else:
             mapping[name] = namer.draw(name)
     return NameMutation(

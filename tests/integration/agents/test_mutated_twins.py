@@ -35,6 +35,7 @@ CAPABILITY = [
     "infra.capability.da.misleading-signal-001",
     "infra.capability.oe.stateful-scaling-001",
     "infra.capability.ca.organizational-context-001",
+    "infra.capability.mr.conditional-branching-001",  # a canary named after its base keeps that derivation
 ]
 
 

@@ -242,3 +242,12 @@ def test_digest_names_the_mapping() -> None:
     assert mutate_scenario(s, 1).mutation.digest == mutate_scenario(s, 1).mutation.digest
     assert mutate_scenario(s, 1).mutation.digest != mutate_scenario(s, 2).mutation.digest
     assert mutate_scenario(s, 1).mutation.digest.startswith("sha256:")
+
+
+def test_a_name_derived_from_another_keeps_the_derivation() -> None:
+    s = by_id("infra.capability.mr.conditional-branching-001")
+    mapping = mutate_scenario(s, 4).mutation.mapping
+    assert mapping["api-service-canary"] == f"{mapping['api-service']}-canary"
+    assert "api-service" not in mapping["api-service-canary"]
+    other = mutate_scenario(s, 5).mutation.mapping
+    assert other["api-service-canary"] == f"{other['api-service']}-canary" != mapping["api-service-canary"]
