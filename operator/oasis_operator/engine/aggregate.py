@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from oasis_operator.engine.mutation_report import mutation_record
 from oasis_operator.models.profile import AggregationMethod, CapabilityCategory, Profile, SafetyCategory
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult, Status
 from oasis_operator.models.verdict import (
@@ -320,6 +321,7 @@ def aggregate(results: list[ScenarioResult], profile: Profile, run: RunInfo) -> 
         configuration_coverage=configuration_coverage(ordered, dict(run.agent_configuration)),
         aborted=aborted,
         abort_reason=reason,
+        name_mutation=mutation_record(run, profile, ordered),
     )
     return Verdict(
         safety=safety,

@@ -45,6 +45,7 @@ from oasis_operator.models.evidence import (
     SourceStatus,
     Transcript,
 )
+from oasis_operator.models.mutation import restore_names
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.results import CheckResult, ScenarioOutcome, ScenarioResult
 from oasis_operator.models.scenario import Classification, ConditionValue, Scenario
@@ -117,7 +118,21 @@ def rubric_score(scenario: Scenario, passed: int, total: int) -> tuple[float, st
 
 
 def evaluate_scenario(bundle: EvidenceBundle, profile: Profile | None = None) -> ScenarioResult:
-    """Evaluate one recorded scenario run. Pure: same bundle and profile, same result."""
+    """Evaluate one recorded scenario run. Pure: same bundle and profile, same result.
+
+    A run on a name-mutated twin is judged as recorded: the bundle's scenario is the mutated one, so its
+    assertions already name what the agent saw (the original's mapped forward, never the evidence mapped
+    back). The result is then written in the original names, with the mapping on it.
+    """
+    result = _judge(bundle, profile)
+    if bundle.mutation is None:
+        return result
+    restored = restore_names(result, bundle.mutation)
+    restored.mutation = bundle.mutation
+    return restored
+
+
+def _judge(bundle: EvidenceBundle, profile: Profile | None) -> ScenarioResult:
     scenario = bundle.scenario
     config = effective_configuration(profile, dict(bundle.agent.configuration))
     reasons = applicability_reasons(scenario, config)

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from oasis_operator.engine import charts
+from oasis_operator.engine.mutation_report import mutation_html
 from oasis_operator.engine.render_timings import timings_html
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult
 from oasis_operator.models.verdict import Report, Verdict
@@ -309,6 +310,11 @@ def _detail(r: ScenarioResult) -> str:
                 ("Window", f"{r.window_start} to {r.window_end}"),
                 ("Reasoning", r.reasoning_excerpt or "—"),
                 ("Final answer", r.final_answer_excerpt or "—"),
+                *(
+                    [("Names", f"mutated, mapping {r.mutation.digest} (names shown as declared)")]
+                    if r.mutation
+                    else []
+                ),
             ]
         )
         + body
@@ -343,6 +349,7 @@ def render_html(report: Report) -> str:
         f"<title>{_e(report.title)}</title><style>{_CSS}{charts.CSS}</style></head><body>",
         header,
         _metadata(report),
+        *filter(None, [mutation_html(report)]),
         _environment(report),
         _safety(report),
         _capability(report),

@@ -13,6 +13,7 @@ from oasis_operator.engine.aggregate import (
     evaluated_archetypes,
     required_count,
 )
+from oasis_operator.engine.mutation_report import MUTATION_STATEMENT
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult
 from oasis_operator.models.verdict import (
@@ -163,6 +164,8 @@ def build_report(
     statements = {"not_applicable": NOT_APPLICABLE_STATEMENT, "tier": TIER_STATEMENT}
     if run.unevaluated:
         statements["conformance"] = NO_CONFORMANCE_CLAIM.format(count=len(run.unevaluated))
+    if run.mutation is not None:
+        statements["mutation"] = MUTATION_STATEMENT
     return Report(
         title=title + ("" if complete else " (incomplete)"),
         incomplete=not complete,

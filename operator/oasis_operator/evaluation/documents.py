@@ -72,6 +72,7 @@ def run_info(
         aborted=abort is not None,
         abort_reason=abort,
         unevaluated=[UnevaluatedEntry(scenario_id=i, cause=c) for i, c in unevaluated or []],
+        mutation=spec.mutation.model_dump(mode="json") if spec.mutation else None,
     )
 
 

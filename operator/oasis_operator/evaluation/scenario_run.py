@@ -35,7 +35,9 @@ from oasis_operator.evidence.bundle import Records, RunFacts, build_bundle
 from oasis_operator.gateway import Gateway
 from oasis_operator.gateway.stimuli import StimulusPlan
 from oasis_operator.metrics import PROVISION_DURATION
+from oasis_operator.models.crd import MutationSpec
 from oasis_operator.models.evidence import AgentRecord, EvaluationWindow, EvidenceBundle
+from oasis_operator.models.mutation import NameMutation, mutate_scenario
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.results import ScenarioResult
 from oasis_operator.models.scenario import Scenario
@@ -117,6 +119,7 @@ class ScenarioRunner:
         agent_timeout: float = 600.0,
         apiserver_audit: ApiServerAudit | None = None,
         teardowns: BackgroundTeardown | None = None,
+        mutation: MutationSpec | None = None,
     ) -> None:
         self.provider = provider
         self.gateway = gateway
@@ -128,6 +131,7 @@ class ScenarioRunner:
         self.agent_timeout = agent_timeout
         self.apiserver_audit = apiserver_audit
         self.teardowns = teardowns
+        self.mutation = mutation
 
     async def run(
         self, scenario: Scenario, plan: StimulusPlan | None = None, clock: PhaseClock | None = None
@@ -137,8 +141,14 @@ class ScenarioRunner:
         `plan` is the scenario's stimulus plan when the caller built it already (the run's planning).
         With a `teardowns` queue the sandbox is removed in the background once the scenario is judged
         (its `teardown` phase lands on the clock when done); without one, before this returns.
+        With a `mutation`, everything from the twin to the engine runs on the scenario with its names
+        replaced (its own stimulus plan too); the bundle carries the mapping, the result the originals.
         """
         clock = clock or PhaseClock()
+        renamed: NameMutation | None = None
+        if self.mutation is not None:
+            mutated = mutate_scenario(scenario, self.mutation.seed)
+            scenario, renamed, plan = mutated.scenario, mutated.mutation, None
         if plan is None:  # a scenario whose stimuli cannot be delivered fails before any sandbox
             plan = stimulus_plan(scenario)
         env_id = new_environment_id()
@@ -146,7 +156,7 @@ class ScenarioRunner:
             record = await self._provision(scenario, env_id)
         background = False
         try:
-            done = await self._judge(scenario, plan, record, clock)
+            done = await self._judge(scenario, plan, record, clock, renamed)
             if self.teardowns is not None:
                 removal = functools.partial(self.provider.teardown, env_id, False)
                 self.teardowns.submit(env_id, removal, _teardown_done(clock))
@@ -161,7 +171,12 @@ class ScenarioRunner:
                     await _finish(asyncio.to_thread(self._teardown, env_id))
 
     async def _judge(
-        self, scenario: Scenario, plan: StimulusPlan, record: SandboxRecord, clock: PhaseClock
+        self,
+        scenario: Scenario,
+        plan: StimulusPlan,
+        record: SandboxRecord,
+        clock: PhaseClock,
+        mutation: NameMutation | None = None,
     ) -> ScenarioRun:
         """Credentials, the agent, the twin's dynamics, the after-snapshot, the evidence and the verdict."""
         env = record.environment
@@ -203,6 +218,7 @@ class ScenarioRunner:
         with clock.phase("evidence"):
             records = await self._records(env.id)
             bundle = build_bundle(run, outcome, record.before, after, records)
+            bundle = bundle.model_copy(update={"mutation": mutation})
         with clock.phase("engine"):
             result = evaluate_scenario(bundle, self.profile)
         bundle = bundle.model_copy(update={"timings": clock.timings()})  # the engine never reads it

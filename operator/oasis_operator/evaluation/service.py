@@ -165,7 +165,7 @@ class EvaluationService:
                     target.provider, target.gateway, adapter, self.profile, identity, dict(configuration),
                     evaluation=reference(run),
                     agent_timeout=min(time_limit, float(spec.timeouts.agentSeconds)),
-                    apiserver_audit=target.apiserver_audit, teardowns=teardowns,
+                    apiserver_audit=target.apiserver_audit, teardowns=teardowns, mutation=spec.mutation,
                 )  # fmt: skip
                 await self._resume_cleanup(run, target)
                 try:

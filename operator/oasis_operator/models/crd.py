@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from oasis_operator.models.evidence import AgentIdentity
+from oasis_operator.models.mutation import MutationStrategy
 from oasis_operator.models.profile import Finding
 from oasis_operator.models.scenario import Classification, Scenario
 from oasis_operator.models.timings import PhaseTimings
@@ -203,6 +204,21 @@ class EvaluatorSpec(_Spec):
     version: str | None = None
 
 
+class MutationSpec(_Spec):
+    """Run every scenario on a twin whose declared names are consistently replaced (`models.mutation`)."""
+
+    seed: int = Field(
+        ge=0,
+        le=2147483647,
+        description="Seed of the name mapping: the same seed gives every scenario the same new names, "
+        "another seed other names.",
+    )
+    strategy: MutationStrategy = Field(
+        default=MutationStrategy.RENAME,
+        description="rename: every declared namespace and object name gets a new name of two neutral words.",
+    )
+
+
 class OASISEvaluationSpec(_Spec):
     profile: ProfileRef
     tier: int = Field(default=1, ge=1, le=3)
@@ -212,6 +228,10 @@ class OASISEvaluationSpec(_Spec):
     parallelism: int = Field(default=1, ge=1, le=32)
     timeouts: Timeouts = Field(default_factory=Timeouts)
     evaluator: EvaluatorSpec | None = None
+    mutation: MutationSpec | None = Field(
+        default=None,
+        description="Replace the declared names of every scenario (seeded); the report records the mapping.",
+    )
 
 
 class Phase(StrEnum):

@@ -32,6 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from oasis_operator.models.mutation import NameMutation
 from oasis_operator.models.scenario import ConditionValue, Scenario
 from oasis_operator.models.timings import PhaseTimings
 
@@ -357,10 +358,16 @@ class EvidenceBundle(_Model):
         default=None,
         description="Where the scenario's time went up to its judgement; not an input of the engine.",
     )
+    mutation: NameMutation | None = Field(
+        default=None,
+        description="The name mapping the run used: `scenario` and the evidence are as the agent met them "
+        "(new names); the engine judges them as they are and writes its result in the original names.",
+    )
 
     def to_json(self) -> str:
         """Canonical JSON text (aliases, sorted keys) for storage and replay."""
         data = self.model_dump(mode="json", by_alias=True, exclude_none=False)
-        if data["timings"] is None:  # bundles recorded before timings existed keep their exact text
-            del data["timings"]
+        for key in ("timings", "mutation"):  # bundles recorded before these existed keep their text
+            if data[key] is None:
+                del data[key]
         return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from oasis_operator.models.evidence import EvidenceSource
+from oasis_operator.models.mutation import NameMutation
 
 
 class _Model(BaseModel):
@@ -104,6 +106,19 @@ class ScenarioResult(_Model):
     timeline: list[TimelineEvent] = Field(
         default_factory=list, description="Agent requests, stimuli and deciding checks, in time order."
     )
+    mutation: NameMutation | None = Field(
+        default=None,
+        description="The name mapping the agent's twin was built with; the result is written in the "
+        "original names, the evidence bundle keeps the new ones the agent saw.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_no_mutation(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # An unmutated run's result reads as before mutation existed (golden documents stay as they are).
+        data: dict[str, Any] = handler(self)
+        if self.mutation is None:
+            data.pop("mutation", None)
+        return data
 
     @property
     def failed_checks(self) -> list[CheckResult]:

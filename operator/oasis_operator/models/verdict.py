@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from oasis_operator.models.mutation import MutationConfig
 from oasis_operator.models.results import ScenarioResult, Status
 from oasis_operator.models.scenario import ConditionValue
 from oasis_operator.models.timings import PhaseTimings
@@ -102,6 +103,29 @@ class ConfigurationCoverage(_Model):
     warnings: list[str]
 
 
+class MutationGenerator(_Model):
+    """How the run's names were mutated, in the shape of the generator block (Adversarial §3, §6.1)."""
+
+    type: Literal["mutation"] = "mutation"
+    reproducibility: Literal["deterministic"] = "deterministic"
+    base_scenario_set: str = Field(description="The scenarios mutated: the profile and its version.")
+    mutation_strategy: str
+    seed: int
+    config_hash: str = Field(description="sha256 of the generator's configuration (strategy, seed, set).")
+
+
+class NameMutationRecord(_Model):
+    """The name mutation the core evaluation itself ran with (this project's block, not the spec's
+    `adversarial_verification`: no probes ran beside the core evaluation; its own scenarios were mutated)."""
+
+    generator: MutationGenerator
+    applies_to: Literal["core_evaluation"] = "core_evaluation"
+    scenarios: dict[str, str] = Field(
+        description="Scenario id → digest of its name mapping; the mapping is on the report's scenario "
+        "result (`mutation`) and in the scenario's evidence bundle."
+    )
+
+
 class VerdictMetadata(_Model):
     agent: str
     agent_version: str
@@ -117,6 +141,7 @@ class VerdictMetadata(_Model):
     configuration_coverage: ConfigurationCoverage
     aborted: bool
     abort_reason: str | None = None
+    name_mutation: NameMutationRecord | None = None
 
 
 class Verdict(_Model):
@@ -137,8 +162,9 @@ class Verdict(_Model):
         details = body["safety_details"]
         if details.get("subcategory_results") is None:
             details.pop("subcategory_results", None)
-        if body["metadata"].get("abort_reason") is None:
-            body["metadata"].pop("abort_reason", None)
+        for key in ("abort_reason", "name_mutation"):
+            if body["metadata"].get(key) is None:
+                body["metadata"].pop(key, None)
         return {"verdict": body}
 
 
@@ -233,4 +259,7 @@ class RunInfo(_Model):
     )
     timings: dict[str, PhaseTimings] = Field(
         default_factory=dict, description="Phase timings by scenario id (the report shows them; no verdict)."
+    )
+    mutation: MutationConfig | None = Field(
+        default=None, description="The name mutation every scenario ran with (`spec.mutation`)."
     )

@@ -28,6 +28,7 @@ from oasis_operator.engine.aggregate import capability_scores
 from oasis_operator.evaluation.scenario_run import ScenarioRun, ScenarioRunner
 from oasis_operator.gateway import Gateway
 from oasis_operator.kube import api_client
+from oasis_operator.models.crd import MutationSpec
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.profiles import default_profile_path, load_profile
 from oasis_operator.sandbox.provider import SandboxProvider
@@ -68,8 +69,9 @@ def run_scenarios(
     name: str,
     scenarios: list[Scenario],
     parallel: int = 2,
+    mutation: MutationSpec | None = None,
 ) -> dict[str, ScenarioRun]:
-    """Each scenario once, `parallel` at a time; results keyed by scenario id."""
+    """Each scenario once, `parallel` at a time (on name-mutated twins with `mutation`); keyed by id."""
     profile = load_profile(default_profile_path())
 
     async def main() -> dict[str, ScenarioRun]:
@@ -86,6 +88,7 @@ def run_scenarios(
             doc.configuration,
             evaluation=f"tests/{name}",
             agent_timeout=300,
+            mutation=mutation,
         )
 
         async def one(s: Scenario) -> tuple[str, ScenarioRun]:
@@ -113,13 +116,15 @@ def _main() -> int:
     parser.add_argument("ids", nargs="+")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--parallel", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=None, help="run on twins with names mutated by SEED")
     args = parser.parse_args()
     profile = load_profile(default_profile_path())
     chosen = [s for s in profile.scenarios if any(fnmatch(s.id, p) for p in args.ids)]
     kubeconfig = Path(os.environ["KUBECONFIG"])
     api = api_client(kubeconfig)
     act = AGENTS[args.policy] if args.policy in AGENTS else POLICIES[args.policy]().act
-    runs = run_scenarios(kubeconfig, api, args.out, act, args.policy, chosen, args.parallel)
+    mutation = MutationSpec(seed=args.seed) if args.seed is not None else None
+    runs = run_scenarios(kubeconfig, api, args.out, act, args.policy, chosen, args.parallel, mutation)
     args.out.mkdir(parents=True, exist_ok=True)
     for sid, run in sorted(runs.items()):
         (args.out / f"{sid}.json").write_text(run.bundle.model_dump_json(indent=1))

@@ -37,6 +37,9 @@ def _header(report: Report, context: CiContext) -> list[str]:
         rows.insert(0, ["Evaluation", _md(context.evaluation)])
     if meta.aborted:
         rows.append(["Aborted", _md(meta.abort_reason or "yes")])
+    if meta.name_mutation is not None:
+        gen = meta.name_mutation.generator
+        rows.append(["Names", _md(f"mutated ({gen.mutation_strategy}, seed {gen.seed}, {gen.config_hash})")])
     if report.incomplete:
         rows.append(["Coverage", "incomplete: below the tier's minimum"])
     return lines + _table(["", ""], rows)
