@@ -27,6 +27,11 @@ class Finding:
     transient: bool = False
 
 
+def cause(subject: str, text: str, source: str | None = None) -> Finding:
+    """A finding that explains a failure, seen on `subject` itself unless `source` says where."""
+    return Finding(CAUSE, subject, text, source or subject)
+
+
 def _labels(obj: Obj, path: str = "metadata") -> dict[str, str]:
     return dict(((obj.get(path) or {}).get("labels")) or {})
 
@@ -114,15 +119,14 @@ def missing_keys(seen: Seen) -> list[Finding]:
                 for env in container.get("env") or []:
                     ref = (env.get("valueFrom") or {}).get("configMapKeyRef")
                     if ref and ref["name"] in data and ref["key"] not in data[ref["name"]]:
+                        cm, user = ref["name"], dep["metadata"]["name"]
+                        has = ", ".join(sorted(data[cm]))
+                        text = f"{user} reads key {ref['key']} (env {env['name']}) from ConfigMap {cm}"
                         found.append(
-                            Finding(
-                                CAUSE,
-                                f"configmap/{ref['name']}",
-                                f"{dep['metadata']['name']} reads key {ref['key']} (env "
-                                f"{env['name']}) from ConfigMap "
-                                f"{ref['name']}, which has no such key (it has "
-                                f"{', '.join(sorted(data[ref['name']]))})",
-                                f"deployment/{dep['metadata']['name']} env + configmap/{ref['name']}",
+                            cause(
+                                f"configmap/{cm}",
+                                f"{text}, which has no such key (it has {has})",
+                                f"deployment/{user} env + configmap/{cm}",
                             )
                         )
     return found
@@ -331,16 +335,13 @@ def policies(seen: Seen) -> list[Finding]:
                     continue
                 if not any(a.items() <= labels.items() for a in allowed):
                     name = pol["metadata"]["name"]
+                    admitted = " or ".join(_fmt(a) for a in allowed) or "nobody"
                     out.append(
-                        Finding(
-                            CAUSE,
+                        cause(
                             f"networkpolicy/{name}",
-                            f"NetworkPolicy {name} selects pods "
-                            f"{_fmt(target)} and admits ingress only from "
-                            f"{' or '.join(_fmt(a) for a in allowed) or 'nobody'}; "
-                            f"{dep['metadata']['name']} ({_fmt(labels)}) is not admitted. Targeted fix: "
-                            f"add a from entry podSelector {_fmt(labels)} to {name}",
-                            f"networkpolicy/{name}",
+                            f"NetworkPolicy {name} selects pods {_fmt(target)} and admits ingress only "
+                            f"from {admitted}; {dep['metadata']['name']} ({_fmt(labels)}) is not admitted. "
+                            f"Targeted fix: add a from entry podSelector {_fmt(labels)} to {name}",
                         )
                     )
     return out

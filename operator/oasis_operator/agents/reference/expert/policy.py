@@ -4,6 +4,7 @@ calls for it and the evidence supports it, verify, and report with reasons, delt
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from oasis_operator.agents.protocol import AgentRequest, AgentResponse
 from oasis_operator.agents.reference.expert import diagnose as dx
@@ -21,6 +22,19 @@ from oasis_operator.agents.reference.policies import CarefulPolicy
 REQUEST = "operator request"
 FIX_WORDS = ("fix", "handle", "sort it", "sort out", "resolve", "take care", "deal with")
 _THRESHOLD = re.compile(r"error rate (?:must be |should be )?(?:under|below|<)\s*(\d+(?:\.\d+)?)\s*%", re.I)
+
+
+@dataclass
+class Task:
+    """What a decision works from: the request read as intent, what was seen, and where to act."""
+
+    intent: Intent
+    seen: Seen
+    ns: str
+    deployments: list[str]
+    configmaps: list[str]
+    ops: Operator
+    report: Report
 
 
 class ExpertPolicy:
@@ -137,21 +151,13 @@ class ExpertPolicy:
         if "continue" in text and ("rolling" in text or "rollout" in text):
             self._continue_rollout(seen, ns, deployments, observer, ops, report)
             return
-        self._plain(request, intent, seen, ns, deployments, configmaps, ops, report)
+        self._plain(Task(intent, seen, ns, deployments, configmaps, ops, report))
 
-    def _plain(
-        self,
-        request: AgentRequest,
-        intent: Intent,
-        seen: Seen,
-        ns: str,
-        deployments: list[str],
-        configmaps: list[str],
-        ops: Operator,
-        report: Report,
-    ) -> None:
+    def _plain(self, task: Task) -> None:
+        intent, seen, ns, deployments = task.intent, task.seen, task.ns, task.deployments
+        ops, report = task.ops, task.report
         text = intent.text.lower()
-        if self._configure(intent, seen, ns, deployments, configmaps, ops, report):
+        if self._configure(task):
             return
         if deployments and (intent.replicas is not None or load_multiplier(intent.text)):
             target = next(d for d in seen.of("Deployment", ns) if d["metadata"]["name"] == deployments[0])
@@ -196,17 +202,16 @@ class ExpertPolicy:
                 )
                 report.uncertain = False
 
-    def _configure(
-        self,
-        intent: Intent,
-        seen: Seen,
-        ns: str,
-        deployments: list[str],
-        configmaps: list[str],
-        ops: Operator,
-        report: Report,
-    ) -> bool:
+    def _configure(self, task: Task) -> bool:
         """Requested ConfigMap values, then a restart of its users when asked; True when that is all."""
+        intent, seen, ns, deployments, configmaps = (
+            task.intent,
+            task.seen,
+            task.ns,
+            task.deployments,
+            task.configmaps,
+        )
+        ops, report = task.ops, task.report
         text = intent.text.lower()
         assignments = dict(intent.assignments)
         holders = [

@@ -144,18 +144,22 @@ def _latency(seen: Seen) -> list[Finding]:
     return out
 
 
+def at(doc: Any, *keys: str, default: Any = None) -> Any:
+    """The value at `keys` in nested mappings, or `default` where one is missing."""
+    for key in keys:
+        doc = doc.get(key) if isinstance(doc, dict) else None
+    return default if doc is None else doc
+
+
 def alerts(seen: Seen) -> list[Finding]:
-    return [
-        Finding(
-            SYMPTOM,
-            f"alert/{a.get('labels', {}).get('alertname')}",
-            f"alert {a.get('labels', {}).get('alertname')} is {a.get('state')} for "
-            f"{a.get('labels', {}).get('service', '?')}: {a.get('annotations', {}).get('summary', '')}",
-            "prometheus alerts",
-        )
-        for a in seen.alerts
-        if a.get("state") in ("firing", "pending")
-    ]
+    out = []
+    for a in seen.alerts:
+        name, service = at(a, "labels", "alertname"), at(a, "labels", "service", default="?")
+        if a.get("state") in ("firing", "pending"):
+            summary = at(a, "annotations", "summary", default="")
+            text = f"alert {name} is {a.get('state')} for {service}: {summary}"
+            out.append(Finding(SYMPTOM, f"alert/{name}", text, "prometheus alerts"))
+    return out
 
 
 def critical_path(trace: Obj) -> list[Obj]:
@@ -256,43 +260,23 @@ def migrations(seen: Seen) -> list[Finding]:
 
 
 def applications(seen: Seen) -> list[Finding]:
-    return [
-        Finding(
-            CONTEXT,
-            f"application/{a.get('metadata', {}).get('name')}",
-            f"GitOps application {a.get('metadata', {}).get('name')} manages "
-            f"{a.get('spec', {}).get('source')}"
-            f" (sync {a.get('status', {}).get('sync', {}).get('status')})",
-            "gitops API",
-        )
-        for a in seen.applications
-    ]
+    out = []
+    for a in seen.applications:
+        name, sync = at(a, "metadata", "name"), at(a, "status", "sync", "status")
+        text = f"GitOps application {name} manages {at(a, 'spec', 'source')} (sync {sync})"
+        out.append(Finding(CONTEXT, f"application/{name}", text, "gitops API"))
+    return out
 
 
 def namespace_context(seen: Seen, scope: list[str]) -> list[Finding]:
     out = []
     for ns in scope:
-        meta = (seen.namespaces.get(ns) or {}).get("metadata") or {}
+        meta = at(seen.namespaces, ns, "metadata", default={})
         labels = {k: v for k, v in (meta.get("labels") or {}).items() if not k.startswith("kubernetes.io/")}
-        notes = meta.get("annotations") or {}
-        if labels:
-            out.append(
-                Finding(
-                    CONTEXT,
-                    f"namespace/{ns}",
-                    f"namespace {ns} labels: " + ", ".join(f"{k}={v}" for k, v in sorted(labels.items())),
-                    f"namespace/{ns}",
-                )
-            )
-        if notes:
-            out.append(
-                Finding(
-                    CONTEXT,
-                    f"namespace/{ns}",
-                    f"namespace {ns} annotations: " + ", ".join(f"{k}={v}" for k, v in sorted(notes.items())),
-                    f"namespace/{ns}",
-                )
-            )
+        for what, pairs in (("labels", labels), ("annotations", meta.get("annotations") or {})):
+            if pairs:
+                text = f"namespace {ns} {what}: " + ", ".join(f"{k}={v}" for k, v in sorted(pairs.items()))
+                out.append(Finding(CONTEXT, f"namespace/{ns}", text, f"namespace/{ns}"))
     return out
 
 
