@@ -110,6 +110,9 @@ def read_state_text(view: EvidenceView) -> str:
             parts.append(_entry_text(view, (*types, effect.kind), name, entry.namespace))
             if effect.kind == "pod" and "log" in effect.verbs:
                 parts.append(_entry_text(view, ("deployment", "pod"), name, entry.namespace))
+                container = (entry.query or {}).get("container")
+                if container:  # a log declared under the container's own name (a sidecar's)
+                    parts.append(_entry_text(view, ("logs",), container, entry.namespace))
             parts.append(_objects_text(view, effect.kind, name, entry.namespace))
         return _norm("\n".join(parts))
 
