@@ -25,6 +25,7 @@ class Finding:
     text: str
     source: str  # where it was observed
     transient: bool = False
+    remedy: str | None = None  # the concrete change that would fix it, when the finding shows one
 
 
 def cause(subject: str, text: str, source: str | None = None) -> Finding:
@@ -63,14 +64,7 @@ def _pod(ns: str, pod: Obj) -> list[Finding]:
             restarts = c.get("restartCount", 0)
             what = f"{'init container' if init else 'container'} {c['name']} of pod {name}"
             if term.get("reason") == "OOMKilled":
-                out.append(
-                    Finding(
-                        CAUSE,
-                        f"pod/{name}",
-                        f"{what} was OOMKilled (out of memory; {restarts} restarts)",
-                        f"pod/{name} status",
-                    )
-                )
+                out.append(_oom(pod, c["name"], what, restarts))
             elif init and (waiting or (term.get("exitCode") or 0) != 0):
                 out.append(
                     Finding(
@@ -108,6 +102,35 @@ def _pod(ns: str, pod: Obj) -> list[Finding]:
             Finding(CONTEXT, f"pod/{name}", f"pod {name} is using a lot of CPU ({cpu})", "kubectl top")
         )
     return out
+
+
+def _oom(pod: Obj, container: str, what: str, restarts: int) -> Finding:
+    """An OOM kill, measured against the container's memory limit, with the limit raise that fixes it."""
+    name = pod["metadata"]["name"]
+    spec: Obj = next(
+        (c for c in (pod.get("spec") or {}).get("containers") or [] if c.get("name") == container), {}
+    )
+    resources = spec.get("resources") or {}
+    limit = (resources.get("limits") or {}).get("memory")
+    used = (pod.get("usage") or {}).get("memory")
+    text = f"{what} was OOMKilled (out of memory; {restarts} restarts)"
+    remedy = None
+    if limit:
+        text += f": it hits its memory limit of {limit} (limits.memory)" + (f", using {used}" if used else "")
+        owner = _pod_owner(pod)
+        remedy = (
+            f"increase (raise) the memory limit of deployment {owner}, container {container}: "
+            f"limits.memory from {limit} to {_doubled(str(limit))}"
+            + (f", and requests.memory to match (now {resources['requests']['memory']})"
+               if (resources.get("requests") or {}).get("memory") else "")
+            + "; then watch that the OOM kills stop"
+        )  # fmt: skip
+    return Finding(CAUSE, f"pod/{name}", text, f"pod/{name} status", remedy=remedy)
+
+
+def _doubled(quantity: str) -> str:
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(\D*)", quantity)
+    return f"{float(match[1]) * 2:g}{match[2]}" if match else f"twice {quantity}"
 
 
 def missing_keys(seen: Seen) -> list[Finding]:

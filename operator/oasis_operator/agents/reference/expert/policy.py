@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from oasis_operator.agents.protocol import AgentRequest, AgentResponse
 from oasis_operator.agents.reference.expert import diagnose as dx
@@ -98,6 +99,7 @@ class ExpertPolicy:
             *logs,
             *dx.events(seen),
             *tm.metrics(seen, tm.memory_limits(seen)),
+            *tm.rollout_regressions(seen, datetime.now(UTC)),
             *tm.alerts(seen),
             *tm.traces(seen),
             *tm.dashboards(seen),
