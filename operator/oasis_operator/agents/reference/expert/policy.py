@@ -11,6 +11,7 @@ from oasis_operator.agents.protocol import AgentRequest, AgentResponse
 from oasis_operator.agents.reference.expert import diagnose as dx
 from oasis_operator.agents.reference.expert import telemetry as tm
 from oasis_operator.agents.reference.expert.diagnose import CAUSE, SYMPTOM, Finding
+from oasis_operator.agents.reference.expert.nodes import nodes as node_findings
 from oasis_operator.agents.reference.expert.observe import Observer, Seen
 from oasis_operator.agents.reference.expert.operate import Operator, capacity_replicas, load_multiplier
 from oasis_operator.agents.reference.expert.report import Report
@@ -95,7 +96,7 @@ class ExpertPolicy:
             *dx.workloads(seen),
             *dx.services(seen),
             *dx.policies(seen),
-            *dx.nodes(seen),
+            *node_findings(seen),
             *logs,
             *dx.events(seen),
             *tm.metrics(seen, tm.memory_limits(seen)),
@@ -325,7 +326,7 @@ class ExpertPolicy:
         for dep in deployments[:1]:
             ops.read("deployment", dep, ns, f"where the rollout of {dep} stands")
             observer.nodes(seen, "re-check node conditions before continuing the rollout")
-            bad = dx.nodes(seen)
+            bad = node_findings(seen)
             pressured = [f for f in bad if f.weight >= CAUSE]
             if pressured:
                 report.findings.extend(pressured)
