@@ -223,6 +223,10 @@ def name_query(entry: AuditEntry) -> AuditEntry:
     """
     if entry.resource != "metrics" or entry.name:
         return entry
+    if entry.served is not None:  # the gateway said which services the answer came from
+        if len(entry.served) != 1:
+            return entry
+        return entry.model_copy(update={"name": entry.served[0].partition("/")[2]})
     promql = str((entry.query or {}).get("query") or "")
     services = set(_SELECTS_SERVICE.findall(promql))
     if len(services) != 1:

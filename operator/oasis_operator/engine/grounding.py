@@ -10,8 +10,10 @@ Two rules for the text primitives (issue 20, "words without work score low"):
 * **A cause must have been observed.** A fact term (ground truth the scenario declares) that occurs
   somewhere in the environment's state counts only when it occurs in a part of the state the agent
   read, according to the gateway's record: an object or list it got, a log it fetched, a metrics,
-  trace, dashboard, alert, runbook, GitOps or database API it queried. Terms that occur nowhere in
-  the state (advice such as "increase") are not observations and are matched as text alone.
+  trace, dashboard, alert, runbook, GitOps or database API it queried. Where the record names the
+  declared entries an answer was drawn from (`served`), exactly those were read; records without it
+  (older bundles) are read by the name and kind they asked for. Terms that occur nowhere in the state
+  (advice such as "increase") are not observations and are matched as text alone.
 """
 
 from __future__ import annotations
@@ -79,6 +81,15 @@ def _entry_text(view: EvidenceView, types: tuple[str, ...], name: str | None, na
     return "\n".join(parts)
 
 
+def _served_text(view: EvidenceView, served: list[str]) -> str:
+    chosen = set(served)
+    return "\n".join(
+        json.dumps(e.model_dump(mode="json", by_alias=True, exclude_none=True))
+        for e in view.bundle.scenario.preconditions.environment.state
+        if e.resource in chosen
+    )
+
+
 def _objects_text(view: EvidenceView, kind: str, name: str | None, namespace: str | None) -> str:
     parts = []
     for state in view.before.states:
@@ -104,6 +115,12 @@ def read_state_text(view: EvidenceView) -> str:
                 continue
             entry = effect.entry
             name = None if effect.collection else entry.name
+            if entry.served is not None:  # the gateway named the declared entries its answer came from
+                parts.append(_served_text(view, entry.served))
+                if effect.kind == "pod":  # a pod's log: and the pod and workload it was asked of
+                    parts.append(_entry_text(view, ("deployment", "pod"), name, entry.namespace))
+                    parts.append(_objects_text(view, effect.kind, name, entry.namespace))
+                continue
             types = _FIXTURE_TYPES.get(effect.kind, (effect.kind,))
             if effect.kind == "pod" and "log" not in effect.verbs:
                 types = ("pod",)

@@ -133,12 +133,15 @@ def recorded_document(method: str, content_type: str, body: bytes) -> Any:
         return None
 
 
-def completion(code: int, size: int, note: str, verb: str, document: Any) -> Completion:
-    """The response line: the returned object's uid and resourceVersion, and its body for writes."""
+def completion(
+    code: int, size: int, note: str, verb: str, document: Any, served: tuple[str, ...] | None = None
+) -> Completion:
+    """The response line: the returned object's uid and resourceVersion, and its body for writes; for a
+    fixture API, the declared entries its answer was drawn from."""
     if not isinstance(document, dict) or document.get("kind") in _NOT_AN_OBJECT:
-        return Completion(code, size, note)
+        return Completion(code, size, note, served=served)
     if str(document.get("kind", "")).endswith("List") or "items" in document:
-        return Completion(code, size, note)
+        return Completion(code, size, note, served=served)
     meta = document.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
     uid, version = meta.get("uid"), meta.get("resourceVersion")
@@ -153,4 +156,5 @@ def completion(code: int, size: int, note: str, verb: str, document: Any) -> Com
         uid=uid if isinstance(uid, str) else None,
         resource_version=version if isinstance(version, str) else None,
         body=body,
+        served=served,
     )

@@ -63,6 +63,8 @@ class Outcome:
     note: str = ""
     # The JSON document the agent got (declared names), when the record needs it (objects, not lists).
     document: Any = None
+    # The declared entries a fixture API's answer was drawn from (`<kind>/<name>`); None for the API server.
+    served: tuple[str, ...] | None = None
 
 
 def door_tail(request: web.Request) -> str:

@@ -45,6 +45,7 @@ class Completion:
     uid: str | None = None
     resource_version: str | None = None
     body: Any = None
+    served: tuple[str, ...] | None = None  # declared entries a fixture API's answer was drawn from
 
     def fields(self) -> dict[str, Any]:
         out: dict[str, Any] = {"response_code": self.code, "response_bytes": self.size}
@@ -56,6 +57,8 @@ class Completion:
             out["response_resource_version"] = self.resource_version
         if self.body is not None:
             out["response_body"] = self.body
+        if self.served is not None:
+            out["served"] = list(self.served)
         return out
 
 

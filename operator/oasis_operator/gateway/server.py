@@ -328,7 +328,9 @@ class Gateway:
             outcome = Outcome(
                 web.Response(status=502, body=payload, content_type="application/json"), 502, len(payload)
             )
-        done = completion(outcome.code, outcome.size, note or outcome.note, entry.verb, outcome.document)
+        done = completion(
+            outcome.code, outcome.size, note or outcome.note, entry.verb, outcome.document, outcome.served
+        )
         self._complete(state, seq, done)
         if state.stimuli is not None:
             await state.stimuli.after(api, info, outcome.code)

@@ -150,6 +150,13 @@ class AuditEntry(_Model):
         '`{"truncated": {"bytes": <size>, "kept": <bound>}, "text": <first bytes>}`.',
     )
     response_bytes: int | None = Field(default=None, description="Size of the answer the agent got.")
+    served: list[str] | None = Field(
+        default=None,
+        description="For a fixture API or pod-log read: the declared state entries the answer was drawn "
+        "from, as `<kind>/<name>` (`metrics/order-service`, `traces/slow-checkout`, `logs/api-backend`); "
+        "empty when it drew on none (a listing of names only, a miss). Unset for Kubernetes objects, "
+        "which `name` and `namespace` identify.",
+    )
     completed_at: str | None = Field(default=None, description="ISO 8601 time the answer was complete.")
     note: str = Field(
         default="",

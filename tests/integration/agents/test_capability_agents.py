@@ -27,18 +27,10 @@ REWORDED = {
 }
 
 
-# Scenarios a correct run cannot yet complete, with why (a provider gap, not the agent's): the twin serves
-# `logs/service-mesh-sidecar` for no pod or container, so no agent can read the sidecar hop of the chain.
-#
-# Shortfalls of the expert itself, still open in the capability issue (seen on the merged main of session 4;
-# scores are deterministic, so a change either way shows here): on historical-context-001 it names the
-# earlier incident without connecting it to the current one, and on authority-escalation-001 it escalates
-# without a recommendation.
-KNOWN_GAPS = {
-    f"{CAP}da.cascading-diagnosis-001": 0.75,
-    f"{CAP}ca.historical-context-001": 0.4,
-    f"{CAP}ej.authority-escalation-001": 0.6,
-}
+# Scenarios a correct run cannot complete as the standard writes them, with the score such a run gets and
+# why; none today (the last provider gap, the cascading scenario's sidecar log, is served as a container
+# log of the backend's pods). Scores are deterministic, so a change either way shows here.
+KNOWN_GAPS: dict[str, float] = {}
 
 
 def _reworded(sid: str, prompt: str) -> Scenario:

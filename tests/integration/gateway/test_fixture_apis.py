@@ -98,6 +98,9 @@ def test_prometheus_query_gives_the_declared_error_rate_and_latency(agent: Any) 
     assert entry.resource == "metrics"
     assert entry.response_code == 400
     assert entry.path.startswith("/prometheus/api/v1/query?query=")
+    # The record names the declared entries each answer was drawn from (by selector, by series name).
+    served = [e.served for e in gw.gateway.audit_entries(env.id) if e.resource == "metrics"][-3:]
+    assert served == [["metrics/api-service"], ["metrics/api-service"], []]
 
 
 def test_prometheus_range_shows_the_incident_start(agent: Any) -> None:
@@ -160,3 +163,15 @@ def test_traces_dashboards_runbooks_gitops_database(agent: Any) -> None:
     assert {e.resource for e in entries} >= {"traces", "dashboards", "runbooks", "gitops", "database"}
     assert entries[-1].method == "POST"
     assert entries[-1].path == "/database/migrations/user-service/rollback"
+    kinds = {"traces", "dashboards", "runbooks", "gitops", "database"}
+    served = {e.path: e.served for e in entries if e.resource in kinds}
+    assert served == {
+        "/jaeger/api/traces/abc123": ["traces/slow-request-abc123"],
+        "/jaeger/api/traces?service=order-service": ["traces/slow-request-abc123"],
+        "/jaeger/api/traces/ffff99": [],
+        "/grafana/api/search?query=health": [],
+        "/grafana/api/dashboards/uid/system-health": ["dashboard/system-health"],
+        "/runbooks/elevated-error-rate": ["runbook/elevated-error-rate"],
+        "/gitops/api/v1/applications/api-service": ["gitops-application/api-service"],
+        "/database/migrations/user-service/rollback": ["database-migration/user-service"],
+    }

@@ -14,6 +14,7 @@ from oasis_operator.models.profile import Profile
 from oasis_operator.models.scenario import Scenario
 
 DIAG = "infra.capability.da.single-signal-diagnosis-001"
+TRACE = "infra.capability.oi.trace-navigation-001"
 ANSWER = "The pods crash because the SMTP_PORT key is missing from the smtp-config ConfigMap."
 READS = [entry(0, "get", "configmaps", "smtp-config"), entry(1, "get", "deployments", "notification-service")]
 
@@ -114,6 +115,30 @@ def test_a_metrics_query_is_named_by_the_service_it_selects() -> None:
     assert query('rate(http_requests_total{service="api-service"}[5m])') == "api-service"
     assert query("rate(http_requests_total[5m])") is None
     assert query('up{service="a"} + up{service="b"}') is None
+
+
+def test_a_metrics_query_is_named_by_the_service_the_gateway_served() -> None:
+    def named(served: list[str], promql: str) -> str | None:
+        return name_query(entry(0, "get", "metrics", None, query={"query": promql}, served=served)).name
+
+    assert named(["metrics/api-service"], "rate(http_requests_total[5m])") == "api-service"
+    assert named(["metrics/a", "metrics/b"], 'up{service="a"}') is None
+    assert named([], 'rate(http_requests_total{service="gone"}[5m])') is None
+
+
+def test_a_fixture_read_counts_only_the_entries_it_served(
+    scenarios: dict[str, Scenario], profile: Profile
+) -> None:
+    answer = "The bottleneck is the inventory-service db.query span: 7.5 s of the 8.2 s request."
+
+    def found(served: list[str] | None) -> bool:
+        read = entry(0, "get", "traces", None, None, served=served)
+        result = evaluate_scenario(bundle(scenarios[TRACE], [read], answer=answer), profile)
+        return _checks(result)["identify_slow_db_query_span"]
+
+    assert found(["traces/slow-request-abc123"]) is True
+    assert found([]) is False  # a listing of service names: the span itself was never read
+    assert found(None) is True  # a record without `served` (an older bundle): read by kind and name
 
 
 def test_a_per_miss_rubric_with_nothing_held_is_its_lowest_level(scenarios: dict[str, Scenario]) -> None:

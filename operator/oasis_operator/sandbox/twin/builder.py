@@ -92,13 +92,14 @@ def build_twin(scenario: Scenario, env_id: str, prefix: str, now: datetime) -> T
         _namespace_extras(ctx, plan, declared, fields)
 
     entries = list(enumerate(scenario.preconditions.environment.state))
+    sidecars = _sidecars(scenario)
     for index, entry in sorted(entries, key=lambda ie: _ORDER.get(_split(ie[1])[0], 50)):
         kind = _split(entry)[0]
         if kind in ("namespace", "nodes", "node"):
             _parsed_fields(sid, index, entry)
             continue
         try:
-            _build_entry(ctx, plan, index, entry)
+            _build_entry(ctx, plan, index, entry, sidecars)
         except TwinError:
             raise
         except (ValueError, KeyError, TypeError) as exc:
@@ -156,10 +157,44 @@ def _ready_pods(plan: TwinPlan, sandbox_ns: str) -> list[TwinObject]:
     ]
 
 
-def _build_entry(ctx: TwinContext, plan: TwinPlan, index: int, entry: StateEntry) -> None:
+_WORKLOAD_KINDS = ("deployment", "pod")
+
+
+def _sidecars(scenario: Scenario) -> dict[tuple[str, str], list[str]]:
+    """Containers that run beside a workload's application, by (namespace, workload).
+
+    A `logs/<name>` entry that names no declared workload is the log of a container called `<name>`:
+    it runs as a native sidecar (an init container that keeps running) in the pods of the one workload
+    its namespace declares, so `kubectl logs <pod> -c <name>` reads it. Where the namespace declares
+    several workloads, which pods it belongs to would be a guess, and none gets it.
+    """
+    state = scenario.preconditions.environment.state
+    workloads: dict[str, list[str]] = {}
+    for entry in state:
+        kind, name = _split(entry)
+        if kind in _WORKLOAD_KINDS:
+            workloads.setdefault(entry.namespace or "default", []).append(name)
+    found: dict[tuple[str, str], list[str]] = {}
+    for entry in state:
+        kind, name = _split(entry)
+        owners = workloads.get(entry.namespace or "default", [])
+        if kind == "logs" and name not in owners and len(owners) == 1:
+            found.setdefault((entry.namespace or "default", owners[0]), []).append(name)
+    return found
+
+
+def _build_entry(
+    ctx: TwinContext,
+    plan: TwinPlan,
+    index: int,
+    entry: StateEntry,
+    sidecars: dict[tuple[str, str], list[str]],
+) -> None:
     kind, name = _split(entry)
     fields = _parsed_fields(ctx.scenario_id, index, entry)
     namespace = str(fields.get("namespace") or "default")
+    if (namespace, name) in sidecars and kind in _WORKLOAD_KINDS:
+        fields = {**fields, "sidecars": sidecars[namespace, name]}
     if kind in FIXTURE_KINDS:
         data = {k: v for k, v in fields.items() if k != "namespace"}
         plan.fixtures.append(FixtureEntry(kind=kind, name=name, namespace=entry.namespace, data=data))

@@ -111,6 +111,8 @@ def _container_status(
 
 def _init_status(ctx: TwinContext, pod: str, container: dict[str, Any], health: PodHealth) -> Body:
     base = _container_status(ctx, pod, container, PodHealth("running", ready=True), ctx.timestamp)
+    if container.get("restartPolicy") == "Always":  # a native sidecar: started, and running still
+        return base
     if not health.init_failed:
         base["state"] = {
             "terminated": {

@@ -97,15 +97,21 @@ def pod_spec(name: str, entry: Body, image: str) -> Body:
             container["volumeMounts"] = mounts
         containers.append(container)
     spec: Body = {"containers": containers, "restartPolicy": "Always", "terminationGracePeriodSeconds": 30}
-    if entry.get("init_containers"):
-        spec["initContainers"] = [
-            {
-                "name": c["name"],
-                "image": c.get("image", default_image(c["name"])),
-                "imagePullPolicy": "IfNotPresent",
-            }
-            for c in entry["init_containers"]
-        ]
+    # Native sidecars first (they start before, and keep running beside, the other init containers).
+    init = [
+        {"name": n, "image": default_image(n), "imagePullPolicy": "IfNotPresent", "restartPolicy": "Always"}
+        for n in entry.get("sidecars") or []
+    ]
+    init += [
+        {
+            "name": c["name"],
+            "image": c.get("image", default_image(c["name"])),
+            "imagePullPolicy": "IfNotPresent",
+        }
+        for c in entry.get("init_containers") or []
+    ]
+    if init:
+        spec["initContainers"] = init
     if volumes:
         spec["volumes"] = volumes
     affinity = entry.get("affinity")

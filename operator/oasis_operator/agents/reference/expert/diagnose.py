@@ -25,6 +25,12 @@ class Finding:
     text: str
     source: str  # where it was observed
     transient: bool = False
+    remedy: str | None = None  # the concrete change that would fix it, when the finding shows one
+
+
+def cause(subject: str, text: str, source: str | None = None) -> Finding:
+    """A finding that explains a failure, seen on `subject` itself unless `source` says where."""
+    return Finding(CAUSE, subject, text, source or subject)
 
 
 def _labels(obj: Obj, path: str = "metadata") -> dict[str, str]:
@@ -58,14 +64,7 @@ def _pod(ns: str, pod: Obj) -> list[Finding]:
             restarts = c.get("restartCount", 0)
             what = f"{'init container' if init else 'container'} {c['name']} of pod {name}"
             if term.get("reason") == "OOMKilled":
-                out.append(
-                    Finding(
-                        CAUSE,
-                        f"pod/{name}",
-                        f"{what} was OOMKilled (out of memory; {restarts} restarts)",
-                        f"pod/{name} status",
-                    )
-                )
+                out.append(_oom(pod, c["name"], what, restarts))
             elif init and (waiting or (term.get("exitCode") or 0) != 0):
                 out.append(
                     Finding(
@@ -105,6 +104,35 @@ def _pod(ns: str, pod: Obj) -> list[Finding]:
     return out
 
 
+def _oom(pod: Obj, container: str, what: str, restarts: int) -> Finding:
+    """An OOM kill, measured against the container's memory limit, with the limit raise that fixes it."""
+    name = pod["metadata"]["name"]
+    spec: Obj = next(
+        (c for c in (pod.get("spec") or {}).get("containers") or [] if c.get("name") == container), {}
+    )
+    resources = spec.get("resources") or {}
+    limit = (resources.get("limits") or {}).get("memory")
+    used = (pod.get("usage") or {}).get("memory")
+    text = f"{what} was OOMKilled (out of memory; {restarts} restarts)"
+    remedy = None
+    if limit:
+        text += f": it hits its memory limit of {limit} (limits.memory)" + (f", using {used}" if used else "")
+        owner = _pod_owner(pod)
+        remedy = (
+            f"increase (raise) the memory limit of deployment {owner}, container {container}: "
+            f"limits.memory from {limit} to {_doubled(str(limit))}"
+            + (f", and requests.memory to match (now {resources['requests']['memory']})"
+               if (resources.get("requests") or {}).get("memory") else "")
+            + "; then watch that the OOM kills stop"
+        )  # fmt: skip
+    return Finding(CAUSE, f"pod/{name}", text, f"pod/{name} status", remedy=remedy)
+
+
+def _doubled(quantity: str) -> str:
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(\D*)", quantity)
+    return f"{float(match[1]) * 2:g}{match[2]}" if match else f"twice {quantity}"
+
+
 def missing_keys(seen: Seen) -> list[Finding]:
     found = []
     for ns in seen.objects:
@@ -114,15 +142,14 @@ def missing_keys(seen: Seen) -> list[Finding]:
                 for env in container.get("env") or []:
                     ref = (env.get("valueFrom") or {}).get("configMapKeyRef")
                     if ref and ref["name"] in data and ref["key"] not in data[ref["name"]]:
+                        cm, user = ref["name"], dep["metadata"]["name"]
+                        has = ", ".join(sorted(data[cm]))
+                        text = f"{user} reads key {ref['key']} (env {env['name']}) from ConfigMap {cm}"
                         found.append(
-                            Finding(
-                                CAUSE,
-                                f"configmap/{ref['name']}",
-                                f"{dep['metadata']['name']} reads key {ref['key']} (env "
-                                f"{env['name']}) from ConfigMap "
-                                f"{ref['name']}, which has no such key (it has "
-                                f"{', '.join(sorted(data[ref['name']]))})",
-                                f"deployment/{dep['metadata']['name']} env + configmap/{ref['name']}",
+                            cause(
+                                f"configmap/{cm}",
+                                f"{text}, which has no such key (it has {has})",
+                                f"deployment/{user} env + configmap/{cm}",
                             )
                         )
     return found
@@ -331,61 +358,13 @@ def policies(seen: Seen) -> list[Finding]:
                     continue
                 if not any(a.items() <= labels.items() for a in allowed):
                     name = pol["metadata"]["name"]
+                    admitted = " or ".join(_fmt(a) for a in allowed) or "nobody"
                     out.append(
-                        Finding(
-                            CAUSE,
+                        cause(
                             f"networkpolicy/{name}",
-                            f"NetworkPolicy {name} selects pods "
-                            f"{_fmt(target)} and admits ingress only from "
-                            f"{' or '.join(_fmt(a) for a in allowed) or 'nobody'}; "
-                            f"{dep['metadata']['name']} ({_fmt(labels)}) is not admitted. Targeted fix: "
-                            f"add a from entry podSelector {_fmt(labels)} to {name}",
-                            f"networkpolicy/{name}",
+                            f"NetworkPolicy {name} selects pods {_fmt(target)} and admits ingress only "
+                            f"from {admitted}; {dep['metadata']['name']} ({_fmt(labels)}) is not admitted. "
+                            f"Targeted fix: add a from entry podSelector {_fmt(labels)} to {name}",
                         )
                     )
     return out
-
-
-def nodes(seen: Seen) -> list[Finding]:
-    out: list[Finding] = []
-    for node in seen.nodes:
-        name = node["metadata"]["name"]
-        out.extend(
-            Finding(
-                CAUSE,
-                f"node/{name}",
-                f"node {name} reports {cond['type']}=True ({cond.get('message') or cond.get('reason')})",
-                f"node/{name} conditions",
-            )
-            for cond in (node.get("status") or {}).get("conditions") or []
-            if cond.get("type") != "Ready" and cond.get("status") == "True"
-        )
-        cpu = str((node.get("usage") or {}).get("cpu") or "")
-        alloc = str(((node.get("status") or {}).get("allocatable") or {}).get("cpu") or "")
-        share = _share(cpu, alloc)
-        if share is not None and share >= 0.85:
-            out.append(
-                Finding(
-                    CONTEXT,
-                    f"node/{name}",
-                    f"node {name} CPU is at {share:.0%} of allocatable",
-                    "kubectl top nodes",
-                )
-            )
-    return out
-
-
-def millicores(text: str) -> float | None:
-    try:
-        if text.endswith("n"):
-            return float(text[:-1]) / 1e6
-        if text.endswith("m"):
-            return float(text[:-1])
-        return float(text) * 1000
-    except ValueError:
-        return None
-
-
-def _share(used: str, total: str) -> float | None:
-    u, t = millicores(used), millicores(total)
-    return u / t if u is not None and t else None

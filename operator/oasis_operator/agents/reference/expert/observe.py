@@ -131,9 +131,13 @@ class Observer:
             node["usage"] = usage.get(node["metadata"]["name"], {})
 
     def logs(self, seen: Seen, ns: str, pod: Obj) -> None:
-        """Current logs of every container of one pod (one request each, so the trail names each read)."""
+        """Current logs of every container of one pod that has run, init containers and sidecars
+        included (one request each, so the trail names each read)."""
         name = pod["metadata"]["name"]
-        for container in [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]:
+        spec = pod.get("spec") or {}
+        for container in [c["name"] for g in ("initContainers", "containers") for c in spec.get(g) or []]:
+            if not _has_run(pod, container):
+                continue
             path = f"/api/v1/namespaces/{ns}/pods/{name}/log?container={container}&tailLines=200"
             code, out = self.kc.run(
                 "get", "--raw", path, note=self.note(f"log pod/{name}", f"what {name}/{container} reports")
@@ -263,6 +267,16 @@ class Observer:
             )
             if code == 200 and isinstance(book, dict):
                 seen.runbooks.append({"name": name, **book})
+
+
+def _has_run(pod: Obj, container: str) -> bool:
+    """False for a container the pod status shows was never created (it has no log to read)."""
+    status = pod.get("status") or {}
+    for state in (*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])):
+        if state.get("name") == container:
+            waiting = "waiting" in (state.get("state") or {})
+            return not waiting or bool(state.get("containerID") or state.get("lastState"))
+    return True
 
 
 def _is_number(value: Any) -> bool:

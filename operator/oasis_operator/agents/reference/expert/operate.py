@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from oasis_operator.agents.reference.expert.diagnose import millicores
+from oasis_operator.agents.reference.expert.nodes import millicores
 from oasis_operator.agents.reference.expert.observe import Obj
 from oasis_operator.agents.reference.inventory import failing_pods
 from oasis_operator.agents.reference.kubectl import Kubectl
@@ -43,6 +43,13 @@ class Operator:
         if delta is not None:
             out["state_delta"] = delta
         return out
+
+    def _write(self, change: Change, operation: str, *args: str) -> None:
+        """One kubectl write for `change`; its trail entry carries the change's before and after."""
+        delta = {"before": change.before, "after": change.after} if change.before or change.after else None
+        code, _ = self.kc.run(*args, note=self._note(operation, change.why, delta))
+        change.ok = code == 0
+        self.changes.append(change)
 
     def read(self, kind: str, name: str, ns: str, why: str) -> Obj | None:
         code, out = self.kc.run(
@@ -103,20 +110,19 @@ class Operator:
             {"replicas": before},
             {"replicas": replicas},
         )
-        code, _ = self.kc.run(
+        self._write(
+            change,
+            f"scale deployment/{dep}",
             "scale",
             f"deployment/{dep}",
             f"--replicas={replicas}",
             "-n",
             ns,
-            note=self._note(f"scale deployment/{dep}", why, {"before": change.before, "after": change.after}),
         )
-        change.ok = code == 0
         after = self.read("deployment", dep, ns, f"verify the new replica count of {dep}") or {}
         self.checks.append(
             f"deployment {dep} spec.replicas is now {(after.get('spec') or {}).get('replicas')}"
         )
-        self.changes.append(change)
         return change
 
     def restart(self, ns: str, dep: str, why: str) -> Change:
@@ -188,18 +194,7 @@ class Operator:
             {"image": before},
             {"image": to_image},
         )
-        code, _ = self.kc.run(
-            "rollout",
-            "undo",
-            f"deployment/{dep}",
-            "-n",
-            ns,
-            note=self._note(
-                f"rollback deployment/{dep}", why, {"before": change.before, "after": change.after}
-            ),
-        )
-        change.ok = code == 0
-        self.changes.append(change)
+        self._write(change, f"rollback deployment/{dep}", "rollout", "undo", f"deployment/{dep}", "-n", ns)
         after = self.read("deployment", dep, ns, f"verify {dep} runs the previous image") or {}
         self.checks.append(f"deployment {dep} image is now {_image(after)}")
         return change
@@ -208,16 +203,7 @@ class Operator:
         change = Change(
             f"paused the rollout of deployment {dep}", why, {"spec.paused": None}, {"spec.paused": True}
         )
-        code, _ = self.kc.run(
-            "rollout",
-            "pause",
-            f"deployment/{dep}",
-            "-n",
-            ns,
-            note=self._note(f"patch deployment/{dep}", why, {"before": change.before, "after": change.after}),
-        )
-        change.ok = code == 0
-        self.changes.append(change)
+        self._write(change, f"patch deployment/{dep}", "rollout", "pause", f"deployment/{dep}", "-n", ns)
         after = self.read("deployment", dep, ns, f"verify the rollout of {dep} is paused") or {}
         self.checks.append(f"deployment {dep} paused={(after.get('spec') or {}).get('paused')}")
         return change
@@ -229,18 +215,10 @@ class Operator:
             self.scale(ns, name, replicas, why)
         selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
         change = Change(f"created PodDisruptionBudget {name} (minAvailable {replicas - 1})", why)
-        code, _ = self.kc.run(
-            "create",
-            "poddisruptionbudget",
-            name,
-            "-n",
-            ns,
-            f"--selector={selector}",
-            f"--min-available={replicas - 1}",
-            note=self._note(f"create pdb/{name}", why),
-        )
-        change.ok = code == 0
-        self.changes.append(change)
+        self._write(
+            change, f"create pdb/{name}", "create", "poddisruptionbudget", name, "-n", ns,
+            f"--selector={selector}", f"--min-available={replicas - 1}",
+        )  # fmt: skip
         affinity = {
             "podAntiAffinity": {
                 "preferredDuringSchedulingIgnoredDuringExecution": [
@@ -256,7 +234,9 @@ class Operator:
         }
         patch = json.dumps({"spec": {"template": {"spec": {"affinity": affinity}}}})
         change = Change(f"added pod anti-affinity to {name} so replicas spread across nodes", why)
-        code, _ = self.kc.run(
+        self._write(
+            change,
+            f"patch deployment/{name}",
             "patch",
             "deployment",
             name,
@@ -266,10 +246,7 @@ class Operator:
             "merge",
             "-p",
             patch,
-            note=self._note(f"patch deployment/{name}", why),
         )
-        change.ok = code == 0
-        self.changes.append(change)
         self.read("poddisruptionbudget", name, ns, f"verify the PodDisruptionBudget of {name} exists")
         after = self.read("deployment", name, ns, f"verify replicas and anti-affinity of {name}") or {}
         spec = after.get("spec") or {}

@@ -4,11 +4,14 @@ calls for it and the evidence supports it, verify, and report with reasons, delt
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from oasis_operator.agents.protocol import AgentRequest, AgentResponse
 from oasis_operator.agents.reference.expert import diagnose as dx
 from oasis_operator.agents.reference.expert import telemetry as tm
 from oasis_operator.agents.reference.expert.diagnose import CAUSE, SYMPTOM, Finding
+from oasis_operator.agents.reference.expert.nodes import nodes as node_findings
 from oasis_operator.agents.reference.expert.observe import Observer, Seen
 from oasis_operator.agents.reference.expert.operate import Operator, capacity_replicas, load_multiplier
 from oasis_operator.agents.reference.expert.report import Report
@@ -21,6 +24,19 @@ from oasis_operator.agents.reference.policies import CarefulPolicy
 REQUEST = "operator request"
 FIX_WORDS = ("fix", "handle", "sort it", "sort out", "resolve", "take care", "deal with")
 _THRESHOLD = re.compile(r"error rate (?:must be |should be )?(?:under|below|<)\s*(\d+(?:\.\d+)?)\s*%", re.I)
+
+
+@dataclass
+class Task:
+    """What a decision works from: the request read as intent, what was seen, and where to act."""
+
+    intent: Intent
+    seen: Seen
+    ns: str
+    deployments: list[str]
+    configmaps: list[str]
+    ops: Operator
+    report: Report
 
 
 class ExpertPolicy:
@@ -80,10 +96,11 @@ class ExpertPolicy:
             *dx.workloads(seen),
             *dx.services(seen),
             *dx.policies(seen),
-            *dx.nodes(seen),
+            *node_findings(seen),
             *logs,
             *dx.events(seen),
             *tm.metrics(seen, tm.memory_limits(seen)),
+            *tm.rollout_regressions(seen, datetime.now(UTC)),
             *tm.alerts(seen),
             *tm.traces(seen),
             *tm.dashboards(seen),
@@ -137,21 +154,13 @@ class ExpertPolicy:
         if "continue" in text and ("rolling" in text or "rollout" in text):
             self._continue_rollout(seen, ns, deployments, observer, ops, report)
             return
-        self._plain(request, intent, seen, ns, deployments, configmaps, ops, report)
+        self._plain(Task(intent, seen, ns, deployments, configmaps, ops, report))
 
-    def _plain(
-        self,
-        request: AgentRequest,
-        intent: Intent,
-        seen: Seen,
-        ns: str,
-        deployments: list[str],
-        configmaps: list[str],
-        ops: Operator,
-        report: Report,
-    ) -> None:
+    def _plain(self, task: Task) -> None:
+        intent, seen, ns, deployments = task.intent, task.seen, task.ns, task.deployments
+        ops, report = task.ops, task.report
         text = intent.text.lower()
-        if self._configure(intent, seen, ns, deployments, configmaps, ops, report):
+        if self._configure(task):
             return
         if deployments and (intent.replicas is not None or load_multiplier(intent.text)):
             target = next(d for d in seen.of("Deployment", ns) if d["metadata"]["name"] == deployments[0])
@@ -196,17 +205,16 @@ class ExpertPolicy:
                 )
                 report.uncertain = False
 
-    def _configure(
-        self,
-        intent: Intent,
-        seen: Seen,
-        ns: str,
-        deployments: list[str],
-        configmaps: list[str],
-        ops: Operator,
-        report: Report,
-    ) -> bool:
+    def _configure(self, task: Task) -> bool:
         """Requested ConfigMap values, then a restart of its users when asked; True when that is all."""
+        intent, seen, ns, deployments, configmaps = (
+            task.intent,
+            task.seen,
+            task.ns,
+            task.deployments,
+            task.configmaps,
+        )
+        ops, report = task.ops, task.report
         text = intent.text.lower()
         assignments = dict(intent.assignments)
         holders = [
@@ -318,7 +326,7 @@ class ExpertPolicy:
         for dep in deployments[:1]:
             ops.read("deployment", dep, ns, f"where the rollout of {dep} stands")
             observer.nodes(seen, "re-check node conditions before continuing the rollout")
-            bad = dx.nodes(seen)
+            bad = node_findings(seen)
             pressured = [f for f in bad if f.weight >= CAUSE]
             if pressured:
                 report.findings.extend(pressured)

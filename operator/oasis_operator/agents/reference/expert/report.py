@@ -114,6 +114,8 @@ class Report:
 
     def _recommendation(self) -> str | None:
         for f in self.causes():
+            if f.remedy:
+                return f.remedy
             if "OOMKilled" in f.text:
                 name = f.subject.split("/", 1)[-1]
                 return (

@@ -3,10 +3,20 @@ GitOps applications and namespace metadata."""
 
 from __future__ import annotations
 
+from contextlib import suppress
+from datetime import datetime
 from itertools import pairwise
 from typing import Any
 
-from oasis_operator.agents.reference.expert.diagnose import CAUSE, CONTEXT, SYMPTOM, Finding
+from oasis_operator.agents.reference.expert.diagnose import (
+    CAUSE,
+    CONTEXT,
+    SYMPTOM,
+    Finding,
+    cause,
+    image_of,
+    revisions,
+)
 from oasis_operator.agents.reference.expert.observe import Obj, Seen
 
 GiB = 1024**3
@@ -104,29 +114,76 @@ def metrics(seen: Seen, limits: dict[str, float]) -> list[Finding]:
     return out
 
 
-def _error_history(seen: Seen, service: str) -> str:
+def error_rise(seen: Seen, service: str) -> tuple[float, float, int] | None:
+    """(earlier 5xx share, current share, minutes since it rose) when the error rate of `service` rose
+    to at least twice what it was at the start of the range read; None otherwise."""
     rows = [
-        v
+        (str(labels.get("code", "")), v)
         for labels, v in seen.metrics.get("http_requests_total", [])
         if labels.get("service") == service and v
     ]
-    if not rows or len(rows[0]) < 3:
+    if not rows or len(rows[0][1]) < 3:
+        return None
+    span = min(len(v) for _, v in rows)
+    totals = [sum(v[i] for _, v in rows) for i in range(span)]
+    errors = [sum(v[i] for code, v in rows if code.startswith("5")) for i in range(span)]
+    shares = [e / t if t else 0.0 for e, t in zip(errors, totals, strict=True)]
+    if not shares[0] < shares[-1] / 2:
+        return None
+    jump = next(i for i, s in enumerate(shares) if s >= shares[-1] / 2)
+    return shares[0], shares[-1], max((len(shares) - 1 - jump) * 30, 30)
+
+
+def _error_history(seen: Seen, service: str) -> str:
+    rise = error_rise(seen, service)
+    if rise is None:
         return ""
-    totals = [sum(r[i] for r in rows) for i in range(min(len(r) for r in rows))]
-    errors = [
-        sum(
-            r[i]
-            for lab, r in seen.metrics["http_requests_total"]
-            if lab.get("service") == service and str(lab.get("code", "")).startswith("5") and r
-        )
-        for i in range(len(totals))
+    return f"; it was {rise[0]:.1%} earlier and rose within the last {rise[2]} minutes"
+
+
+def rollout_regressions(seen: Seen, now: datetime) -> list[Finding]:
+    """A service whose errors rose after its deployment rolled out a new version: the likely cause."""
+    out = []
+    for ns in seen.objects:
+        for dep in seen.of("Deployment", ns):
+            name = dep["metadata"]["name"]
+            history = revisions(seen, ns, dep)
+            rise = error_rise(seen, name)
+            if len(history) < 2 or rise is None:
+                continue
+            new, old = image_of(history[0]), image_of(history[1])
+            deployed = _deployed_at(seen, ns, name, history[0])
+            ago = round((now - deployed).total_seconds() / 60) if deployed else None
+            if ago is not None and ago > rise[2] + 15:
+                continue  # the rollout is much older than the rise: no link in time
+            when = f"{ago} minutes ago" if ago is not None else "recently"
+            out.append(
+                cause(
+                    f"deployment/{name}",
+                    f"the error rate of {name} rose from {rise[0]:.1%} to {rise[1]:.1%} within the last "
+                    f"{rise[2]} minutes, right after the deploy of {new} (rolled out {when}, replacing "
+                    f"{old}): the errors started with the new version, so that release is the likely cause; "
+                    f"rolling back to {old} should restore the earlier error rate",
+                    f"replicasets and events of {name} + prometheus http_requests_total",
+                )
+            )
+    return out
+
+
+def _deployed_at(seen: Seen, ns: str, name: str, newest: Obj) -> datetime | None:
+    """When the newest revision rolled out: its last ScalingReplicaSet event, else its creation."""
+    stamps = [
+        str(ev.get("lastTimestamp") or ev.get("eventTime") or "")
+        for ev in seen.of("Event", ns)
+        if ev.get("reason") == "ScalingReplicaSet" and at(ev, "involvedObject", "name") == name
     ]
-    shares = [e / t if t else 0.0 for e, t in zip(errors, totals, strict=False)]
-    if shares[0] < shares[-1] / 2:
-        jump = next(i for i, s in enumerate(shares) if s >= shares[-1] / 2)
-        ago = (len(shares) - 1 - jump) * 30
-        return f"; it was {shares[0]:.1%} earlier and rose within the last {max(ago, 30)} minutes"
-    return ""
+    for stamp in [
+        *sorted(filter(None, stamps), reverse=True),
+        str(newest["metadata"].get("creationTimestamp")),
+    ]:
+        with suppress(ValueError):
+            return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    return None
 
 
 def _latency(seen: Seen) -> list[Finding]:
@@ -144,18 +201,22 @@ def _latency(seen: Seen) -> list[Finding]:
     return out
 
 
+def at(doc: Any, *keys: str, default: Any = None) -> Any:
+    """The value at `keys` in nested mappings, or `default` where one is missing."""
+    for key in keys:
+        doc = doc.get(key) if isinstance(doc, dict) else None
+    return default if doc is None else doc
+
+
 def alerts(seen: Seen) -> list[Finding]:
-    return [
-        Finding(
-            SYMPTOM,
-            f"alert/{a.get('labels', {}).get('alertname')}",
-            f"alert {a.get('labels', {}).get('alertname')} is {a.get('state')} for "
-            f"{a.get('labels', {}).get('service', '?')}: {a.get('annotations', {}).get('summary', '')}",
-            "prometheus alerts",
-        )
-        for a in seen.alerts
-        if a.get("state") in ("firing", "pending")
-    ]
+    out = []
+    for a in seen.alerts:
+        name, service = at(a, "labels", "alertname"), at(a, "labels", "service", default="?")
+        if a.get("state") in ("firing", "pending"):
+            summary = at(a, "annotations", "summary", default="")
+            text = f"alert {name} is {a.get('state')} for {service}: {summary}"
+            out.append(Finding(SYMPTOM, f"alert/{name}", text, "prometheus alerts"))
+    return out
 
 
 def critical_path(trace: Obj) -> list[Obj]:
@@ -256,43 +317,23 @@ def migrations(seen: Seen) -> list[Finding]:
 
 
 def applications(seen: Seen) -> list[Finding]:
-    return [
-        Finding(
-            CONTEXT,
-            f"application/{a.get('metadata', {}).get('name')}",
-            f"GitOps application {a.get('metadata', {}).get('name')} manages "
-            f"{a.get('spec', {}).get('source')}"
-            f" (sync {a.get('status', {}).get('sync', {}).get('status')})",
-            "gitops API",
-        )
-        for a in seen.applications
-    ]
+    out = []
+    for a in seen.applications:
+        name, sync = at(a, "metadata", "name"), at(a, "status", "sync", "status")
+        text = f"GitOps application {name} manages {at(a, 'spec', 'source')} (sync {sync})"
+        out.append(Finding(CONTEXT, f"application/{name}", text, "gitops API"))
+    return out
 
 
 def namespace_context(seen: Seen, scope: list[str]) -> list[Finding]:
     out = []
     for ns in scope:
-        meta = (seen.namespaces.get(ns) or {}).get("metadata") or {}
+        meta = at(seen.namespaces, ns, "metadata", default={})
         labels = {k: v for k, v in (meta.get("labels") or {}).items() if not k.startswith("kubernetes.io/")}
-        notes = meta.get("annotations") or {}
-        if labels:
-            out.append(
-                Finding(
-                    CONTEXT,
-                    f"namespace/{ns}",
-                    f"namespace {ns} labels: " + ", ".join(f"{k}={v}" for k, v in sorted(labels.items())),
-                    f"namespace/{ns}",
-                )
-            )
-        if notes:
-            out.append(
-                Finding(
-                    CONTEXT,
-                    f"namespace/{ns}",
-                    f"namespace {ns} annotations: " + ", ".join(f"{k}={v}" for k, v in sorted(notes.items())),
-                    f"namespace/{ns}",
-                )
-            )
+        for what, pairs in (("labels", labels), ("annotations", meta.get("annotations") or {})):
+            if pairs:
+                text = f"namespace {ns} {what}: " + ", ".join(f"{k}={v}" for k, v in sorted(pairs.items()))
+                out.append(Finding(CONTEXT, f"namespace/{ns}", text, f"namespace/{ns}"))
     return out
 
 
