@@ -30,6 +30,13 @@ def register(subparsers: Any) -> None:
         help="admin kubeconfig of the sandbox cluster (env OASIS_SANDBOX_KUBECONFIG; default: $KUBECONFIG)",
     )
     op.add_argument(
+        "--gateway-kubeconfig",
+        type=Path,
+        default=None,
+        help="the gateway's own kubeconfig for the sandbox cluster (env OASIS_GATEWAY_KUBECONFIG; default: "
+        "gateway.kubeconfig beside the sandbox kubeconfig if there is one, else the sandbox kubeconfig)",
+    )
+    op.add_argument(
         "--sandbox-audit-log",
         type=Path,
         action="append",
@@ -73,6 +80,7 @@ def _run(args: argparse.Namespace) -> int:
     # The evaluation service reads its settings from the environment (as the chart sets them).
     settings = {
         "OASIS_SANDBOX_KUBECONFIG": args.sandbox_kubeconfig,
+        "OASIS_GATEWAY_KUBECONFIG": args.gateway_kubeconfig,
         "OASIS_SANDBOX_AUDIT_LOG": os.pathsep.join(str(p) for p in args.sandbox_audit_log) or None,
         "OASIS_GATEWAY_HOST": args.gateway_host,
         "OASIS_GATEWAY_PORT": args.gateway_port,

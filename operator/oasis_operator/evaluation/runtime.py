@@ -38,6 +38,8 @@ class OperatorConfig:
     """Operator-wide settings, from flags or the environment the chart sets."""
 
     sandbox_kubeconfig: Path | None = None
+    # What the default gateway authenticates with (None: `gateway.upstream.gateway_kubeconfig` decides).
+    gateway_kubeconfig: Path | None = None
     sandbox_prefix: str = "sbx"
     gateway_host: str = "127.0.0.1"
     gateway_port: int = 0
@@ -59,6 +61,7 @@ class OperatorConfig:
     def from_settings(cls, settings: OperatorSettings) -> OperatorConfig:
         return cls(
             sandbox_kubeconfig=settings.effective_sandbox_kubeconfig,
+            gateway_kubeconfig=settings.gateway_kubeconfig,
             sandbox_prefix=settings.sandbox_prefix,
             gateway_host=settings.gateway_host,
             gateway_port=settings.gateway_port,
@@ -205,7 +208,12 @@ class Sandboxes:
         await self.listener.start()
         if config.sandbox_kubeconfig is None:
             return  # in-cluster without a sandbox: evaluations must name one in spec.environment
-        gateway = Gateway(config.sandbox_kubeconfig, config.data_dir / "gateway", listener=self.listener)
+        gateway = Gateway(
+            config.sandbox_kubeconfig,
+            config.data_dir / "gateway",
+            listener=self.listener,
+            identity=config.gateway_kubeconfig,
+        )
         await gateway.start()
         api = api_client(config.sandbox_kubeconfig)
         audit = self._apiserver_audit(api, config)
