@@ -61,7 +61,7 @@ class OperatorConfig:
     def from_settings(cls, settings: OperatorSettings) -> OperatorConfig:
         return cls(
             sandbox_kubeconfig=settings.effective_sandbox_kubeconfig,
-            gateway_kubeconfig=settings.gateway_kubeconfig,
+            gateway_kubeconfig=_gateway_kubeconfig(settings),
             sandbox_prefix=settings.sandbox_prefix,
             gateway_host=settings.gateway_host,
             gateway_port=settings.gateway_port,
@@ -73,6 +73,16 @@ class OperatorConfig:
                 {name: str(value) for name, value in settings.model_dump(by_alias=True).items() if value}
             ),
         )
+
+
+def _gateway_kubeconfig(settings: OperatorSettings) -> Path | None:
+    path = settings.gateway_kubeconfig
+    if path is not None and not path.is_file():
+        raise RuntimeSetupError(
+            f"OASIS_GATEWAY_KUBECONFIG: {path} is not a file (the gateway's own kubeconfig for the sandbox "
+            "cluster; hack/sandbox-pki.sh writes it as gateway.kubeconfig); unset it to use the sandbox one"
+        )
+    return path
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from oasis_operator.localcluster.control_plane import ControlPlaneError, LocalControlPlane, choose_ports
 from oasis_operator.localcluster.components import apiserver_args, controller_manager_args
+from oasis_operator.localcluster.control_plane import ControlPlaneError, LocalControlPlane, choose_ports
 from oasis_operator.localcluster.release import (
     CURRENT,
     ReleaseError,
