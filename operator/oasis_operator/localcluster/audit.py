@@ -20,7 +20,7 @@ Rules match the identity that *authenticated*, not the one impersonated. So the 
 the agent's requests impersonating its ServiceAccount, authenticates with an identity of its own
 (`oasis:gateway`, `pki.py`), never the operator's: rule 5 can then drop the operator's reads while the
 agent's reads, authenticated as the gateway, stay in (rule 7). Were the gateway to share the operator's
-identity (the chart's `sandbox.mode=host`, docs/audit.md), rule 5 would drop the agent's reads too.
+identity (the chart's `sandbox.mode=host`, docs/install.md §5), rule 5 would drop the agent's reads too.
 Nothing is recorded at RequestReceived: one event per request, at ResponseComplete.
 """
 

@@ -302,7 +302,7 @@ def test_host_mode_delegates_exactly_the_agent_roles_and_impersonates_only_agent
         r for r in sandbox["rules"] + delegate["rules"] if {"escalate", "bind", "*"} & set(r["verbs"])
     ]
     assert "OASIS_SANDBOX_KUBECONFIG" not in {e["name"] for e in _container(objects)["env"]}
-    # The gateway is the operator's ServiceAccount here (docs/audit.md says what the policy can drop).
+    # The gateway is the operator's ServiceAccount here (docs/install.md §5: what the policy can drop).
     assert "OASIS_GATEWAY_KUBECONFIG" not in {e["name"] for e in _container(objects)["env"]}
     assert "WARNING: sandbox.mode=host" in render_notes({"sandbox": {"mode": "host"}})
 
