@@ -41,6 +41,16 @@ from oasis_operator.sandbox.provider import SandboxProvider
 
 OUT = Path(__file__).parent / "results" / "audit_policy.md"
 BIN = Path(sys.executable).parent
+NOTE = [
+    "Reading the table: in the before arm the gateway authenticated as the operator, so `local-admin` at",
+    "Metadata holds the agent's reads through the gateway as well as the operator's own snapshot,",
+    "observation and dynamics reads; in the after arm the agent's reads (and the gateway's own filtered",
+    "reads and fences) are `oasis:gateway`, and what is left of `local-admin` at Metadata is its fences.",
+    "Writes of every identity are kept in both arms (the difference of 2 is the agent's writes moving",
+    "from the operator's name to the gateway's). Bytes fall less than lines because the dropped reads",
+    "are Metadata events (small) and the kept writes carry request and response bodies.",
+    "",
+]
 
 
 def previous_policy(operator_user: str = audit.OPERATOR_USER) -> dict[str, Any]:
@@ -136,7 +146,7 @@ def main() -> None:
     lines += ["", f"Verdicts equal in both arms: {'yes' if same else 'NO'}.", ""]
     pairs = zip(results["before"][0][2], results["after"][0][2], strict=True)
     lines += [f"- {a} / {b.split(': ')[1]}" for a, b in pairs]
-    lines.append("")
+    lines += ["", *NOTE]
     OUT.write_text("\n".join(lines))
     print("\n".join(lines))
 
