@@ -174,7 +174,8 @@ class LocalControlPlane:
         current = self.status()
         state = self.read_state()
         if current.running and current.ready and state is not None:
-            # A plane started before the gateway had its own identity gets it now (same CA).
+            # A plane started before the gateway had its own identity gets it now (same CA, so the
+            # running API server accepts it; the policy follows at its next start).
             if not self.gateway_kubeconfig.is_file():
                 ensure_pki(self.pki.root)
                 kubeconfigs.write_kubeconfigs(self.run_dir, self.pki, state.api_port)
@@ -273,7 +274,7 @@ class LocalControlPlane:
         raise ControlPlaneError(f"{component} not ready after {timeout:.0f}s: see {self.log_file(component)}")
 
     def _readyz(self, port: int) -> bool:
-        if not self.pki.complete():
+        if not all(f.is_file() for f in (self.pki.ca_cert, self.pki.admin_cert, self.pki.admin_key)):
             return False
         ctx = ssl.create_default_context(cafile=str(self.pki.ca_cert))
         ctx.load_cert_chain(str(self.pki.admin_cert), str(self.pki.admin_key))
