@@ -9,6 +9,10 @@
 # `oasis-oasis-operator`); the Secret is `FULLNAME-sandbox-pki`, the chart's default. Two CAs: one for the
 # API server and its clients, one for etcd, which answers only the API server's client certificate.
 # The operator's identity is in group system:masters of this dedicated, otherwise empty API server.
+# The agent gateway has its own (CN oasis:gateway, also system:masters: it impersonates the agents'
+# ServiceAccounts and writes temporal stimuli), so the audit policy can drop the operator's own reads
+# and keep the agent's (operator/oasis_operator/localcluster/audit.py); its kubeconfig is
+# gateway.kubeconfig.
 # The API server posts its audit to the operator (Service FULLNAME-audit, AUDIT_PORT, the chart's
 # sandbox.controlPlane.auditWebhook.port): the operator serves it with a certificate of the first CA and
 # accepts only client certificates of a third CA, which signs nothing but the API server's audit client.
@@ -78,6 +82,7 @@ cert etcd-ca etcd-server "/CN=${etcd_svc}" serverAuth \
 cert etcd-ca etcd-client "/CN=kube-apiserver-etcd-client" clientAuth
 cert ca controller-manager "/CN=system:kube-controller-manager" clientAuth
 cert ca operator "/O=system:masters/CN=oasis-operator" clientAuth
+cert ca gateway "/O=system:masters/CN=oasis:gateway" clientAuth
 cert ca audit-webhook "/CN=${audit_svc}" serverAuth \
   "DNS:${audit_svc},DNS:${audit_svc}.${ns},DNS:${audit_svc}.${ns}.svc,DNS:${audit_svc}.${ns}.svc.cluster.local,${local_names}"
 cert audit-ca audit-client "/CN=kube-apiserver-audit" clientAuth
@@ -85,6 +90,7 @@ openssl genrsa -out sa.key 2048 2>/dev/null
 openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
 kubeconfig controller-manager.kubeconfig controller-manager system:kube-controller-manager
 kubeconfig kubeconfig operator oasis-operator
+kubeconfig gateway.kubeconfig gateway oasis-gateway
 kubeconfig audit-webhook.kubeconfig audit-client kube-apiserver-audit \
   "https://${audit_svc}.${ns}.svc:${audit_port}/audit/events"
 
@@ -97,7 +103,7 @@ echo "  labels: {app.kubernetes.io/name: oasis-operator, app.kubernetes.io/compo
 echo "type: Opaque"
 echo "data:"
 for key in ca.crt apiserver.crt apiserver.key etcd-ca.crt etcd-server.crt etcd-server.key etcd-client.crt \
-           etcd-client.key sa.key sa.pub controller-manager.kubeconfig kubeconfig audit-ca.crt \
+           etcd-client.key sa.key sa.pub controller-manager.kubeconfig kubeconfig gateway.kubeconfig audit-ca.crt \
            audit-webhook.crt audit-webhook.key audit-webhook.kubeconfig; do
   echo "  ${key}: $(base64 -w0 < "$key")"
 done

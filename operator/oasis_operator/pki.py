@@ -2,6 +2,11 @@
 
 Everything is written once into ``<run dir>/pki`` and reused on the next start, so kubeconfigs that were
 handed out stay valid across restarts of the control plane.
+
+Client identities (the API server's audit tells them apart by these names): the operator's admin
+(`local-admin`), the controller manager, and the agent gateway (`oasis:gateway`), which forwards the
+agent's requests impersonating its ServiceAccount. The gateway has an identity of its own so that the
+audit policy can drop the operator's own reads (snapshots, observation) and keep the agent's.
 """
 
 from __future__ import annotations
@@ -11,6 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _DAYS = "3650"
+# The gateway's user name on the local plane, and the file name of its kubeconfig, written beside the
+# admin's one (`gateway/upstream.py: gateway_kubeconfig` looks for it there).
+GATEWAY_USER = "oasis:gateway"
+GATEWAY_KUBECONFIG = "gateway.kubeconfig"
+_CLIENT_EXT = (
+    "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n"
+)
 
 
 @dataclass(frozen=True)
@@ -52,6 +64,14 @@ class Pki:
         return self.root / "controller-manager.key"
 
     @property
+    def gateway_cert(self) -> Path:
+        return self.root / "gateway.crt"
+
+    @property
+    def gateway_key(self) -> Path:
+        return self.root / "gateway.key"
+
+    @property
     def etcd_ca_cert(self) -> Path:
         return self.root / "etcd-ca.crt"
 
@@ -85,23 +105,28 @@ class Pki:
 
     def complete(self) -> bool:
         """True when every file exists (a half-written directory is regenerated)."""
-        files = (
-            self.ca_cert,
-            self.ca_key,
-            self.serving_cert,
-            self.serving_key,
-            self.admin_cert,
-            self.admin_key,
-            self.controller_manager_cert,
-            self.controller_manager_key,
-            self.sa_key,
-            self.sa_pub,
-            self.etcd_ca_cert,
-            self.etcd_ca_key,
-            self.etcd_cert,
-            self.etcd_client_cert,
-        )
-        return all(f.is_file() and f.stat().st_size > 0 for f in files)
+        return all(f.is_file() and f.stat().st_size > 0 for f in _files(self))
+
+
+def _files(pki: Pki) -> tuple[Path, ...]:
+    return (
+        pki.ca_cert,
+        pki.ca_key,
+        pki.serving_cert,
+        pki.serving_key,
+        pki.admin_cert,
+        pki.admin_key,
+        pki.controller_manager_cert,
+        pki.controller_manager_key,
+        pki.gateway_cert,
+        pki.gateway_key,
+        pki.sa_key,
+        pki.sa_pub,
+        pki.etcd_ca_cert,
+        pki.etcd_ca_key,
+        pki.etcd_cert,
+        pki.etcd_client_cert,
+    )
 
 
 def _openssl(*args: str, cwd: Path) -> None:
@@ -143,6 +168,11 @@ def ensure_pki(root: Path) -> Pki:
     pki = Pki(root)
     if pki.complete():
         return pki
+    if _complete_but_gateway(pki):
+        # A plane made before the gateway had its own identity: add it, keep the CA (and so every
+        # kubeconfig handed out).
+        _gateway_cert(pki)
+        return pki
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o700)
     _openssl("genrsa", "-out", "ca.key", "2048", cwd=root)
@@ -169,13 +199,12 @@ def ensure_pki(root: Path) -> Pki:
         "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
         "DNS:kubernetes.default.svc,IP:10.96.0.1\n",
     )
-    client_ext = (
-        "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n"
-    )
-    _signed_cert(pki, "admin", "/O=system:masters/CN=local-admin", client_ext)
+    _signed_cert(pki, "admin", "/O=system:masters/CN=local-admin", _CLIENT_EXT)
     # The controller manager runs a few controllers with one identity (no per-controller accounts), so it
     # needs the rights of system:masters to finish namespace deletion of arbitrary content.
-    _signed_cert(pki, "controller-manager", "/O=system:masters/CN=system:kube-controller-manager", client_ext)
+    controller_manager = "/O=system:masters/CN=system:kube-controller-manager"
+    _signed_cert(pki, "controller-manager", controller_manager, _CLIENT_EXT)
+    _gateway_cert(pki)
     # etcd has a CA of its own: only the API server's etcd client certificate opens it, so no other
     # local process (an agent under evaluation included) can read or rewrite the sandbox's state there.
     _openssl("genrsa", "-out", "etcd-ca.key", "2048", cwd=root)
@@ -191,9 +220,32 @@ def ensure_pki(root: Path) -> Pki:
         "extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n",
         ca="etcd-ca",
     )
-    _signed_cert(pki, "apiserver-etcd-client", "/CN=kube-apiserver-etcd-client", client_ext, ca="etcd-ca")
+    _signed_cert(pki, "apiserver-etcd-client", "/CN=kube-apiserver-etcd-client", _CLIENT_EXT, ca="etcd-ca")
     _openssl("genrsa", "-out", "sa.key", "2048", cwd=root)
     _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=root)
     for key in root.glob("*.key"):
         key.chmod(0o600)
     return pki
+
+
+def _gateway_cert(pki: Pki) -> None:
+    """The gateway's client certificate, in group system:masters of this sandbox-only plane.
+
+    Its own work needs nearly every right there is: impersonating any environment's ServiceAccount,
+    reading Namespaces and the cluster-scoped twin objects as itself (filtered to the environment),
+    creating and patching any twin kind for temporal stimuli, and SubjectAccessReviews. A narrower
+    ClusterRole would need a bootstrap write on every plane start (here and in the chart's plane) and
+    grow with every kind stimuli may change; the plane holds nothing but sandboxes. What it needs
+    apart from the operator is its own name, which the audit policy and the attribution match on.
+    Requests it forwards are authorised as the impersonated agent, never with these rights.
+    """
+    _signed_cert(pki, "gateway", f"/O=system:masters/CN={GATEWAY_USER}", _CLIENT_EXT)
+    pki.gateway_key.chmod(0o600)
+
+
+def _complete_but_gateway(pki: Pki) -> bool:
+    if pki.gateway_cert.is_file() and pki.gateway_key.is_file():
+        return False
+    saved = (pki.gateway_cert, pki.gateway_key)
+    others = [f for f in _files(pki) if f not in saved]
+    return all(f.is_file() and f.stat().st_size > 0 for f in others)

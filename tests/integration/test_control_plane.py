@@ -12,7 +12,9 @@ import pytest
 from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api
 from kubernetes.client.exceptions import ApiException
 
-from oasis_operator.kube import request
+from oasis_operator.gateway.upstream import gateway_kubeconfig
+from oasis_operator.kube import api_client, request
+from oasis_operator.pki import GATEWAY_USER
 from oasis_operator.sandbox.snapshot import field_managers, normalise
 from tests.cluster_fixtures import Cluster, wait_for
 
@@ -93,7 +95,13 @@ def test_writes_are_audited_with_bodies(cluster: Cluster, api: ApiClient, namesp
     core.create_namespaced_config_map(
         namespace, {"metadata": {"name": "audited"}, "data": {"marker": marker}}
     )
-    core.read_namespaced_config_map("audited", namespace)
+    core.read_namespaced_config_map("audited", namespace)  # the operator's own read: not recorded
+    # Reads by any other identity are recorded at Metadata: here the gateway's own.
+    gateway = api_client(gateway_kubeconfig(cluster.kubeconfig))
+    try:
+        CoreV1Api(gateway).read_namespaced_config_map("audited", namespace)
+    finally:
+        gateway.close()  # type: ignore[no-untyped-call]
 
     def entries() -> list[dict[str, object]]:
         found = []
@@ -113,6 +121,7 @@ def test_writes_are_audited_with_bodies(cluster: Cluster, api: ApiClient, namesp
     assert create["requestObject"]["data"]["marker"] == marker
     assert read["level"] == "Metadata"
     assert "responseObject" not in read
+    assert [e["user"]["username"] for e in events if e["verb"] == "get"] == [GATEWAY_USER]  # type: ignore[index]
 
 
 def _etcd_version(port: int, cafile: str | None, cert: tuple[str, str] | None) -> str:

@@ -29,6 +29,13 @@ def register(subparsers: Any) -> None:
         help="admin kubeconfig of the sandbox cluster (env OASIS_SANDBOX_KUBECONFIG; default: $KUBECONFIG)",
     )
     op.add_argument(
+        "--gateway-kubeconfig",
+        type=Path,
+        default=None,
+        help="the gateway's own kubeconfig for the sandbox cluster (env OASIS_GATEWAY_KUBECONFIG; default: "
+        "gateway.kubeconfig beside the sandbox kubeconfig if there is one, else the sandbox kubeconfig)",
+    )
+    op.add_argument(
         "--sandbox-audit-log",
         type=Path,
         action="append",
@@ -71,6 +78,7 @@ def _run(args: argparse.Namespace) -> int:
     flags = {
         "OASIS_PROFILE_DIR": args.profile_dir,
         "OASIS_SANDBOX_KUBECONFIG": args.sandbox_kubeconfig,
+        "OASIS_GATEWAY_KUBECONFIG": args.gateway_kubeconfig,
         "OASIS_SANDBOX_AUDIT_LOG": os.pathsep.join(str(p) for p in args.sandbox_audit_log) or None,
         "OASIS_GATEWAY_HOST": args.gateway_host,
         "OASIS_GATEWAY_PORT": args.gateway_port,

@@ -11,6 +11,9 @@ Two transports feed one `evidence.stream.AuditStream`, chosen by where the API s
 Either way a scenario subscribes when its agent starts, and its record is closed by a fence: one
 request the audit policy always records, which must come back through the stream before the scenario's
 events count as complete (a fence that does not come back is a provider fault for that scenario).
+When it subscribes, the gateway sends a fence of its own through its connection: it names the identity
+the gateway authenticates as, without which the agent's requests could not be told from a foreign
+credential's (no gateway identity known at the close is a provider fault too).
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable
 from pathlib import Path
 
 from kubernetes.client import ApiClient
@@ -27,6 +29,7 @@ from kubernetes.client.exceptions import ApiException
 from oasis_operator.evidence.audit_file import AuditFileTail
 from oasis_operator.evidence.audit_webhook import AuditWebhook, undelivered
 from oasis_operator.evidence.stream import FENCE_PATH, FENCE_TIMEOUT, AuditStream
+from oasis_operator.gateway.upstream import Upstream
 from oasis_operator.kube import request
 from oasis_operator.models.environment import Environment
 from oasis_operator.models.evidence import AuditLog
@@ -52,6 +55,7 @@ class ApiServerAudit:
         self.webhook = webhook
         self.fence_timeout = fence_timeout
         self._baseline: dict[str, float] = {}
+        self._gateway_fences: dict[str, str] = {}
         self._lock = threading.Lock()
 
     @property
@@ -107,20 +111,40 @@ class ApiServerAudit:
             with self._lock:
                 self._baseline[env.id] = baseline
 
+    async def gateway_fence(self, env_id: str, upstream: Upstream) -> None:
+        """The gateway's fence for the environment, sent through its own connection (`upstream`)."""
+        token = self.stream.new_gateway_fence()
+        with self._lock:
+            self._gateway_fences[env_id] = token
+        try:
+            await upstream.get_json(f"{FENCE_PATH}{token}")  # a 404 (or 403): the audit event counts
+        except Exception as exc:  # noqa: BLE001 - the close names the missing identity
+            log.warning("gateway audit fence not sent: %s", exc)
+
     def close(self, env_id: str) -> AuditLog:
-        """The environment's record once a fence came back; a webhook loss meanwhile is a fault."""
+        """The environment's record once a fence came back; a webhook loss meanwhile is a fault, and so is
+        a gateway whose identity the stream never learnt."""
         with self._lock:
             baseline = self._baseline.pop(env_id, None)
-        check: Callable[[], str | None] | None = None
-        if self.webhook is not None:
+            gateway_token = self._gateway_fences.pop(env_id, None)
 
-            def check() -> str | None:
-                now = self._undelivered()
-                if baseline is None or now is None:
-                    return "the API server's audit delivery count could not be read"
-                if now > baseline:
-                    return f"the API server failed to deliver {now - baseline:.0f} audit events meanwhile"
+        def check() -> str | None:
+            if gateway_token is not None:
+                arrived = self.stream.wait_fence(gateway_token, self.fence_timeout)
+                self.stream.forget_fence(gateway_token)
+                if not arrived and not self.stream.gateway_users:
+                    return (
+                        "the gateway's audit fence did not come back, so the identity it forwards the "
+                        "agent's requests with is unknown"
+                    )
+            if self.webhook is None:
                 return None
+            now = self._undelivered()
+            if baseline is None or now is None:
+                return "the API server's audit delivery count could not be read"
+            if now > baseline:
+                return f"the API server failed to deliver {now - baseline:.0f} audit events meanwhile"
+            return None
 
         return self.stream.close(env_id, self.fence(), self.fence_timeout, check)
 
@@ -128,3 +152,6 @@ class ApiServerAudit:
         self.stream.discard(env_id)
         with self._lock:
             self._baseline.pop(env_id, None)
+            token = self._gateway_fences.pop(env_id, None)
+        if token is not None:
+            self.stream.forget_fence(token)

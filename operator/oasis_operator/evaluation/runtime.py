@@ -38,6 +38,8 @@ class OperatorConfig:
     """What the evaluation parts take from the operator's settings (`from_settings`), as values."""
 
     sandbox_kubeconfig: Path | None = None
+    # What the default gateway authenticates with (None: `gateway.upstream.gateway_kubeconfig` decides).
+    gateway_kubeconfig: Path | None = None
     sandbox_prefix: str = "sbx"
     gateway_host: str = "127.0.0.1"
     gateway_port: int = 0
@@ -61,6 +63,7 @@ class OperatorConfig:
     def from_settings(cls, settings: OperatorSettings) -> OperatorConfig:
         return cls(
             sandbox_kubeconfig=settings.effective_sandbox_kubeconfig,
+            gateway_kubeconfig=_gateway_kubeconfig(settings),
             sandbox_prefix=settings.sandbox_prefix,
             gateway_host=settings.gateway_host,
             gateway_port=settings.gateway_port,
@@ -76,6 +79,16 @@ class OperatorConfig:
             agent_namespace=settings.agent_namespace,
             agent_service_account=settings.agent_service_account,
         )
+
+
+def _gateway_kubeconfig(settings: OperatorSettings) -> Path | None:
+    path = settings.gateway_kubeconfig
+    if path is not None and not path.is_file():
+        raise RuntimeSetupError(
+            f"OASIS_GATEWAY_KUBECONFIG: {path} is not a file (the gateway's own kubeconfig for the sandbox "
+            "cluster; hack/sandbox-pki.sh writes it as gateway.kubeconfig); unset it to use the sandbox one"
+        )
+    return path
 
 
 @dataclass(frozen=True)
@@ -211,7 +224,12 @@ class Sandboxes:
         await self.listener.start()
         if config.sandbox_kubeconfig is None:
             return  # in-cluster without a sandbox: evaluations must name one in spec.environment
-        gateway = Gateway(config.sandbox_kubeconfig, config.data_dir / "gateway", listener=self.listener)
+        gateway = Gateway(
+            config.sandbox_kubeconfig,
+            config.data_dir / "gateway",
+            listener=self.listener,
+            identity=config.gateway_kubeconfig,
+        )
         await gateway.start()
         api = api_client(config.sandbox_kubeconfig)
         audit = self._apiserver_audit(api, config)

@@ -187,6 +187,7 @@ class ScenarioRunner:
             started = _now()
             if self.apiserver_audit is not None:
                 await asyncio.to_thread(self.apiserver_audit.subscribe, env, started)
+                await self.apiserver_audit.gateway_fence(env.id, self.gateway.upstream)
             request = agent_request(scenario, creds.kubeconfig_yaml, creds.endpoints)
         stop = asyncio.Event()
         dynamics = asyncio.create_task(self._dynamics(reconciler, stop))

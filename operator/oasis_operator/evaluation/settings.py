@@ -44,6 +44,9 @@ class OperatorSettings(BaseModel):
         "sbx", alias="OASIS_SANDBOX_PREFIX", pattern=r"^[a-z0-9]([-a-z0-9]{0,18}[a-z0-9])?$"
     )
     sandbox_audit_log: str = Field("", alias="OASIS_SANDBOX_AUDIT_LOG")
+    # The gateway's own credentials for the sandbox cluster (the chart's sandbox control plane); unset:
+    # `gateway.kubeconfig` beside the sandbox kubeconfig (the local plane's), else the sandbox kubeconfig.
+    gateway_kubeconfig: Path | None = Field(None, alias="OASIS_GATEWAY_KUBECONFIG")
     gateway_host: str = Field("127.0.0.1", alias="OASIS_GATEWAY_HOST")
     gateway_port: int = Field(0, alias="OASIS_GATEWAY_PORT", ge=0, le=65535)
     gateway_url: str | None = Field(None, alias="OASIS_GATEWAY_URL", pattern=r"^https?://")

@@ -2,13 +2,20 @@
 
 Pure functions over `audit.k8s.io/v1` events. Every identity is kept and attributed (`Actor`):
 
-- ``agent``: the environment's ServiceAccount, as the gateway impersonates it (or its own token);
-- ``provider``: the operator's own identity acting as itself (setup, dynamics, snapshots, teardown);
+- ``agent``: the environment's ServiceAccount, as the gateway's identity impersonates it (or its own
+  token);
+- ``provider``: the operator's own identity acting as itself (setup, dynamics, snapshots, teardown),
+  and the gateway's identity acting as itself (its filtered reads, temporal stimuli);
 - ``controller``: the cluster's controllers and system identities (controller-manager, kube-system
   ServiceAccounts, nodes, the API server itself);
 - ``anonymous``: no credential;
 - ``foreign``: any other credential used in the sandbox, e.g. a ServiceAccount token the agent found;
-- ``other``: the provider's identity impersonating someone who is not the agent.
+- ``other``: an identity of ours impersonating someone who is not the agent, or the operator's own
+  identity impersonating the agent (only the gateway forwards the agent's requests).
+
+The identities of ours are learnt from what the API server authenticated (`Identities`, from fences:
+`evidence.stream`). Where the gateway has no identity of its own (the chart's sandbox.mode=host) the
+two sets hold the same name, and the operator's identity impersonating the agent is the agent.
 
 Which events belong to an environment (`belongs_to`): those on its sandbox namespaces (objects in them
 and the namespaces themselves), on its renamed cluster-scoped objects, and those made by an identity that
@@ -19,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -45,6 +53,18 @@ ANONYMOUS = "system:anonymous"
 CREDENTIAL_ID = "authentication.kubernetes.io/credential-id"
 
 
+@dataclass(frozen=True)
+class Identities:
+    """Our identities on the sandbox API server, as it authenticated them."""
+
+    provider: frozenset[str] = frozenset()  # the operator's
+    gateway: frozenset[str] = frozenset()  # the agent gateway's
+
+    @property
+    def ours(self) -> frozenset[str]:
+        return self.provider | self.gateway
+
+
 def username_of(block: Any) -> str:
     return str(block.get("username") or "") if isinstance(block, Mapping) else ""
 
@@ -54,18 +74,18 @@ def acting_user(event: Mapping[str, Any]) -> str:
     return username_of(event.get("impersonatedUser")) or username_of(event.get("user"))
 
 
-def attribute(event: Mapping[str, Any], env: Environment, provider_users: frozenset[str]) -> Actor:
+def attribute(event: Mapping[str, Any], env: Environment, ours: Identities) -> Actor:
     """Who made the request, by the identities the API server authenticated (never by what it claims)."""
     authenticated = username_of(event.get("user"))
     impersonated = username_of(event.get("impersonatedUser"))
     acting = impersonated or authenticated
-    if acting == env.agent.username and (not impersonated or authenticated in provider_users):
+    if acting == env.agent.username and (not impersonated or authenticated in ours.gateway):
         return Actor.AGENT
-    if impersonated and authenticated in provider_users:
+    if impersonated and authenticated in ours.ours:
         return Actor.OTHER
     if acting == ANONYMOUS:
         return Actor.ANONYMOUS
-    if authenticated in provider_users:
+    if authenticated in ours.ours:
         return Actor.PROVIDER
     if acting in CONTROLLER_USERS or acting.startswith(CONTROLLER_PREFIXES):
         return Actor.CONTROLLER
@@ -123,9 +143,7 @@ def _response_meta(event: Mapping[str, Any]) -> tuple[str | None, str | None, An
     return (str(uid) if uid else None), (str(version) if version else None), body
 
 
-def to_entry(
-    seq: int, event: Mapping[str, Any], env: Environment, provider_users: frozenset[str]
-) -> AuditEntry:
+def to_entry(seq: int, event: Mapping[str, Any], env: Environment, ours: Identities) -> AuditEntry:
     """One audit event as the engine reads it, with sandbox namespaces named as the agent knows them."""
     ref = event.get("objectRef") or {}
     sandbox_ns = ref.get("namespace")
@@ -138,7 +156,7 @@ def to_entry(
     verb = str(event.get("verb", ""))
     uri = str(event.get("requestURI", ""))
     query = _query(uri)
-    actor = attribute(event, env, provider_users)
+    actor = attribute(event, env, ours)
     uid, version, body = _response_meta(event)
     return AuditEntry(
         seq=seq,
@@ -170,7 +188,7 @@ def to_entry(
 def audit_log(
     events: Iterable[Mapping[str, Any]],
     env: Environment,
-    provider_users: frozenset[str],
+    ours: Identities,
     fault: str | None = None,
 ) -> AuditLog:
     """The environment's entries, oldest first; a stream fault makes the source `unreachable`.
@@ -186,5 +204,5 @@ def audit_log(
     )
     return AuditLog(
         evidence_source=EvidenceSource(type=SOURCE_TYPE, status=SourceStatus.AVAILABLE),
-        entries=[to_entry(i, e, env, provider_users) for i, e in enumerate(ordered)],
+        entries=[to_entry(i, e, env, ours) for i, e in enumerate(ordered)],
     )

@@ -13,6 +13,8 @@ that event came back through the stream. A fence that does not arrive within its
 cannot be parsed, a line still torn past its bound, or a transport's own loss report is a fault: every
 environment subscribed at that moment gets an `unreachable` source naming the cause, never a silently
 shorter record. The identity that sent a fence is the provider's own: that is how the stream learns it.
+The gateway sends fences of its own (`gateway-<token>`) through its connection, so the stream learns
+the identity the gateway authenticates as, whose requests impersonating the agent are the agent's.
 """
 
 from __future__ import annotations
@@ -25,12 +27,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from oasis_operator.evidence.apiserver import audit_log, username_of
+from oasis_operator.evidence.apiserver import Identities, audit_log, username_of
 from oasis_operator.models.environment import Environment
 from oasis_operator.models.evidence import AuditLog
 
 FENCE_PATH = "/audit-fence/"
 FENCE_TIMEOUT = 15.0
+GATEWAY_FENCE = "gateway-"
 
 
 @dataclass
@@ -44,18 +47,29 @@ class _Subscription:
 class AuditStream:
     """Thread-safe router: transports feed it, scenario runs subscribe and close."""
 
-    def __init__(self, description: str, provider_users: Iterable[str] = ()) -> None:
+    def __init__(
+        self, description: str, provider_users: Iterable[str] = (), gateway_users: Iterable[str] = ()
+    ) -> None:
         self.description = description
         self._cond = threading.Condition()
         self._subs: dict[str, _Subscription] = {}
         self._fences: dict[str, str] = {}
         self._provider_users = set(provider_users)
+        self._gateway_users = set(gateway_users)
         self.faults: list[str] = []
 
     @property
     def provider_users(self) -> frozenset[str]:
         with self._cond:
             return frozenset(self._provider_users)
+
+    @property
+    def gateway_users(self) -> frozenset[str]:
+        with self._cond:
+            return frozenset(self._gateway_users)
+
+    def _identities(self) -> Identities:
+        return Identities(frozenset(self._provider_users), frozenset(self._gateway_users))
 
     # --- transports ----------------------------------------------------------------------------------
     def wanted(self, line: str) -> bool:
@@ -87,7 +101,10 @@ class AuditStream:
                     user = username_of(event.get("user"))
                     self._fences[token] = user
                     if user:
-                        self._provider_users.add(user)
+                        users = (
+                            self._gateway_users if token.startswith(GATEWAY_FENCE) else self._provider_users
+                        )
+                        users.add(user)
                     continue
                 text = None
                 for env_id, sub in self._subs.items():
@@ -121,6 +138,11 @@ class AuditStream:
     def new_fence() -> str:
         return secrets.token_hex(8)
 
+    @staticmethod
+    def new_gateway_fence() -> str:
+        """A fence token for the gateway to send: its sender is learnt as the gateway's identity."""
+        return GATEWAY_FENCE + secrets.token_hex(8)
+
     def wait_fence(self, token: str, timeout: float = FENCE_TIMEOUT) -> bool:
         """True once the fence request `token` came back through the stream."""
         deadline = time.monotonic() + timeout
@@ -131,6 +153,11 @@ class AuditStream:
                     return False
                 self._cond.wait(left)
             return True
+
+    def forget_fence(self, token: str) -> None:
+        """Drop what is kept of a fence (its sender stays learnt); idempotent."""
+        with self._cond:
+            self._fences.pop(token, None)
 
     def close(
         self,
@@ -146,7 +173,7 @@ class AuditStream:
             sub = self._subs.pop(env_id)
             if fence is not None:
                 self._fences.pop(fence, None)
-            users = frozenset(self._provider_users)
+            ours = self._identities()
         fault = sub.fault
         if fault is None and not arrived:
             fault = (
@@ -158,4 +185,4 @@ class AuditStream:
         # Whole seconds, as the two clocks (operator, API server) may differ slightly in the chart.
         since = sub.since[:19]
         events = [e for e in sub.events if str(e.get("requestReceivedTimestamp", ""))[:19] >= since]
-        return audit_log(events, sub.env, users, fault)
+        return audit_log(events, sub.env, ours, fault)

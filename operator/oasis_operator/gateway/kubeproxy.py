@@ -20,6 +20,7 @@ from urllib.parse import parse_qsl, urlencode
 
 from aiohttp import web
 
+from oasis_operator.gateway.discovery import Discovery
 from oasis_operator.gateway.documents import clean_discovery, merge_lists, rewrite_body
 from oasis_operator.gateway.entries import recorded_document
 from oasis_operator.gateway.guards import Refusal, impersonation_refusal, refusal
@@ -71,24 +72,6 @@ def door_tail(request: web.Request) -> str:
     """The request's path below its door ("/api/v1/..."), whether or not it came through one."""
     tail: str = request.get(TAIL_KEY, request.path)
     return tail
-
-
-class Discovery:
-    """Which resources are namespaced, from the sandbox API server's discovery documents (cached)."""
-
-    def __init__(self, upstream: Upstream) -> None:
-        self._upstream = upstream
-        self._cache: dict[str, dict[str, bool]] = {}
-
-    async def namespaced(self, prefix: str, resource: str) -> bool | None:
-        if prefix not in self._cache or resource not in self._cache[prefix]:
-            code, doc = await self._upstream.get_json(prefix)
-            if code != 200 or not isinstance(doc, dict):
-                return None
-            self._cache[prefix] = {
-                r["name"]: bool(r.get("namespaced")) for r in doc.get("resources", []) if "/" not in r["name"]
-            }
-        return self._cache[prefix].get(resource)
 
 
 class KubeProxy:

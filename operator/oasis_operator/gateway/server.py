@@ -45,7 +45,7 @@ from oasis_operator.gateway.status import status_document
 from oasis_operator.gateway.stimuli import StimulusPlan
 from oasis_operator.gateway.stimulus_runner import StimulusRunner
 from oasis_operator.gateway.tls import ServingTLS, own_tls, serving_names
-from oasis_operator.gateway.upstream import Upstream, load_upstream
+from oasis_operator.gateway.upstream import Upstream, gateway_kubeconfig, load_upstream
 from oasis_operator.gateway.virtual import NameMap
 from oasis_operator.models.environment import Environment
 from oasis_operator.models.evidence import AuditEntry
@@ -64,6 +64,7 @@ class Gateway:
     `listener`: a shared listener to be served by (the operator's one door; `host`, `port` and
     `public_url` are then its own); None: the gateway listens itself on `host:port` with `tls` (default:
     its own CA in `data_dir/tls`, naming `public_url`'s host, `host` and the loopback names).
+    `identity`: the kubeconfig it authenticates upstream with (default: `upstream.gateway_kubeconfig`).
     """
 
     def __init__(
@@ -78,6 +79,7 @@ class Gateway:
         public_url: str | None = None,
         listener: Listener | None = None,
         tls: ServingTLS | None = None,
+        identity: Path | None = None,
     ) -> None:
         if not isinstance(max_body_bytes, int) or isinstance(max_body_bytes, bool) or max_body_bytes < 1:
             raise ValueError(f"max_body_bytes must be a positive number of bytes, not {max_body_bytes!r}")
@@ -92,7 +94,8 @@ class Gateway:
         self.rate_limit = rate_limit
         self.max_body_bytes = max_body_bytes
         self.public_url = public_url
-        self._upstream = Upstream(load_upstream(sandbox_kubeconfig))
+        self.identity = gateway_kubeconfig(sandbox_kubeconfig, identity)
+        self._upstream = Upstream(load_upstream(self.identity))
         self.kube = KubeProxy(self._upstream)
         self._envs: dict[str, EnvState] = {}
         self._by_token: dict[bytes, str] = {}  # token digest -> environment id (revoked ones too)

@@ -1,8 +1,12 @@
 """The gateway's connection to the sandbox API server, impersonating an agent when asked.
 
-The kubeconfig's user authenticates the gateway: a client certificate (the admin of a dedicated sandbox
-control plane) or a bearer token (the operator's ServiceAccount when the chart's sandbox.mode=host binds
-the sandbox roles to it, which include impersonating the agent ServiceAccounts).
+The kubeconfig's user authenticates the gateway: a client certificate or a bearer token. Where the
+sandbox cluster gives the gateway an identity of its own, it uses that one, not the operator's, so the
+API server's audit (and its policy, `localcluster/audit.py`) tells the agent's requests from the
+operator's reads: the local plane writes `gateway.kubeconfig` (`oasis:gateway`) beside the admin one,
+and the chart's sandbox control plane puts one in its PKI Secret (OASIS_GATEWAY_KUBECONFIG). Without one
+(the chart's sandbox.mode=host: the operator's ServiceAccount, whose roles include impersonating the
+agent ServiceAccounts; an evaluation's own kubeconfig Secret) the gateway uses the sandbox kubeconfig.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import yaml
 
 from oasis_operator import PROVIDER_FIELD_MANAGER
 from oasis_operator.models.environment import AgentIdentity
+from oasis_operator.pki import GATEWAY_KUBECONFIG
 
 # Headers an agent may not choose: identity is the gateway's to decide, and hop-by-hop headers are ours.
 DROPPED_REQUEST_HEADERS = frozenset(
@@ -62,6 +67,15 @@ def _material(entry: dict[str, Any], key: str, base: Path, scratch: Path) -> Pat
     target.write_bytes(base64.b64decode(data))
     target.chmod(0o600)
     return target
+
+
+def gateway_kubeconfig(sandbox_kubeconfig: Path, configured: Path | None = None) -> Path:
+    """The kubeconfig the gateway authenticates with: `configured`, else the gateway's own beside the
+    sandbox kubeconfig (`gateway.kubeconfig`, the local plane's), else the sandbox kubeconfig itself."""
+    if configured is not None:
+        return configured
+    own = sandbox_kubeconfig.parent / GATEWAY_KUBECONFIG
+    return own if own.is_file() and own != sandbox_kubeconfig else sandbox_kubeconfig
 
 
 def load_upstream(kubeconfig: Path) -> UpstreamConfig:

@@ -2,17 +2,25 @@
 
 The policy keeps what evidence uses and drops the rest (first matching rule wins):
 
-1. the audit fence (`GET /audit-fence/<token>`, see `evidence.stream`): always recorded, at Metadata;
+1. the audit fence (`GET /audit-fence/<token>`, see `evidence.stream`): always recorded, at Metadata,
+   whoever sends it (the operator's fences close each scenario's record, the gateway's name its identity);
 2. health, version, OpenAPI and metrics endpoints: dropped;
 3. leases (leader election, node heartbeats): dropped, for every identity;
 4. reads (get, list, watch) by the controller-manager and the kube-system ServiceAccounts: dropped;
-5. the operator's own reads of its own API (its custom resources and their definitions): dropped;
-6. writes by every identity (create, update, patch, delete, deletecollection): RequestResponse;
-7. every other request (reads, including the agent's through the gateway): Metadata.
+5. every read by the operator's own identity: dropped. These are its snapshots, its observation and
+   dynamics passes, its watches of its own custom resources: it knows what it read, and no verdict
+   stands on it (the engine judges the agent's requests and what changed);
+6. writes by every identity (create, update, patch, delete, deletecollection): RequestResponse, so the
+   provider's setup and teardown, the agent's writes, the controllers' and any foreign credential's are
+   all there with their bodies and answers;
+7. every other request, at Metadata: the agent's reads through the gateway, reads by any other
+   identity (a foreign credential, a sandbox ServiceAccount), and the gateway's own reads.
 
-Audit policy rules match the identity that authenticated, not the one impersonated. The gateway
-authenticates as the operator and impersonates the agent, so the operator's reads of the sandbox cannot
-be told apart from the agent's by the policy: rule 5 drops only reads the agent never makes.
+Rules match the identity that *authenticated*, not the one impersonated. So the gateway, which forwards
+the agent's requests impersonating its ServiceAccount, authenticates with an identity of its own
+(`oasis:gateway`, `pki.py`), never the operator's: rule 5 can then drop the operator's reads while the
+agent's reads, authenticated as the gateway, stay in (rule 7). Were the gateway to share the operator's
+identity (the chart's `sandbox.mode=host`, docs/install.md §5), rule 5 would drop the agent's reads too.
 Nothing is recorded at RequestReceived: one event per request, at ResponseComplete.
 """
 
@@ -49,15 +57,7 @@ def audit_policy(operator_user: str = OPERATOR_USER) -> dict[str, Any]:
             {"level": "None", "resources": [{"group": "coordination.k8s.io", "resources": ["leases"]}]},
             {"level": "None", "users": [CONTROLLER_MANAGER_USER], "verbs": READS},
             {"level": "None", "userGroups": ["system:serviceaccounts:kube-system"], "verbs": READS},
-            {
-                "level": "None",
-                "users": [operator_user],
-                "verbs": READS,
-                "resources": [
-                    {"group": "oasis.evaluation.dev"},
-                    {"group": "apiextensions.k8s.io", "resources": ["customresourcedefinitions"]},
-                ],
-            },
+            {"level": "None", "users": [operator_user], "verbs": READS},
             {"level": "RequestResponse", "verbs": list(API_WRITE_VERBS)},
             {"level": "Metadata"},
         ],

@@ -28,17 +28,13 @@ from pathlib import Path
 
 import yaml
 
-from oasis_operator.localcluster.audit import apiserver_audit_args, audit_policy
+from oasis_operator.localcluster import kubeconfigs
+from oasis_operator.localcluster.audit import audit_policy
+from oasis_operator.localcluster.components import apiserver_args, controller_manager_args, etcd_args
 from oasis_operator.localcluster.release import Release, ReleaseError, default_bin_dir, selected
 from oasis_operator.pki import Pki, ensure_pki
 
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager")
-# Controllers that never manage workloads (their names since 1.28).
-CONTROLLERS = (
-    "namespace-controller,garbage-collector-controller,serviceaccount-controller,"
-    "serviceaccount-token-controller"
-)
-SERVICE_CIDR = "10.96.0.0/16"
 
 
 class ControlPlaneError(RuntimeError):
@@ -101,11 +97,21 @@ class LocalControlPlane:
     # --- paths -------------------------------------------------------------------------------------
     @property
     def kubeconfig(self) -> Path:
-        return self.run_dir / "kubeconfig"
+        """The operator's admin kubeconfig (`local-admin`)."""
+        return self.run_dir / kubeconfigs.ADMIN
+
+    @property
+    def gateway_kubeconfig(self) -> Path:
+        """The agent gateway's own kubeconfig (`oasis:gateway`), beside the admin one."""
+        return self.run_dir / kubeconfigs.GATEWAY
 
     @property
     def audit_log(self) -> Path:
         return self.run_dir / "audit.log"
+
+    @property
+    def _policy_file(self) -> Path:
+        return self.run_dir / "audit-policy.yaml"
 
     @property
     def state_file(self) -> Path:
@@ -166,7 +172,13 @@ class LocalControlPlane:
     def start(self, timeout: float = 90.0) -> ClusterStatus:
         """Start every component that is not already running; idempotent."""
         current = self.status()
-        if current.running and current.ready:
+        state = self.read_state()
+        if current.running and current.ready and state is not None:
+            # A plane started before the gateway had its own identity gets it now (same CA, so the
+            # running API server accepts it; the policy follows at its next start).
+            if not self.gateway_kubeconfig.is_file():
+                ensure_pki(self.pki.root)
+                kubeconfigs.write_kubeconfigs(self.run_dir, self.pki, state.api_port)
             return current
         if any(c.running for c in current.components):
             self.stop()
@@ -175,28 +187,28 @@ class LocalControlPlane:
             (self.run_dir / sub).mkdir(parents=True, exist_ok=True)
         self.run_dir.chmod(0o700)
         ensure_pki(self.pki.root)
-        (self.run_dir / "audit-policy.yaml").write_text(yaml.safe_dump(audit_policy(), sort_keys=False))
+        self._policy_file.write_text(yaml.safe_dump(audit_policy(), sort_keys=False))
         previous = self.read_state()
         api, client, peer = choose_ports(
             [previous.api_port, previous.etcd_client_port, previous.etcd_peer_port] if previous else []
         )
         state = ClusterState(api_port=api, etcd_client_port=client, etcd_peer_port=peer)
-        self._write_kubeconfig(self.kubeconfig, state.api_port, self.pki.admin_cert, self.pki.admin_key)
-        cm_kubeconfig = self.run_dir / "controller-manager.kubeconfig"
-        self._write_kubeconfig(
-            cm_kubeconfig, state.api_port, self.pki.controller_manager_cert, self.pki.controller_manager_key
-        )
+        kubeconfigs.write_kubeconfigs(self.run_dir, self.pki, state.api_port)
+        cm_kubeconfig = self.run_dir / kubeconfigs.CONTROLLER_MANAGER
         try:
-            state.pids["etcd"] = self._spawn("etcd", [str(binaries["etcd"]), *self._etcd_args(state)])
+            etcd = etcd_args(self.pki, self.run_dir / "etcd", state.etcd_client_port, state.etcd_peer_port)
+            state.pids["etcd"] = self._spawn("etcd", [str(binaries["etcd"]), *etcd])
             self._write_state(state)
             self._wait(lambda: _port_open(state.etcd_client_port), "etcd", timeout)
-            api_args = self._apiserver_args(state)
+            api_args = apiserver_args(
+                self.pki, state.etcd_client_port, state.api_port, self._policy_file, self.audit_log
+            )
             state.pids["kube-apiserver"] = self._spawn(
                 "kube-apiserver", [str(binaries["kube-apiserver"]), *api_args]
             )
             self._write_state(state)
             self._wait(lambda: self._readyz(state.api_port), "kube-apiserver", timeout)
-            cm_args = self._controller_manager_args(cm_kubeconfig)
+            cm_args = controller_manager_args(self.pki, cm_kubeconfig)
             state.pids["kube-controller-manager"] = self._spawn(
                 "kube-controller-manager", [str(binaries["kube-controller-manager"]), *cm_args]
             )
@@ -262,7 +274,7 @@ class LocalControlPlane:
         raise ControlPlaneError(f"{component} not ready after {timeout:.0f}s: see {self.log_file(component)}")
 
     def _readyz(self, port: int) -> bool:
-        if not self.pki.complete():
+        if not all(f.is_file() for f in (self.pki.ca_cert, self.pki.admin_cert, self.pki.admin_key)):
             return False
         ctx = ssl.create_default_context(cafile=str(self.pki.ca_cert))
         ctx.load_cert_chain(str(self.pki.admin_cert), str(self.pki.admin_key))
@@ -271,88 +283,6 @@ class LocalControlPlane:
                 return bool(resp.status == 200)
         except (urllib.error.URLError, OSError, ssl.SSLError):
             return False
-
-    def _etcd_args(self, state: ClusterState) -> list[str]:
-        p = self.pki
-        client = f"https://127.0.0.1:{state.etcd_client_port}"
-        peer = f"https://127.0.0.1:{state.etcd_peer_port}"
-        return [
-            "--name=local",
-            f"--data-dir={self.run_dir / 'etcd'}",
-            f"--listen-client-urls={client}",
-            f"--advertise-client-urls={client}",
-            f"--listen-peer-urls={peer}",
-            f"--initial-advertise-peer-urls={peer}",
-            f"--initial-cluster=local={peer}",
-            # Mutual TLS on both ports: a client must present a certificate from etcd's own CA.
-            f"--cert-file={p.etcd_cert}",
-            f"--key-file={p.etcd_key}",
-            f"--trusted-ca-file={p.etcd_ca_cert}",
-            "--client-cert-auth",
-            f"--peer-cert-file={p.etcd_cert}",
-            f"--peer-key-file={p.etcd_key}",
-            f"--peer-trusted-ca-file={p.etcd_ca_cert}",
-            "--peer-client-cert-auth",
-            "--quota-backend-bytes=2147483648",
-            "--log-level=warn",
-        ]
-
-    def _apiserver_args(self, state: ClusterState) -> list[str]:
-        p = self.pki
-        return [
-            f"--etcd-servers=https://127.0.0.1:{state.etcd_client_port}",
-            f"--etcd-cafile={p.etcd_ca_cert}",
-            f"--etcd-certfile={p.etcd_client_cert}",
-            f"--etcd-keyfile={p.etcd_client_key}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
-            f"--secure-port={state.api_port}",
-            f"--tls-cert-file={p.serving_cert}",
-            f"--tls-private-key-file={p.serving_key}",
-            f"--client-ca-file={p.ca_cert}",
-            "--service-account-issuer=https://kubernetes.default.svc",
-            f"--service-account-key-file={p.sa_pub}",
-            f"--service-account-signing-key-file={p.sa_key}",
-            f"--service-cluster-ip-range={SERVICE_CIDR}",
-            "--authorization-mode=RBAC",
-            "--endpoint-reconciler-type=none",
-            *apiserver_audit_args(self.run_dir / "audit-policy.yaml", self.audit_log),
-            "--v=1",
-        ]
-
-    def _controller_manager_args(self, kubeconfig: Path) -> list[str]:
-        return [
-            f"--kubeconfig={kubeconfig}",
-            f"--controllers={CONTROLLERS}",
-            "--leader-elect=false",
-            "--secure-port=0",
-            f"--service-account-private-key-file={self.pki.sa_key}",
-            f"--root-ca-file={self.pki.ca_cert}",
-            "--concurrent-gc-syncs=5",
-            "--v=1",
-        ]
-
-    def _write_kubeconfig(self, path: Path, port: int, cert: Path, key: Path) -> None:
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": "local",
-                    "cluster": {
-                        "server": f"https://127.0.0.1:{port}",
-                        "certificate-authority": str(self.pki.ca_cert),
-                    },
-                }
-            ],
-            "users": [{"name": "admin", "user": {"client-certificate": str(cert), "client-key": str(key)}}],
-            "contexts": [
-                {"name": "local", "context": {"cluster": "local", "user": "admin", "namespace": "default"}}
-            ],
-            "current-context": "local",
-        }
-        path.write_text(yaml.safe_dump(config, sort_keys=False))
-        path.chmod(0o600)
 
 
 def choose_ports(preferred: list[int], count: int = 3) -> list[int]:

@@ -26,6 +26,7 @@ from kubernetes.client.exceptions import ApiException
 from oasis_operator.evaluation.apiserver_audit import ApiServerAudit
 from oasis_operator.evidence.audit_webhook import AuditWebhook, server_ssl
 from oasis_operator.evidence.stream import AuditStream
+from oasis_operator.gateway.upstream import Upstream, load_upstream
 from oasis_operator.kube import api_client, request, resource_path
 from oasis_operator.localcluster.release import pinned
 from oasis_operator.models.evidence import Actor, AuditLog, SourceStatus
@@ -105,7 +106,7 @@ def sandbox_plane(tmp_path: Path) -> Iterator[SandboxPlane]:
     audit.write_text(find(objects, "ConfigMap", "-sandbox-audit")["data"]["policy.yaml"])
     server = f"https://{FULL}-sandbox-apiserver.{NS}.svc:6443"
     local_server = f"https://127.0.0.1:{api_port}"
-    for name in ("kubeconfig", "controller-manager.kubeconfig"):
+    for name in ("kubeconfig", "controller-manager.kubeconfig", "gateway.kubeconfig"):
         (pki / name).write_text((pki / name).read_text().replace(server, local_server))
     audit_port = _free_port()
     hook = pki / "audit-webhook.kubeconfig"
@@ -234,6 +235,7 @@ def test_audit_reaches_the_operator_through_the_webhook(sandbox_plane: SandboxPl
         api, stream, webhook=AuditWebhook(stream, "127.0.0.1", sandbox_plane.audit_port, tls)
     )
     provider = SandboxProvider(api, prefix="sbx")
+    agent_user: list[str] = []
 
     async def main() -> tuple[AuditLog, str]:
         await audit.start()
@@ -242,12 +244,23 @@ def test_audit_reaches_the_operator_through_the_webhook(sandbox_plane: SandboxPl
                 provider.provision, scenario("infra.safety.do.cascading-deletion-001")
             )
             env = record.environment
+            agent_user.append(env.agent.username)
             await asyncio.to_thread(
                 audit.subscribe, env, time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
             )
             target = env.namespaces[0].sandbox
             body = {"metadata": {"name": "made-by-provider"}, "data": {"k": "v"}}
+            path = resource_path("ConfigMap", target, "made-by-provider")
             await asyncio.to_thread(request, api, "POST", resource_path("ConfigMap", target), body)
+            await asyncio.to_thread(request, api, "GET", path)  # the operator's read: dropped
+            # The gateway's own identity of the Secret: its fence names it, its reads for the agent stay.
+            upstream = Upstream(load_upstream(pki / "gateway.kubeconfig"))
+            await upstream.start()
+            try:
+                await audit.gateway_fence(env.id, upstream)
+                await upstream.get_json(path, env.agent)
+            finally:
+                await upstream.stop()
             # Nothing but the API server's audit client may post evidence.
             plain = ssl.create_default_context(cafile=str(pki / "ca.crt"))
             with pytest.raises(OSError, match=r"(?i)certificate|reset|EOF|handshake|closed"):
@@ -266,6 +279,9 @@ def test_audit_reaches_the_operator_through_the_webhook(sandbox_plane: SandboxPl
         api.close()  # type: ignore[no-untyped-call]
     assert log.evidence_source.status == SourceStatus.AVAILABLE, log.evidence_source.detail
     assert stream.provider_users == {"oasis-operator"}
+    assert stream.gateway_users == {"oasis:gateway"}
+    reads = [(e.actor, e.user) for e in log.entries if e.name == "made-by-provider" and e.verb == "get"]
+    assert reads == [(Actor.AGENT, agent_user[0])], reads
     made = [e for e in log.entries if e.verb == "create" and e.name == "made-by-provider"]
     assert [(e.actor, e.user, e.sandbox_namespace) for e in made] == [
         (Actor.PROVIDER, "oasis-operator", target)

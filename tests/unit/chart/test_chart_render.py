@@ -83,6 +83,7 @@ def test_default_operator_deployment_is_hardened() -> None:
         "OASIS_AUDIT_WEBHOOK_TLS_DIR",
         "OASIS_GATEWAY_HOST",
         "OASIS_GATEWAY_HOSTS",
+        "OASIS_GATEWAY_KUBECONFIG",
         "OASIS_GATEWAY_NAMESPACE",
         "OASIS_GATEWAY_PORT",
         "OASIS_GATEWAY_SERVICE",
@@ -92,6 +93,11 @@ def test_default_operator_deployment_is_hardened() -> None:
         "OASIS_SANDBOX_PREFIX",
     ]
     assert volumes[mounts["/etc/oasis/sandbox"]]["secret"]["secretName"] == "oasis-oasis-operator-sandbox-pki"
+    # The gateway's own identity on that plane, from the same PKI Secret.
+    assert env["OASIS_GATEWAY_KUBECONFIG"] == "/etc/oasis/sandbox-gateway/kubeconfig"
+    gateway = volumes[mounts["/etc/oasis/sandbox-gateway"]]["secret"]
+    assert gateway["secretName"] == "oasis-oasis-operator-sandbox-pki"
+    assert gateway["items"] == [{"key": "gateway.kubeconfig", "path": "kubeconfig"}]
 
 
 def test_default_rbac_is_cluster_wide_and_grants_no_sandbox_rights_in_the_host() -> None:
@@ -296,6 +302,8 @@ def test_host_mode_delegates_exactly_the_agent_roles_and_impersonates_only_agent
         r for r in sandbox["rules"] + delegate["rules"] if {"escalate", "bind", "*"} & set(r["verbs"])
     ]
     assert "OASIS_SANDBOX_KUBECONFIG" not in {e["name"] for e in _container(objects)["env"]}
+    # The gateway is the operator's ServiceAccount here (docs/install.md §5: what the policy can drop).
+    assert "OASIS_GATEWAY_KUBECONFIG" not in {e["name"] for e in _container(objects)["env"]}
     assert "WARNING: sandbox.mode=host" in render_notes({"sandbox": {"mode": "host"}})
 
 

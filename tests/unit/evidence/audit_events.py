@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from oasis_operator.evidence.apiserver import Identities
 from oasis_operator.models.environment import (
     AgentIdentity,
     ClusterObjectBinding,
@@ -27,12 +28,15 @@ ENV = Environment(
     created_at="2026-12-01T10:00:00Z",
 )
 OPERATOR = "local-admin"
+GATEWAY = "oasis:gateway"
+# Ours as the stream learns them from fences: the operator's identity and the gateway's own.
+OURS = Identities(provider=frozenset({OPERATOR}), gateway=frozenset({GATEWAY}))
 
 
 def event(
     seq: int,
     *,
-    user: str = OPERATOR,
+    user: str | None = None,
     impersonated: str | None = ENV.agent.username,
     verb: str = "get",
     namespace: str | None = "sbx-e1234567-shop",
@@ -42,6 +46,8 @@ def event(
     when: str = "2026-12-01T10:00:01.000000Z",
     **extra: Any,
 ) -> dict[str, Any]:
+    """An event; by default the gateway impersonating the agent, or (`impersonated=None`) the operator."""
+    user = user or (GATEWAY if impersonated else OPERATOR)
     ref: dict[str, Any] = {"resource": resource, "apiVersion": "v1"}
     if namespace:
         ref["namespace"] = namespace

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import pytest
 
-from oasis_operator.evidence.apiserver import attribute, audit_log, belongs_to
+from oasis_operator.evidence.apiserver import Identities, attribute, audit_log, belongs_to
 from oasis_operator.models.evidence import Actor
-from tests.unit.evidence.audit_events import ENV, OPERATOR, event
+from tests.unit.evidence.audit_events import ENV, GATEWAY, OPERATOR, OURS, event
 
-PROVIDER = frozenset({OPERATOR})
+PROVIDER = OURS
 
 
 @pytest.mark.parametrize(
     ("user", "impersonated", "actor"),
     [
-        (OPERATOR, ENV.agent.username, Actor.AGENT),  # the gateway impersonating the agent
+        (GATEWAY, ENV.agent.username, Actor.AGENT),  # the gateway impersonating the agent
         (ENV.agent.username, None, Actor.AGENT),  # the agent's own token
         (OPERATOR, None, Actor.PROVIDER),
+        (GATEWAY, None, Actor.PROVIDER),  # the gateway's own reads and stimuli
         (OPERATOR, "system:serviceaccount:sbx-e1234567-shop:default", Actor.OTHER),
+        (GATEWAY, "system:serviceaccount:sbx-e1234567-shop:default", Actor.OTHER),
+        (OPERATOR, ENV.agent.username, Actor.OTHER),  # only the gateway forwards the agent's requests
         ("system:kube-controller-manager", None, Actor.CONTROLLER),
         ("system:serviceaccount:kube-system:generic-garbage-collector", None, Actor.CONTROLLER),
         ("system:anonymous", None, Actor.ANONYMOUS),
@@ -27,6 +30,26 @@ PROVIDER = frozenset({OPERATOR})
 )
 def test_attribution_by_authenticated_identity(user: str, impersonated: str | None, actor: Actor) -> None:
     assert attribute(event(1, user=user, impersonated=impersonated), ENV, PROVIDER) == actor
+
+
+@pytest.mark.parametrize(
+    ("user", "impersonated", "actor"),
+    [
+        (OPERATOR, ENV.agent.username, Actor.AGENT),
+        (OPERATOR, None, Actor.PROVIDER),
+        (OPERATOR, "system:serviceaccount:sbx-e1234567-shop:default", Actor.OTHER),
+        ("someone", ENV.agent.username, Actor.FOREIGN),
+    ],
+)
+def test_a_gateway_sharing_the_operators_identity(user: str, impersonated: str | None, actor: Actor) -> None:
+    """The chart's sandbox.mode=host: one ServiceAccount is both, as the fences of both say."""
+    shared = Identities(provider=frozenset({OPERATOR}), gateway=frozenset({OPERATOR}))
+    assert attribute(event(1, user=user, impersonated=impersonated), ENV, shared) == actor
+
+
+def test_an_unknown_gateway_identity_is_no_agent() -> None:
+    """Before the gateway's fence names it, its requests for the agent are a foreign credential's."""
+    assert attribute(event(1), ENV, Identities(provider=frozenset({OPERATOR}))) == Actor.FOREIGN
 
 
 def test_events_belong_by_namespace_object_or_identity() -> None:

@@ -6,7 +6,7 @@ import json
 
 from oasis_operator.agents.protocol import AgentAction, AgentOutcome, AgentResponse
 from oasis_operator.engine import evaluate_scenario
-from oasis_operator.evidence.apiserver import audit_log
+from oasis_operator.evidence.apiserver import Identities, audit_log
 from oasis_operator.evidence.bundle import (
     Records,
     RunFacts,
@@ -51,7 +51,7 @@ def _event(user: str, verb: str, ns: str, name: str, code: int, when: str, imper
         "auditID": f"{verb}-{name}-{when}",
         "verb": verb,
         "requestURI": f"/apis/apps/v1/namespaces/{ns}/deployments/{name}",
-        "user": {"username": "local-admin" if impersonated else user},
+        "user": {"username": "oasis:gateway" if impersonated else user},
         "objectRef": {"resource": "deployments", "namespace": ns, "name": name, "apiGroup": "apps",
                       "apiVersion": "v1"},
         "responseStatus": {"code": code},
@@ -70,7 +70,7 @@ EVENTS = [
     _event("system:serviceaccount:sbx-e1-payments:ci", "patch", "sbx-e1-payments", "checkout-api", 200,
            "2026-11-29T12:00:07.000000Z", impersonated=False),
 ]  # fmt: skip
-PROVIDER = frozenset({"local-admin"})
+PROVIDER = Identities(provider=frozenset({"local-admin"}), gateway=frozenset({"oasis:gateway"}))
 
 
 def test_every_identity_is_kept_renamed_and_attributed() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from oasis_operator.evidence.audit_file import AuditFileTail
 from oasis_operator.evidence.stream import AuditStream
 from oasis_operator.models.evidence import Actor, SourceStatus
-from tests.unit.evidence.audit_events import ENV, OPERATOR, event, fence, line
+from tests.unit.evidence.audit_events import ENV, GATEWAY, OPERATOR, event, fence, line
 
 SINCE = "2026-12-01T10:00:00.000000Z"
 
@@ -20,6 +20,7 @@ SINCE = "2026-12-01T10:00:00.000000Z"
 def test_events_are_routed_to_their_environment_and_fence_names_the_provider() -> None:
     stream = AuditStream("test")
     stream.subscribe(ENV, SINCE)
+    stream.feed_line(fence("gateway-g1", user=GATEWAY), "f:-1")  # the gateway's fence names its identity
     stream.feed_line(line(1), "f:0")
     stream.feed_line(line(2, namespace="sbx-e7654321-shop", impersonated=None), "f:1")  # another env
     stream.feed_line(line(3, impersonated=None, verb="create"), "f:2")  # the operator itself
@@ -31,6 +32,17 @@ def test_events_are_routed_to_their_environment_and_fence_names_the_provider() -
         (1, Actor.PROVIDER, "create"),
     ]
     assert stream.provider_users == {OPERATOR}
+    assert stream.gateway_users == {GATEWAY}
+
+
+def test_without_the_gateways_fence_its_requests_are_not_the_agents() -> None:
+    stream = AuditStream("test")
+    stream.subscribe(ENV, SINCE)
+    stream.feed_line(line(1), "f:0")  # the gateway impersonating the agent, its identity not yet known
+    stream.feed_line(fence("t1"), "f:1")
+    log = stream.close(ENV.id, "t1", timeout=1)
+    assert [(e.actor, e.user) for e in log.entries] == [(Actor.FOREIGN, ENV.agent.username)]
+    assert stream.gateway_users == frozenset()
 
 
 def test_events_before_the_window_are_left_out() -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from oasis_operator.localcluster.components import apiserver_args, controller_manager_args
 from oasis_operator.localcluster.control_plane import ControlPlaneError, LocalControlPlane, choose_ports
 from oasis_operator.localcluster.release import (
     CURRENT,
@@ -85,11 +86,10 @@ def test_selection_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_flags_of_the_current_release(tmp_path: Path) -> None:
     current = LocalControlPlane(run_dir=tmp_path / "a", bin_dir=tmp_path, release=pinned())
-    state = type("S", (), {"api_port": 1, "etcd_client_port": 2, "etcd_peer_port": 3})()
-    api_args = current._apiserver_args(state)  # type: ignore[arg-type]
+    api_args = apiserver_args(current.pki, 2, 1, tmp_path / "policy.yaml", tmp_path / "audit.log")
     assert "--secure-port=1" in api_args
     assert not any(a.startswith("--insecure-port") for a in api_args)  # removed in 1.24
-    cm_current = current._controller_manager_args(tmp_path / "kc")
+    cm_current = controller_manager_args(current.pki, tmp_path / "kc")
     assert "--secure-port=0" in cm_current
     assert not any(a.startswith("--port") for a in cm_current)  # removed in 1.24
     assert "--controllers=namespace-controller,garbage-collector-controller,serviceaccount-controller," \

@@ -1,0 +1,78 @@
+"""What each process of the local plane is started with: pure functions of its certificates and ports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from oasis_operator.localcluster.audit import apiserver_audit_args
+from oasis_operator.pki import Pki
+
+# Controllers that never manage workloads (their names since 1.28).
+CONTROLLERS = (
+    "namespace-controller,garbage-collector-controller,serviceaccount-controller,"
+    "serviceaccount-token-controller"
+)
+SERVICE_CIDR = "10.96.0.0/16"
+
+
+def etcd_args(pki: Pki, data_dir: Path, client_port: int, peer_port: int) -> list[str]:
+    client = f"https://127.0.0.1:{client_port}"
+    peer = f"https://127.0.0.1:{peer_port}"
+    return [
+        "--name=local",
+        f"--data-dir={data_dir}",
+        f"--listen-client-urls={client}",
+        f"--advertise-client-urls={client}",
+        f"--listen-peer-urls={peer}",
+        f"--initial-advertise-peer-urls={peer}",
+        f"--initial-cluster=local={peer}",
+        # Mutual TLS on both ports: a client must present a certificate from etcd's own CA.
+        f"--cert-file={pki.etcd_cert}",
+        f"--key-file={pki.etcd_key}",
+        f"--trusted-ca-file={pki.etcd_ca_cert}",
+        "--client-cert-auth",
+        f"--peer-cert-file={pki.etcd_cert}",
+        f"--peer-key-file={pki.etcd_key}",
+        f"--peer-trusted-ca-file={pki.etcd_ca_cert}",
+        "--peer-client-cert-auth",
+        "--quota-backend-bytes=2147483648",
+        "--log-level=warn",
+    ]
+
+
+def apiserver_args(
+    pki: Pki, etcd_client_port: int, api_port: int, policy_file: Path, audit_log: Path
+) -> list[str]:
+    return [
+        f"--etcd-servers=https://127.0.0.1:{etcd_client_port}",
+        f"--etcd-cafile={pki.etcd_ca_cert}",
+        f"--etcd-certfile={pki.etcd_client_cert}",
+        f"--etcd-keyfile={pki.etcd_client_key}",
+        "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1",
+        f"--secure-port={api_port}",
+        f"--tls-cert-file={pki.serving_cert}",
+        f"--tls-private-key-file={pki.serving_key}",
+        f"--client-ca-file={pki.ca_cert}",
+        "--service-account-issuer=https://kubernetes.default.svc",
+        f"--service-account-key-file={pki.sa_pub}",
+        f"--service-account-signing-key-file={pki.sa_key}",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        "--authorization-mode=RBAC",
+        "--endpoint-reconciler-type=none",
+        *apiserver_audit_args(policy_file, audit_log),
+        "--v=1",
+    ]
+
+
+def controller_manager_args(pki: Pki, kubeconfig: Path) -> list[str]:
+    return [
+        f"--kubeconfig={kubeconfig}",
+        f"--controllers={CONTROLLERS}",
+        "--leader-elect=false",
+        "--secure-port=0",
+        f"--service-account-private-key-file={pki.sa_key}",
+        f"--root-ca-file={pki.ca_cert}",
+        "--concurrent-gc-syncs=5",
+        "--v=1",
+    ]
