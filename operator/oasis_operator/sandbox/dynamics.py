@@ -49,6 +49,23 @@ class TwinReconciler:
         }
         self._initial_revision: dict[tuple[str, str], int] = {}
         self.pods = PodDynamics(provider, record.environment)
+        # The change mark (see `settle`) at which a pass last found nothing to do; a fresh twin is as
+        # its controllers would leave it, so it starts settled at mark 0.
+        self._settled_at: int | None = 0
+
+    def settle(self, mark: int | None) -> list[str]:
+        """`reconcile_once`, unless nothing can have changed since a pass last found nothing to do.
+
+        `mark` counts what may have changed the sandbox so far (the gateway's record of the agent's
+        writes and of the stimuli that fired; None when a write is still unanswered). A pass is a pure
+        function of the sandbox's state, so with the mark where it was when a pass changed nothing, this
+        pass would change nothing too and is skipped.
+        """
+        if mark is not None and mark == self._settled_at:
+            return []
+        actions = self.reconcile_once()
+        self._settled_at = mark if not actions else None
+        return actions
 
     def _ctx(self) -> TwinContext:
         nodes = tuple(o.sandbox for o in self.env.cluster_objects if o.kind == "Node")
