@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
 
 from oasis_operator.kube import request, resource_path
 from oasis_operator.sandbox.scheduling import node_taints
@@ -20,6 +21,16 @@ from oasis_operator.sandbox.twin.plan import Body
 
 MERGE_PATCH = "application/merge-patch+json"
 DEFAULT_SERVICE_ACCOUNT = "default"
+
+
+def ensure_default_service_account(api: ApiClient, namespace: str) -> None:
+    """Create the namespace's `default` ServiceAccount unless the controller was first (a 409)."""
+    body = {"metadata": {"name": DEFAULT_SERVICE_ACCOUNT, "namespace": namespace}}
+    try:
+        request(api, "POST", resource_path("ServiceAccount", namespace), body)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
 
 
 def settle_node_taints(api: ApiClient, name: str, status: Body | None) -> None:

@@ -23,7 +23,7 @@ from oasis_operator.kube import apply_crds, request, resource_path, served_versi
 from oasis_operator.models.declared_state import RESERVED_NAMESPACES
 from oasis_operator.models.environment import AgentIdentity, Environment
 from oasis_operator.models.scenario import Scenario
-from oasis_operator.sandbox.admission import DEFAULT_SERVICE_ACCOUNT, settle_node_taints
+from oasis_operator.sandbox.admission import ensure_default_service_account, settle_node_taints
 from oasis_operator.sandbox.argo import ARGO_APPLICATION_CRD
 from oasis_operator.sandbox.faults import WorkloadFault, faults_from_scenario
 from oasis_operator.sandbox.naming import control_namespace, new_environment_id
@@ -171,7 +171,7 @@ class SandboxProvider:
             self.create_at_once,
         )
         access: list[Callable[[], object]] = [
-            functools.partial(self._ensure_default_service_account, ns)
+            functools.partial(ensure_default_service_account, self.api, ns)
             for ns in [env.control_namespace, *declared]
         ]
         for kind, body in agent_objects(env):
@@ -238,20 +238,6 @@ class SandboxProvider:
             self.api, "argoproj.io"
         ):
             apply_crds(self.api, [ARGO_APPLICATION_CRD])
-
-    def _ensure_default_service_account(self, namespace: str) -> None:
-        """Pods are admitted only once their namespace has its `default` ServiceAccount. The
-        service-account controller creates it a moment after the namespace; creating it here (a 409 when
-        the controller was first) saves polling for it (`sandbox.admission`)."""
-        body = {"metadata": {"name": DEFAULT_SERVICE_ACCOUNT, "namespace": namespace}}
-        try:
-            request(self.api, "POST", resource_path("ServiceAccount", namespace), body)
-        except ApiException as exc:
-            if exc.status != 409:
-                raise SandboxError(
-                    f"creating ServiceAccount {namespace}/{DEFAULT_SERVICE_ACCOUNT} failed ({exc.status}): "
-                    f"{exc.body}"
-                ) from exc
 
     def _store_record(self, record: SandboxRecord) -> None:
         env = record.environment
