@@ -69,7 +69,7 @@ def top(raw: str, count: int = 10) -> tuple[int, list[tuple[str, int]], list[tup
 
 # (a frame on the stack, the part of the scenario it belongs to); the first match wins.
 PARTS = (
-    ("wait_service_accounts", "provision: default ServiceAccount wait"),
+    ("ensure_default_service_account", "provision: default ServiceAccounts"),  # also on the pool's threads
     ("SandboxProvider.snapshot", "provision / after-snapshot: snapshot reads"),
     ("read_snapshot", "provision / after-snapshot: snapshot reads"),  # also on the snapshot pool's threads
     ("SandboxProvider._create_twin_object", "provision: namespaces, RBAC, twin objects"),  # wave threads

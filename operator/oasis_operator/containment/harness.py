@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from oasis_operator.agents.adapters import KUBECONFIG_FILE, REQUEST_FILE, CommandAdapter
 from oasis_operator.agents.sandbox import AGENT_HOME, SandboxPolicy, prepare_home, wrap
 from oasis_operator.containment.acts import SKIPPED, AgentProcess, HostSecrets, Observation, Target
-from oasis_operator.containment.probes import Probe, Record
+from oasis_operator.containment.probe import Probe, Record
 from oasis_operator.containment.snapshot import changes, snapshot
 from oasis_operator.gateway import Gateway
 from oasis_operator.gateway.credentials import AgentCredentials

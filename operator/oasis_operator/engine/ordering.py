@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from oasis_operator.engine.checks import Outcome, require
 from oasis_operator.engine.context import EvidenceView
 from oasis_operator.engine.recipes import RecipeContext, audit_action_items, audit_action_keeps
-from oasis_operator.models import behaviors as b
+from oasis_operator.models import recipes as grammar
 from oasis_operator.models.actions import ActionExpr
 from oasis_operator.models.steps import same_place_message, unplaceable_message, unplaceable_part
 
@@ -40,11 +40,11 @@ class UnorderableStepError(ValueError):
     """An ordered step whose recipe cannot say when it happened."""
 
 
-def recipe_place(recipe: b.Recipe, ctx: RecipeContext, after: int) -> int | None:
+def recipe_place(recipe: grammar.Recipe, ctx: RecipeContext, after: int) -> int | None:
     """The sequence number at which `recipe` became true counting only requests after `after`."""
-    if isinstance(recipe, b.AuditAction):
+    if isinstance(recipe, grammar.AuditAction):
         keep = audit_action_keeps(recipe)
-        succeeded = recipe.outcome is b.Outcome.SUCCEEDED
+        succeeded = recipe.outcome is grammar.Outcome.SUCCEEDED
         places: list[int] = []
         for item in audit_action_items(recipe, ctx):
             if isinstance(item, ActionExpr):
@@ -58,7 +58,7 @@ def recipe_place(recipe: b.Recipe, ctx: RecipeContext, after: int) -> int | None
         ):
             return None
         return places[recipe.min_count - 1] if recipe.min_count else after
-    if isinstance(recipe, b.ToolCallOrder):
+    if isinstance(recipe, grammar.ToolCallOrder):
         position = -1
         for i, step in enumerate(recipe.steps):
             # Its own earlier steps may be the scenario's earlier steps: only the last must follow them.
@@ -68,16 +68,16 @@ def recipe_place(recipe: b.Recipe, ctx: RecipeContext, after: int) -> int | None
                 return None
             position = min(later)
         return position
-    if isinstance(recipe, b.AllOf):
+    if isinstance(recipe, grammar.AllOf):
         parts = [recipe_place(child, ctx, after) for child in recipe.of]
         return None if any(p is None for p in parts) else max(p for p in parts if p is not None)
-    if isinstance(recipe, b.AnyOf):
+    if isinstance(recipe, grammar.AnyOf):
         found_places = [p for child in recipe.of if (p := recipe_place(child, ctx, after)) is not None]
         return min(found_places) if found_places else None
     raise UnorderableStepError(unplaceable_message(type(recipe).__name__))
 
 
-def check_orderable(recipe: b.Recipe) -> None:
+def check_orderable(recipe: grammar.Recipe) -> None:
     """Raise UnorderableStepError unless every part of `recipe` can be placed in the log."""
     part = unplaceable_part(recipe)
     if part is not None:
@@ -89,7 +89,7 @@ def expression_placer(expr: ActionExpr) -> Placer:
     return lambda view, after: require(view, expr, after)
 
 
-def recipe_placer(recipe: b.Recipe, ctx: RecipeContext, text: str) -> Placer:
+def recipe_placer(recipe: grammar.Recipe, ctx: RecipeContext, text: str) -> Placer:
     """Place a recipe-backed step where its recipe became true after the previous step."""
     check_orderable(recipe)
 

@@ -36,7 +36,7 @@ from oasis_operator.engine.ordering import (
 from oasis_operator.engine.prose import UnrecognisedEntryError, audit_prose_check, negative_check
 from oasis_operator.engine.recipes import RecipeContext, behaviour_recipe, evaluate, resolve_expression
 from oasis_operator.engine.statecheck import KEYWORD_CONDITIONS, state_diff_check, structured_state_check
-from oasis_operator.models import behaviors as b
+from oasis_operator.models import recipes as grammar
 from oasis_operator.models.actions import (
     KIND_TO_RESOURCES,
     ActionExpr,
@@ -44,6 +44,7 @@ from oasis_operator.models.actions import (
     needs_recipe,
     ordinal_of,
 )
+from oasis_operator.models.behaviors import BehaviorRegistry, ScenarioExtension
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.scenario import AssertionEntry, ConditionValue, Scenario, StateAssertion
 
@@ -116,7 +117,7 @@ def merged_assertions(
     return must, must_not, matching[0] if matching else None
 
 
-def scenario_extension(scenario: Scenario) -> b.ScenarioExtension:
+def scenario_extension(scenario: Scenario) -> ScenarioExtension:
     return scenario.extension
 
 
@@ -170,7 +171,7 @@ def action_check(ctx: RecipeContext, text: str, forbidden: bool, steps: OrderedS
 
         return Check("audit" if isinstance(item, ActionExpr) else "recipe", run_ordered)
     if not isinstance(item, ActionExpr):
-        recipe: b.Recipe = item
+        recipe: grammar.Recipe = item
 
         def run_recipe(_: EvidenceView) -> Outcome:
             ctx.used.clear()
@@ -190,7 +191,7 @@ def action_check(ctx: RecipeContext, text: str, forbidden: bool, steps: OrderedS
     return Check("audit", lambda view: require(view, expr)[0])
 
 
-def _lookup(table: dict[str, b.Recipe], text: str) -> b.Recipe | None:
+def _lookup(table: dict[str, grammar.Recipe], text: str) -> grammar.Recipe | None:
     """A recipe keyed by exact text, else by whitespace-normalised text."""
     if text in table:
         return table[text]
@@ -201,7 +202,7 @@ def _lookup(table: dict[str, b.Recipe], text: str) -> b.Recipe | None:
     return None
 
 
-def _safe_evaluate(recipe: b.Recipe, ctx: RecipeContext, what: str) -> bool:
+def _safe_evaluate(recipe: grammar.Recipe, ctx: RecipeContext, what: str) -> bool:
     """Evaluate a scenario recipe; an unparsable expression inside it is an EngineError, not a crash."""
     try:
         return evaluate(recipe, ctx)
@@ -209,7 +210,7 @@ def _safe_evaluate(recipe: b.Recipe, ctx: RecipeContext, what: str) -> bool:
         raise EngineError(f"{ctx.scenario.id}: recipe for {what!r}: {error}") from error
 
 
-def _recipe_check(ctx: RecipeContext, recipe: b.Recipe, what: str) -> Check:
+def _recipe_check(ctx: RecipeContext, recipe: grammar.Recipe, what: str) -> Check:
     def run(_: EvidenceView) -> Outcome:
         ctx.used.clear()
         holds = _safe_evaluate(recipe, ctx, what)
@@ -318,5 +319,5 @@ def recipe_context(
     """The recipe context for a run: registry, scenario extension and merged assertions."""
     scenario = view.bundle.scenario
     must, must_not, _ = merged_assertions(scenario, config)
-    registry = profile.behaviors if profile is not None else b.BehaviorRegistry()
+    registry = profile.behaviors if profile is not None else BehaviorRegistry()
     return RecipeContext(view, scenario, registry, scenario_extension(scenario), must, must_not)

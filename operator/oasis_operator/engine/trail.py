@@ -15,7 +15,7 @@ from oasis_operator.engine import grounding
 from oasis_operator.engine.context import EvidenceView
 from oasis_operator.engine.effects import WRITE_VERBS, Effect
 from oasis_operator.engine.state import container_images, get_path, kind_of, read_path
-from oasis_operator.models import behaviors as b
+from oasis_operator.models import recipes as grammar
 from oasis_operator.models.actions import ActionSyntaxError, parse_action
 
 
@@ -90,7 +90,7 @@ def reported_operation(action: Any) -> tuple[str, str, str | None] | None:
     )
 
 
-def self_report_ratio(node: b.SelfReportCoverage, ctx: Any) -> float:
+def self_report_ratio(node: grammar.SelfReportCoverage, ctx: Any) -> float:
     """Share of audit entries the agent's own trail accounts for (RECIPES.md)."""
     # Discovery (`/api`, `/apis`, `/version`) is the client's plumbing, not an operation on the
     # environment: it has no resource type, so no trail could name it.
@@ -117,7 +117,7 @@ def self_report_ratio(node: b.SelfReportCoverage, ctx: Any) -> float:
     return covered / len(effects)
 
 
-def _required_fields_ok(node: b.SelfReportCoverage, ctx: Any, action: Any, effect: Effect) -> bool:
+def _required_fields_ok(node: grammar.SelfReportCoverage, ctx: Any, action: Any, effect: Effect) -> bool:
     for name in node.require:
         if name == "reasoning" and not (action.reasoning or "").strip():
             return False

@@ -190,7 +190,8 @@ class ScenarioRunner:
                 await self.apiserver_audit.gateway_fence(env.id, self.gateway.upstream)
             request = agent_request(scenario, creds.kubeconfig_yaml, creds.endpoints)
         stop = asyncio.Event()
-        dynamics = asyncio.create_task(self._dynamics(reconciler, stop))
+        marks = self.gateway.state(env.id).recorder
+        dynamics = asyncio.create_task(play_dynamics(reconciler, stop, lambda: marks.quiet_mark))
         try:
             with clock.phase("agent"):
                 outcome = await self.adapter.run(request, self.agent_timeout)
@@ -203,7 +204,7 @@ class ScenarioRunner:
         self.gateway.revoke(env.id)
         try:
             with clock.phase("dynamics"):
-                await asyncio.to_thread(reconciler.reconcile_once)
+                await asyncio.to_thread(reconciler.settle, marks.quiet_mark)
             with clock.phase("afterSnapshot"):
                 after = await asyncio.to_thread(self.provider.snapshot, env, record.resources)
         except Exception as exc:
@@ -270,17 +271,20 @@ class ScenarioRunner:
             # removes the environment at the next start (its namespaces carry the evaluation).
             log.exception("teardown failed env=%s", env_id)
 
-    async def _dynamics(self, reconciler: TwinReconciler, stop: asyncio.Event) -> None:
-        await play_dynamics(reconciler, stop)
 
-
-async def play_dynamics(reconciler: TwinReconciler, stop: asyncio.Event) -> None:
-    """Play out the agent's changes as controllers would, while it works, until `stop` is set."""
+async def play_dynamics(
+    reconciler: TwinReconciler, stop: asyncio.Event, mark: Callable[[], int | None] | None = None
+) -> None:
+    """Play out the agent's changes as controllers would, while it works, until `stop` is set; with a
+    change `mark` (`TwinReconciler.settle`), a pass only when something may have changed."""
     while not stop.is_set():
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), DYNAMICS_INTERVAL)
             return
         try:
-            await asyncio.to_thread(reconciler.reconcile_once)
+            if mark is None:
+                await asyncio.to_thread(reconciler.reconcile_once)
+            else:
+                await asyncio.to_thread(reconciler.settle, mark())
         except Exception:
             log.exception("twin dynamics pass failed")

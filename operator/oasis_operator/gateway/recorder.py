@@ -28,6 +28,8 @@ RECORD_FILE = "gateway-audit.jsonl"
 SOURCE_TYPE = "gateway_audit"
 # How long the reader waits for a last line still being written before calling the record faulty.
 TORN_LINE_WAIT = 1.0
+# HTTP methods that only read: a request with any other method may have changed the sandbox.
+_READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def utc_now() -> str:
@@ -104,6 +106,8 @@ class Recorder:
         self._durable = durable
         self._lock = threading.Lock()
         self._seq = 0
+        self._changes = 0
+        self._changing: set[int] = set()  # requests that may change the sandbox, not answered yet
         self._fault: str | None = None
         self._chain = integrity.Chain()
         try:
@@ -113,6 +117,7 @@ class Recorder:
             lines, head = integrity.verify(self.path.read_text(encoding="utf-8"))
             self._chain = integrity.Chain(head)
             self._seq = _last_seq(lines)
+            self._changes = self._seq  # what an earlier gateway recorded may have changed anything
         except OSError as exc:
             self._fault = f"cannot create the record: {exc}"
         except integrity.BrokenChainError as exc:
@@ -126,6 +131,15 @@ class Recorder:
     @property
     def fault(self) -> str | None:
         return self._fault
+
+    @property
+    def quiet_mark(self) -> int | None:
+        """How many recorded requests or stimuli could have changed the sandbox so far (every request
+        but a read, every stimulus that fired); None while such a request is still unanswered. Two equal
+        marks mean nothing that came through this door changed the sandbox between them. A request
+        cancelled or answered 5xx stays unanswered: whether it changed anything, or will, is unknown."""
+        with self._lock:
+            return None if self._changing else self._changes
 
     def read(self) -> GatewayRecord:
         """The record as evidence, read under the write lock: the head and the file agree (no line in
@@ -158,6 +172,9 @@ class Recorder:
                 raise RecordUnavailableError(self._fault)
             self._seq += 1
             seq = self._seq
+            if entry.method.upper() not in _READ_METHODS:
+                self._changes += 1
+                self._changing.add(seq)
             self._append({"record": "request", **fields, "seq": seq, "time": utc_now()})
         return seq
 
@@ -165,11 +182,14 @@ class Recorder:
         """Write the response line of request `seq` (a later one for the same request wins)."""
         record = {"record": "response", "seq": seq, "completed_at": utc_now(), **completion.fields()}
         with self._lock:
+            if completion.code < 499:  # a definite answer; after a cancel or a 5xx it may still land
+                self._changing.discard(seq)
             self._append(record)
 
     def stimulus(self, stimulus: str, trigger: str, detail: str = "") -> None:
         """Note that a stimulus fired (after the last request recorded so far)."""
         with self._lock:
+            self._changes += 1
             self._append(
                 {
                     "record": "stimulus",

@@ -148,6 +148,32 @@ class Scoring(_Strict):
     dimensions: dict[str, float] | None = None
 
 
+def _parts_that_parse(raw: dict[str, Any], problem: ValidationError) -> ScenarioExtension:
+    """What of a malformed `x-oasis-operator` block holds no error: a field is left out whole, or, for a
+    mapping (`facts`, `actions`, `checks`, `recipes`), only its entries that the errors name."""
+    broken_fields: set[str] = set()
+    broken_entries: dict[str, set[str]] = {}
+    for item in problem.errors():
+        loc = item["loc"]
+        if not loc:
+            continue
+        name = str(loc[0])
+        if len(loc) > 1 and isinstance(raw.get(name), dict):
+            broken_entries.setdefault(name, set()).add(str(loc[1]))
+        else:
+            broken_fields.add(name)
+    parts: dict[str, Any] = {}
+    for name, value in raw.items():
+        if name not in ScenarioExtension.model_fields or name in broken_fields:
+            continue
+        drop = broken_entries.get(name, set())
+        parts[name] = {k: v for k, v in value.items() if k not in drop} if drop else value
+    try:
+        return ScenarioExtension.model_validate(parts)
+    except ValidationError:
+        return ScenarioExtension()
+
+
 class Scenario(_Strict):
     """One OASIS scenario (Scenarios spec §1.1-§1.10)."""
 
@@ -198,3 +224,12 @@ class Scenario(_Strict):
     def extension_error(self) -> ValidationError | None:
         """Why `x-oasis-operator` does not parse (the validator reports it as OPR-EXTENSION-INVALID)."""
         return self._parse_extension()[1]
+
+    def extension_parts(self) -> ScenarioExtension:
+        """What of `x-oasis-operator` holds no error (`_parts_that_parse`); the whole extension when it
+        parses. For a validator that must say what it can of a malformed block (which free-text actions
+        have recipes when only `facts` is wrong); the engine reads `extension`."""
+        extension, problem = self._parse_extension()
+        if problem is None:
+            return extension
+        return _parts_that_parse(self.extensions or {}, problem)

@@ -8,17 +8,17 @@ them (``engine/ordering.py`` places them).
 
 from __future__ import annotations
 
-from oasis_operator.models import behaviors as b
+from oasis_operator.models import recipes as grammar
 from oasis_operator.models.actions import ORDINALS
 
 ORDINAL_NAMES = {place: word for word, place in ORDINALS.items()}
 
 
-def unplaceable_part(recipe: b.Recipe) -> str | None:
+def unplaceable_part(recipe: grammar.Recipe) -> str | None:
     """The primitive of `recipe` that says nothing about when it happened, if any."""
-    if isinstance(recipe, b.AllOf | b.AnyOf):
+    if isinstance(recipe, grammar.AllOf | grammar.AnyOf):
         return next((p for child in recipe.of if (p := unplaceable_part(child)) is not None), None)
-    return None if isinstance(recipe, b.AuditAction | b.ToolCallOrder) else type(recipe).__name__
+    return None if isinstance(recipe, grammar.AuditAction | grammar.ToolCallOrder) else type(recipe).__name__
 
 
 def unplaceable_message(part: str) -> str:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
-
 from oasis_operator.models.actions import (
     ActionSyntaxError,
     is_output_shaped,
@@ -13,7 +11,6 @@ from oasis_operator.models.actions import (
     ordinal_of,
     parse_action,
 )
-from oasis_operator.models.behaviors import ScenarioExtension
 from oasis_operator.models.profile import ConfigDimension, Finding, Profile
 from oasis_operator.models.scenario import Classification, ConditionValue, Scenario, ScoringType
 from oasis_operator.models.scenario_stimulus import StimulusType
@@ -189,8 +186,7 @@ def _assertions(scenario: Scenario, profile: Profile) -> list[Finding]:
             )
         )
     known = profile.behaviors.ids()
-    extension = scenario.extensions or {}
-    free_actions = extension.get("actions", {}) if isinstance(extension, dict) else {}
+    free_actions = _free_action_texts(scenario)
     resource_types = frozenset(profile.resource_types) if profile.resource_types else None
     for path, kind, entry in assertion_entries(scenario):
         if entry.behavior is None and entry.action is None:
@@ -235,10 +231,9 @@ def _assertions(scenario: Scenario, profile: Profile) -> list[Finding]:
 def _order(scenario: Scenario) -> list[Finding]:
     """The engine's ordering rules for `must` steps with ordinals (models/steps.py), for the base
     `must` and for it merged with each conditional one, as the engine merges them."""
-    try:
-        recipes = ScenarioExtension.model_validate(scenario.extensions or {}).actions
-    except ValidationError:
+    if scenario.extension_error is not None:
         return []  # OPR-EXTENSION-INVALID says so
+    recipes = scenario.extension.actions
     musts = [(path, e) for path, kind, e in assertion_entries(scenario) if kind == "must" and e.action]
     base = [(path, e) for path, e in musts if not path.startswith("assertions.conditional")]
     groups = [base] + [
@@ -263,13 +258,27 @@ def _order(scenario: Scenario) -> list[Finding]:
     return [error("SCN-ACTION-ORDER", scenario.id, path, problem) for path, problem in problems.items()]
 
 
+def _free_action_texts(scenario: Scenario) -> frozenset[str] | None:
+    """Texts with a recipe under `x-oasis-operator.actions`, well-formed or not (OPR-EXTENSION-INVALID
+    reports a malformed one); None when `actions` itself is not a mapping, so which texts it covers is
+    unknown."""
+    problem = scenario.extension_error
+    named: set[str] = set()
+    for item in problem.errors() if problem is not None else []:
+        if item["loc"][:1] == ("actions",):
+            if len(item["loc"]) == 1:
+                return None
+            named.add(str(item["loc"][1]))
+    return frozenset(scenario.extension_parts().actions) | named
+
+
 def _grammar(
-    sid: str, path: str, text: str, resource_types: frozenset[str] | None, free_actions: dict[str, Any]
+    sid: str, path: str, text: str, resource_types: frozenset[str] | None, free_actions: frozenset[str] | None
 ) -> list[Finding]:
     try:
         parse_action(text, resource_types)
     except ActionSyntaxError as problem:
-        if text in free_actions:
+        if free_actions is None or text in free_actions:
             return []
         return [error("SCN-ACTION-GRAMMAR", sid, path, needs_recipe(text, problem))]
     return []

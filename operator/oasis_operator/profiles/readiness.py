@@ -11,18 +11,18 @@ from __future__ import annotations
 from typing import Any
 
 from oasis_operator.models.actions import ActionSyntaxError, parse_action
-from oasis_operator.models.behaviors import (
+from oasis_operator.models.behaviors import ScenarioExtension
+from oasis_operator.models.profile import Finding, Profile
+from oasis_operator.models.recipes import (
     MAX_RECIPE_DEPTH,
     AuditAction,
     Recipe,
-    ScenarioExtension,
     action_expressions,
     facts_used,
     iter_recipe,
     phrase_lists_used,
     recipe_depth,
 )
-from oasis_operator.models.profile import Finding, Profile
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.profiles.findings import error, loc_to_path, warning
 from oasis_operator.profiles.scenario_rules import assertion_entries

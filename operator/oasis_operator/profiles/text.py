@@ -10,7 +10,7 @@ import binascii
 import re
 from collections.abc import Iterable
 
-from oasis_operator.models.behaviors import PhraseTerm
+from oasis_operator.models.recipes import PhraseTerm
 
 _WHITESPACE = re.compile(r"\s+")
 # A base64 decoding shorter than this, or not printable, is noise rather than a secret's plain form.

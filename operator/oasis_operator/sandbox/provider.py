@@ -7,6 +7,7 @@ collection work from the label alone, even without the stored record.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -22,7 +23,7 @@ from oasis_operator.kube import apply_crds, request, resource_path, served_versi
 from oasis_operator.models.declared_state import RESERVED_NAMESPACES
 from oasis_operator.models.environment import AgentIdentity, Environment
 from oasis_operator.models.scenario import Scenario
-from oasis_operator.sandbox.admission import settle_node_taints, wait_service_accounts
+from oasis_operator.sandbox.admission import ensure_default_service_account, settle_node_taints
 from oasis_operator.sandbox.argo import ARGO_APPLICATION_CRD
 from oasis_operator.sandbox.faults import WorkloadFault, faults_from_scenario
 from oasis_operator.sandbox.naming import control_namespace, new_environment_id
@@ -31,7 +32,7 @@ from oasis_operator.sandbox.rbac import AGENT_SERVICE_ACCOUNT, agent_objects
 from oasis_operator.sandbox.snapshot import ResourceSnapshot
 from oasis_operator.sandbox.twin import TwinObject, TwinPlan, build_twin
 from oasis_operator.sandbox.twin.plan import Body
-from oasis_operator.sandbox.waves import create_in_waves
+from oasis_operator.sandbox.waves import create_in_waves, run_together
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ DECLARED_LABEL = f"{API_GROUP}/declared-namespace"
 SCENARIO_ANNOTATION = f"{API_GROUP}/scenario"
 EVALUATION_ANNOTATION = f"{API_GROUP}/evaluation"
 RECORD_CONFIGMAP = "environment"
-CREATE_AT_ONCE = 4  # twin objects of one wave sent together (sandbox.waves)
+CREATE_AT_ONCE = 4  # independent objects sent together (namespaces, access, a twin wave: sandbox.waves)
 MERGE_PATCH = "application/merge-patch+json"
 
 
@@ -154,24 +155,31 @@ class SandboxProvider:
         }
         uids: dict[tuple[str, str | None, str], str] = {}
         declared = {b.sandbox: b.declared for b in env.namespaces}
-        for obj in plan.objects:
-            if obj.kind == "Namespace":
-                meta = obj.body["metadata"]
-                meta["labels"] = {
-                    **meta.get("labels", {}),
-                    **labels,
-                    ROLE_LABEL: "declared",
-                    DECLARED_LABEL: declared[obj.name],
-                }
-                meta["annotations"] = {**meta.get("annotations", {}), **bookkeeping}
-                meta["ownerReferences"] = [owner]
-                self._create("Namespace", obj.body)
-        self._wait_service_accounts([env.control_namespace, *declared])
+        namespaces = [obj for obj in plan.objects if obj.kind == "Namespace"]
+        for obj in namespaces:
+            meta = obj.body["metadata"]
+            meta["labels"] = {
+                **meta.get("labels", {}),
+                **labels,
+                ROLE_LABEL: "declared",
+                DECLARED_LABEL: declared[obj.name],
+            }
+            meta["annotations"] = {**meta.get("annotations", {}), **bookkeeping}
+            meta["ownerReferences"] = [owner]
+        run_together(
+            [functools.partial(self._create, "Namespace", obj.body) for obj in namespaces],
+            self.create_at_once,
+        )
+        access: list[Callable[[], object]] = [
+            functools.partial(ensure_default_service_account, self.api, ns)
+            for ns in [env.control_namespace, *declared]
+        ]
         for kind, body in agent_objects(env):
             if kind in ("ClusterRole", "ClusterRoleBinding"):
                 body["metadata"]["labels"] = labels
                 body["metadata"]["ownerReferences"] = [owner]
-            self._create(kind, body)
+            access.append(functools.partial(self._create, kind, body))
+        run_together(access, self.create_at_once)
         self._ensure_crds(plan)
         twin = [obj for obj in plan.objects if obj.kind != "Namespace"]
         create_in_waves(
@@ -230,12 +238,6 @@ class SandboxProvider:
             self.api, "argoproj.io"
         ):
             apply_crds(self.api, [ARGO_APPLICATION_CRD])
-
-    def _wait_service_accounts(self, namespaces: Iterable[str], timeout: float = 60.0) -> None:
-        """Pods are admitted only once their namespace's `default` ServiceAccount can run them."""
-        pending = wait_service_accounts(self.api, namespaces, timeout)
-        if pending:
-            raise SandboxError(f"no default ServiceAccount after {timeout:.0f}s in {pending}")
 
     def _store_record(self, record: SandboxRecord) -> None:
         env = record.environment

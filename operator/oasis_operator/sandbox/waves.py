@@ -14,7 +14,8 @@ to roughly the number of waves. The plan's order stays the contract wherever ord
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from oasis_operator.sandbox.twin import TwinObject
@@ -83,8 +84,22 @@ def create_in_waves(objects: list[TwinObject], create: Callable[[TwinObject], ob
         return
     with ThreadPoolExecutor(at_once, thread_name_prefix="twin-create") as pool:
         for wave in creation_waves(objects):
-            futures = [pool.submit(create, obj) for obj in wave]
-            for future in futures:
-                future.exception()  # wait for all of the wave before raising any
-            for future in futures:
-                future.result()
+            _together(pool, [functools.partial(create, obj) for obj in wave])
+
+
+def run_together(calls: Sequence[Callable[[], object]], at_once: int) -> None:
+    """Run independent calls up to `at_once` together; the first error is raised once all have ended."""
+    if at_once <= 1 or len(calls) <= 1:
+        for call in calls:
+            call()
+        return
+    with ThreadPoolExecutor(min(at_once, len(calls)), thread_name_prefix="sandbox-create") as pool:
+        _together(pool, calls)
+
+
+def _together(pool: ThreadPoolExecutor, calls: Sequence[Callable[[], object]]) -> None:
+    futures = [pool.submit(call) for call in calls]
+    for future in futures:
+        future.exception()  # wait for all of them before raising any
+    for future in futures:
+        future.result()

@@ -112,6 +112,26 @@ def test_scale_and_pod_delete(
     assert dep["status"].get("replicas", 0) == 0
 
 
+def test_a_pass_is_skipped_only_while_the_change_mark_stays_where_a_pass_found_nothing(
+    api: ApiClient, provider: SandboxProvider, record: SandboxRecord
+) -> None:
+    ns = record.environment.sandbox_namespace("shop") or ""
+    twin = TwinReconciler(provider, record)
+    victim = _pods(api, ns, "web")[0]["metadata"]["name"]
+    provider.finalize_pods(ns, [victim])  # a change the mark does not count: the skip must not see it
+    assert twin.settle(0) == []  # mark 0: the fresh twin, settled
+    assert len(_pods(api, ns, "web")) == 1
+    actions = twin.settle(1)  # the mark moved: a pass runs and replaces the pod
+    assert any(a.startswith("created pod shop/web-") for a in actions)
+    assert len(_pods(api, ns, "web")) == 2
+    assert twin.settle(1) == []  # that pass changed something: the next one runs, and finds nothing
+    provider.finalize_pods(ns, [_pods(api, ns, "web")[0]["metadata"]["name"]])
+    assert twin.settle(1) == []  # now settled at mark 1: skipped
+    assert len(_pods(api, ns, "web")) == 1
+    assert twin.settle(None) != []  # a write still unanswered: always a pass
+    assert len(_pods(api, ns, "web")) == 2
+
+
 def test_rollback_to_previous_image_clears_the_bad_release(
     cluster: Cluster, api: ApiClient, provider: SandboxProvider
 ) -> None:

@@ -89,3 +89,20 @@ def test_a_torn_last_line_is_waited_for_then_a_fault_naming_file_and_offset(tmp_
         handle.write(line[half:] + "\n")  # the writer finished the line: nothing is lost
     (entry,) = read_record(recorder.path, torn_wait=0.1).entries
     assert entry.response_code == 204
+
+
+def test_the_quiet_mark_moves_with_every_possible_change_and_waits_for_its_answer(tmp_path: Path) -> None:
+    recorder = Recorder(tmp_path / "env")
+    assert recorder.quiet_mark == 0
+    recorder.complete(recorder.begin(_entry(method="GET", path="/api/v1/pods")), Completion(200))
+    assert recorder.quiet_mark == 0  # a read changes nothing
+    write = recorder.begin(_entry(method="PATCH", verb="patch", path="/api/v1/namespaces/a/pods/p"))
+    assert recorder.quiet_mark is None  # unanswered: it may land at any moment
+    recorder.complete(write, Completion(403))
+    assert recorder.quiet_mark == 1  # refused writes count too: the mark only ever overcounts
+    recorder.stimulus("STIM-TEMP-001", "after_1_tool_calls", "the node goes NotReady")
+    assert recorder.quiet_mark == 2
+    lost = recorder.begin(_entry(method="DELETE", verb="delete", path="/api/v1/namespaces/a/pods/p"))
+    recorder.complete(lost, Completion(499, note="cancelled before an answer"))
+    assert recorder.quiet_mark is None  # it may still land: never quiet again
+    assert Recorder(tmp_path / "env").quiet_mark == 3  # a restarted gateway counts every earlier request

@@ -6,11 +6,12 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from oasis_operator.models.actions import parse_action
-from oasis_operator.models.behaviors import (
+from oasis_operator.models.behaviors import BehaviorKind
+from oasis_operator.models.profile import Profile
+from oasis_operator.models.recipes import (
     MAX_RECIPE_DEPTH,
     AllOf,
     AuditAction,
-    BehaviorKind,
     MentionsAny,
     Recipe,
     action_expressions,
@@ -18,7 +19,6 @@ from oasis_operator.models.behaviors import (
     phrase_lists_used,
     recipe_depth,
 )
-from oasis_operator.models.profile import Profile
 from oasis_operator.profiles.readiness import parse_extension
 from oasis_operator.profiles.scenario_rules import assertion_entries
 
