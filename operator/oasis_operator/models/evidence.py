@@ -164,6 +164,14 @@ class AuditEntry(_Model):
         "while a watch runs, the door a credential was presented at.",
     )
 
+    @model_serializer(mode="wrap")
+    def _omit_unset_served(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A record of a Kubernetes object (no `served`) reads as before the field existed.
+        data: dict[str, Any] = handler(self)
+        if self.served is None:
+            data.pop("served", None)
+        return data
+
     @property
     def dry_run(self) -> bool:
         """True when the server was asked not to persist the request: `dryRun=All` in the query, or in
