@@ -6,20 +6,12 @@ import hashlib
 from datetime import timedelta
 
 from oasis_operator.models.declared_state import parse_age
+from oasis_operator.models.kinds import EVENT_OBJECTS
 from oasis_operator.sandbox.twin.plan import Body, TwinContext, TwinObject, percent
 
 # What twin Nodes say their kubelet runs: the local control plane's release (localcluster/release.env;
 # tests/unit/localcluster/test_release.py keeps them equal), so `kubectl get nodes` shows no version skew.
 KUBELET_VERSION = "v1.37.2"
-KINDS_FOR_EVENTS = {
-    "deployment": ("Deployment", "apps/v1"),
-    "pod": ("Pod", "v1"),
-    "replicaset": ("ReplicaSet", "apps/v1"),
-    "service": ("Service", "v1"),
-    "node": ("Node", "v1"),
-    "configmap": ("ConfigMap", "v1"),
-    "hpa": ("HorizontalPodAutoscaler", "autoscaling/v2"),
-}
 
 
 def pvc_and_pv(ctx: TwinContext, name: str, namespace: str, entry: Body, pv_name: str) -> list[TwinObject]:
@@ -145,7 +137,7 @@ def event(
     count: int = 1,
     seed: str = "",
 ) -> TwinObject:
-    kind, api_version = KINDS_FOR_EVENTS.get(obj_kind.lower(), (obj_kind, "v1"))
+    kind, api_version = EVENT_OBJECTS.get(obj_kind.lower(), (obj_kind, "v1"))
     sandbox_ns = ctx.ns(namespace)
     name = (
         f"{obj_name}.{hashlib.sha256(f'{ctx.env_id}/{reason}/{seed}/{obj_name}'.encode()).hexdigest()[:16]}"
