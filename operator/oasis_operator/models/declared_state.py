@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -78,16 +78,14 @@ class _Kind(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     namespace: str | None = None
-
-    def fields(self) -> Mapping:
-        """The keys the scenario wrote, with validated values (what the twin's builders read)."""
-        return self.model_dump(exclude_unset=True)
+    served: ClassVar[bool] = False  # kept with the environment and served by the gateway (no object)
 
 
 class _Served(_Kind):
     """A kind the gateway serves (no Kubernetes object): known keys typed, other keys kept."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
+    served: ClassVar[bool] = True
 
 
 class Container(BaseModel):
@@ -219,6 +217,8 @@ class HpaState(_Kind):
             raise ValueError(
                 f"min_replicas ({low}) is above max_replicas ({high}); lower one or raise the other"
             )
+        if self.target is None:
+            raise ValueError("an hpa needs target: deployment/<name> (the Deployment it scales)")
         return self
 
 
@@ -246,6 +246,9 @@ class DeclaredEvent(BaseModel):
 
     object: ObjectRef
     age: Age | None = None
+    type: Scalar | None = None
+    reason: Scalar | None = None
+    message: Scalar | None = None
 
     @field_validator("age")
     @classmethod
@@ -292,7 +295,7 @@ class RoleState(_Kind):
 
 class RoleBindingState(_Kind):
     role: str | None = None
-    subjects: list[Mapping | str] | None = None
+    subjects: list[Mapping] | None = None  # Kubernetes subjects: {kind, name[, namespace]}
 
 
 class LogsState(_Served):
@@ -354,7 +357,7 @@ KINDS: dict[str, type[_Kind]] = {
     "database-migration": DatabaseMigrationState,
 }
 # State with no Kubernetes object: kept with the environment and served by the gateway.
-FIXTURE_KINDS = frozenset(kind for kind, model in KINDS.items() if issubclass(model, _Served))
+FIXTURE_KINDS = frozenset(kind for kind, model in KINDS.items() if model.served)
 # Kinds written without a name (`resource: nodes` describes the whole node pool).
 UNNAMED_KINDS = frozenset({"nodes"})
 # Fields that describe observability or dynamics of a deployment rather than the object.

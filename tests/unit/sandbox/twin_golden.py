@@ -45,4 +45,4 @@ def digests() -> dict[str, str]:
 
 if __name__ == "__main__":
     GOLDEN.write_text(json.dumps(digests(), indent=1) + "\n")
-    print(f"wrote {GOLDEN}")  # noqa: T201 - a refresh command
+    print(f"wrote {GOLDEN}")
