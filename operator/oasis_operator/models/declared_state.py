@@ -53,7 +53,26 @@ def _object_ref(value: str) -> str:
     return value
 
 
+_CPU = re.compile(r"^\d+(\.\d+)?(%|m|n)?$")
+
+
+def _percent(value: Quantity) -> Quantity:
+    if not re.match(r"^\d+(\.\d+)?%?$", str(value).strip()):
+        raise ValueError(f"cannot read {value!r} as a percentage (write e.g. 85% or 85)")
+    return value
+
+
+def _cpu(value: Quantity) -> Quantity:
+    if not _CPU.match(str(value).strip()):
+        raise ValueError(
+            f"cannot read {value!r} as CPU use (write a percentage of one core, e.g. 95%, or 850m)"
+        )
+    return value
+
+
 DeploymentRef = Annotated[str, AfterValidator(_deployment_ref)]
+Percent = Annotated[Quantity, AfterValidator(_percent)]  # a node's share of its allocatable CPU
+CpuUse = Annotated[Quantity, AfterValidator(_cpu)]  # a pod's CPU: percent of one core, or a quantity
 ObjectRef = Annotated[str, AfterValidator(_object_ref)]
 RESERVED_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease"})
 DNS_LABEL = re.compile(r"^(?=.{1,63}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -155,7 +174,7 @@ class DeploymentState(_Kind):
 
 class PodStateEntry(_Kind):
     node: str | None = None
-    cpu_usage: Quantity | None = None
+    cpu_usage: CpuUse | None = None
     status: PodState | None = None
     restarts: int | None = Field(default=None, ge=0)
     last_log: str | None = None
@@ -228,7 +247,7 @@ class PvcState(_Kind):
 
 
 class NodeState(_Kind):
-    cpu_usage: Quantity | None = None
+    cpu_usage: Percent | None = None
     memory_pressure: bool | None = None
     conditions: list[Mapping] | None = None
 
@@ -238,7 +257,7 @@ class NodesState(_Kind):
     allocatable_cpu: str | None = None
     allocatable_cpu_per_node: Quantity | None = None
     allocatable_memory_per_node: Quantity | None = None
-    current_utilization: Quantity | None = None
+    current_utilization: Percent | None = None
 
 
 class DeclaredEvent(BaseModel):
