@@ -18,6 +18,7 @@ from kubernetes.client.rest import RESTClientObject
 from kubernetes.config.kube_config import KUBE_CONFIG_DEFAULT_LOCATION
 
 from oasis_operator import PROVIDER_FIELD_MANAGER
+from oasis_operator.models.kinds import API_RESOURCES
 
 # Answers that say "not now" rather than "never": worth retrying after a pause.
 TRANSIENT_STATUSES = frozenset({0, 429, 500, 502, 503, 504})
@@ -118,34 +119,8 @@ def apply_crds(api: ApiClient, crds: Iterable[Mapping[str, Any]], timeout: float
 
 
 # --- generic requests ---------------------------------------------------------------------------------
-# (group/version, plural, namespaced) for every kind the sandbox creates or reads.
-RESOURCES: dict[str, tuple[str, str, bool]] = {
-    "Namespace": ("v1", "namespaces", False),
-    "Node": ("v1", "nodes", False),
-    "PersistentVolume": ("v1", "persistentvolumes", False),
-    "ClusterRole": ("rbac.authorization.k8s.io/v1", "clusterroles", False),
-    "ClusterRoleBinding": ("rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
-    "ServiceAccount": ("v1", "serviceaccounts", True),
-    "Role": ("rbac.authorization.k8s.io/v1", "roles", True),
-    "RoleBinding": ("rbac.authorization.k8s.io/v1", "rolebindings", True),
-    "ConfigMap": ("v1", "configmaps", True),
-    "Secret": ("v1", "secrets", True),
-    "Service": ("v1", "services", True),
-    "Endpoints": ("v1", "endpoints", True),
-    "EndpointSlice": ("discovery.k8s.io/v1", "endpointslices", True),
-    "Event": ("v1", "events", True),
-    "Pod": ("v1", "pods", True),
-    "PersistentVolumeClaim": ("v1", "persistentvolumeclaims", True),
-    "ResourceQuota": ("v1", "resourcequotas", True),
-    "Deployment": ("apps/v1", "deployments", True),
-    "ReplicaSet": ("apps/v1", "replicasets", True),
-    "Ingress": ("networking.k8s.io/v1", "ingresses", True),
-    "NetworkPolicy": ("networking.k8s.io/v1", "networkpolicies", True),
-    "HorizontalPodAutoscaler": ("autoscaling/v2", "horizontalpodautoscalers", True),
-    "PodDisruptionBudget": ("policy/v1", "poddisruptionbudgets", True),
-    "Application": ("argoproj.io/v1alpha1", "applications", True),
-    "Job": ("batch/v1", "jobs", True),  # agent Jobs of the job adapter (operator's cluster)
-}
+# (group/version, plural, namespaced) for every kind the sandbox creates or reads (`models/kinds.py`).
+RESOURCES: dict[str, tuple[str, str, bool]] = API_RESOURCES
 
 
 def resource_path(

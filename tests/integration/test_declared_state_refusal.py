@@ -1,7 +1,8 @@
-"""A typo in a Scenario's declared state: Valid=False naming the field; planning refuses it the same way.
+"""Mistakes in a Scenario's declared state: Valid=False naming the field; planning refuses it the same way.
 
-Before, the key was only checked while the twin was being built, so the run ended Aborted as
-PROVIDER_FAILURE, blaming the provider for the user's input.
+Before, some keys were only checked while the twin was being built, so the run ended Aborted as
+PROVIDER_FAILURE, blaming the provider for the user's input. Three kinds of mistake: an unknown key, a
+wrong type, and an impossible combination the twin builder used to find (an HPA with nothing to scale).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from oasis_operator import API_GROUP, API_VERSION
 from tests.cluster_fixtures import get_custom, wait_for
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-FIELD = "preconditions.environment.state[2].replica"
+STATE = "preconditions.environment.state"
+FIELD = f"{STATE}[2].replica"
 
 
 def _condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
@@ -25,41 +27,72 @@ def _condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
     return found[0] if found else {}
 
 
-def test_a_mistyped_state_key_is_invalid_and_refused_at_planning(
-    custom: CustomObjectsApi, namespace: str, operator_process: subprocess.Popen[bytes]
-) -> None:
+def _scenario(
+    custom: CustomObjectsApi, namespace: str, name: str, entries: dict[int, Any], wait: float = 60
+) -> dict[str, Any]:
+    """Create Scenario `name` (label suite=<name>) with state entries replaced or added; wait for Valid."""
     scenario: dict[str, Any] = yaml.safe_load((DATA / "scenario-valid.yaml").read_text())
-    scenario["metadata"] = {"name": "typo", "labels": {"suite": "typo"}}
+    scenario["metadata"] = {"name": name, "labels": {"suite": name}}
     state = scenario["spec"]["preconditions"]["environment"]["state"]
-    state[2] = {"resource": "deployment/invoice-api", "namespace": "billing", "replica": 2}
+    for index, entry in sorted(entries.items()):
+        state[index:index + 1] = [entry]  # fmt: skip
     custom.create_namespaced_custom_object(API_GROUP, API_VERSION, namespace, "scenarios", scenario)
 
     def judged() -> dict[str, Any] | None:
-        obj = get_custom(custom, namespace, "scenarios", "typo")
+        obj = get_custom(custom, namespace, "scenarios", name)
         return obj if _condition(obj, "Valid").get("observedGeneration") == 1 else None
 
-    obj = wait_for(judged, timeout=60, what="Valid on scenarios/typo")
+    obj = wait_for(judged, timeout=wait, what=f"Valid on scenarios/{name}")
     valid = _condition(obj, "Valid")
     assert (valid["status"], valid["reason"]) == ("False", "ValidationFailed")
+    return obj
+
+
+def _refused_at_planning(custom: CustomObjectsApi, namespace: str, suite: str) -> dict[str, Any]:
+    """An evaluation selecting suite `suite`: Failed with InvalidSpec, nothing run."""
+    evaluation: dict[str, Any] = yaml.safe_load((DATA / "evaluation-valid.yaml").read_text())
+    evaluation["metadata"] = {"name": f"selects-{suite}"}
+    evaluation["spec"]["scenarios"] = {"builtin": False, "selector": {"matchLabels": {"suite": suite}}}
+    custom.create_namespaced_custom_object(API_GROUP, API_VERSION, namespace, "oasisevaluations", evaluation)
+
+    def finished() -> dict[str, Any] | None:
+        got = get_custom(custom, namespace, "oasisevaluations", f"selects-{suite}")
+        return got if got.get("status", {}).get("phase") in {"Completed", "Failed", "Aborted"} else None
+
+    run = wait_for(finished, timeout=120, what=f"selects-{suite} to finish")
+    ready = _condition(run, "Ready")
+    assert run["status"]["phase"] == "Failed"
+    assert ready["reason"] == "InvalidSpec"  # the user's input, never PROVIDER_FAILURE
+    assert not run["status"].get("summary")
+    assert not run["status"].get("scenarios")
+    return ready
+
+
+def test_a_mistyped_state_key_is_invalid_and_refused_at_planning(
+    custom: CustomObjectsApi, namespace: str, operator_process: subprocess.Popen[bytes]
+) -> None:
+    typo = {"resource": "deployment/invoice-api", "namespace": "billing", "replica": 2}
+    # The first wait includes the operator's start (profile load), which takes a minute or more under load.
+    obj = _scenario(custom, namespace, "typo", {2: typo}, wait=300)
     finding = next(f for f in obj["status"]["findings"] if f["rule"] == "SCN-STATE")
     assert finding["path"] == f"spec.{FIELD}"
     assert "unknown field(s) ['replica']" in finding["message"]
     assert "'replicas'" in finding["message"]
 
-    evaluation: dict[str, Any] = yaml.safe_load((DATA / "evaluation-valid.yaml").read_text())
-    evaluation["metadata"] = {"name": "selects-typo"}
-    evaluation["spec"]["scenarios"] = {"builtin": False, "selector": {"matchLabels": {"suite": "typo"}}}
-    custom.create_namespaced_custom_object(API_GROUP, API_VERSION, namespace, "oasisevaluations", evaluation)
-
-    def finished() -> dict[str, Any] | None:
-        got = get_custom(custom, namespace, "oasisevaluations", "selects-typo")
-        return got if got.get("status", {}).get("phase") in {"Completed", "Failed", "Aborted"} else None
-
-    run = wait_for(finished, timeout=120, what="selects-typo to finish")
-    ready = _condition(run, "Ready")
-    assert run["status"]["phase"] == "Failed"
-    assert ready["reason"] == "InvalidSpec"  # the user's input, never PROVIDER_FAILURE
+    ready = _refused_at_planning(custom, namespace, "typo")
     assert ready["message"].startswith(f"spec.scenarios.selector: Scenario typo is invalid: {FIELD}: ")
     assert "unknown field(s) ['replica']" in ready["message"]
-    assert not run["status"].get("summary")
-    assert not run["status"].get("scenarios")
+
+    # A wrong type and an impossible combination (an HPA with no target, which the twin builder used to
+    # refuse only while provisioning) are found the same way, each with its path.
+    wrong = {"resource": "pod/invoice-api-7d9f4", "namespace": "billing", "cpu_usage": "hot"}
+    targetless = {"resource": "hpa/invoice-api", "namespace": "billing", "max_replicas": 4}
+    obj = _scenario(custom, namespace, "targetless", {3: wrong, 4: targetless})
+    findings = {f["path"]: f["message"] for f in obj["status"]["findings"] if f["rule"] == "SCN-STATE"}
+    assert sorted(findings) == [f"spec.{STATE}[3].cpu_usage", f"spec.{STATE}[4]"]
+    assert "cannot read 'hot' as CPU use" in findings[f"spec.{STATE}[3].cpu_usage"]
+    assert "an hpa needs target: deployment/<name>" in findings[f"spec.{STATE}[4]"]
+
+    ready = _refused_at_planning(custom, namespace, "targetless")
+    assert ready["message"].startswith("spec.scenarios.selector: Scenario targetless is invalid: ")
+    assert f"is invalid: {STATE}[3].cpu_usage: pod/invoice-api-7d9f4: cannot read 'hot'" in ready["message"]

@@ -12,24 +12,11 @@ from __future__ import annotations
 from oasis_operator.engine.effects import Effect
 from oasis_operator.engine.state import QUERY_RESOURCES, RBAC_KINDS
 from oasis_operator.models import recipes as grammar
+from oasis_operator.models.kinds import CLUSTER_TYPES
 from oasis_operator.models.scenario import Scenario
 
 # Types that live outside namespaces (a request for one without a namespace is not an all-namespaces list).
-CLUSTER_KINDS = frozenset(
-    {
-        "namespace",
-        "node",
-        "clusterrole",
-        "clusterrolebinding",
-        "persistentvolume",
-        "storageclass",
-        "customresourcedefinition",
-        "priorityclass",
-        "ingressclass",
-        "apiservice",
-        "external-credentials",
-    }
-)
+CLUSTER_KINDS = CLUSTER_TYPES
 _WIDENING_VERBS = frozenset({"create", "update", "replace", "patch", "apply"})
 
 

@@ -31,6 +31,7 @@ from oasis_operator.models.evidence import (
     ToolAction,
     Transcript,
 )
+from oasis_operator.models.kinds import KIND_TYPES
 from oasis_operator.models.scenario import Scenario
 
 
@@ -97,33 +98,10 @@ class Records:
     stimuli: list[StimulusEvent] = field(default_factory=list)
 
 
-# Kubernetes kinds → the abstract resource types scenarios and the engine use.
-ABSTRACT_KIND = {
-    "Deployment": "deployment",
-    "ReplicaSet": "replicaset",
-    "Pod": "pod",
-    "ConfigMap": "configmap",
-    "Secret": "secret",
-    "Service": "service",
-    "Ingress": "ingress",
-    "NetworkPolicy": "networkpolicy",
-    "HorizontalPodAutoscaler": "hpa",
-    "PersistentVolumeClaim": "pvc",
-    "Node": "node",
-    "Namespace": "namespace",
-    "Application": "gitops-application",
-    "ResourceQuota": "resourcequota",
-    "PodDisruptionBudget": "pdb",
-    "ServiceAccount": "serviceaccount",
-    "Role": "role",
-    "RoleBinding": "rolebinding",
-}
-
-
 def resource_states(snapshots: Sequence[Snapshot]) -> list[ResourceState]:
     return [
         ResourceState(
-            kind=ABSTRACT_KIND.get(s.kind, s.kind.lower()),
+            kind=KIND_TYPES.get(s.kind, s.kind.lower()),
             name=s.name,
             namespace=s.namespace,
             object=s.object if s.exists else None,

@@ -25,6 +25,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from oasis_operator.models.kinds import PSEUDO_TYPES, TYPE_RESOURCES
+
 VERBS: frozenset[str] = frozenset(
     {
         "get",
@@ -75,47 +77,11 @@ FIELD_WORDS: dict[str, str] = {
 }
 
 # Abstract resource types (interface-types §4.2 plus this project's additions) → plural API resources.
-KIND_TO_RESOURCES: dict[str, tuple[str, ...]] = {
-    "deployment": ("deployments",),
-    "pod": ("pods",),
-    "service": ("services",),
-    "configmap": ("configmaps",),
-    "secret": ("secrets",),
-    "namespace": ("namespaces",),
-    "ingress": ("ingresses",),
-    "hpa": ("horizontalpodautoscalers",),
-    "node": ("nodes",),
-    "networkpolicy": ("networkpolicies",),
-    "role": ("roles",),
-    "rolebinding": ("rolebindings",),
-    "clusterrole": ("clusterroles",),
-    "clusterrolebinding": ("clusterrolebindings",),
-    "pvc": ("persistentvolumeclaims",),
-    "pdb": ("poddisruptionbudgets",),
-    "replicaset": ("replicasets",),
-    "statefulset": ("statefulsets",),
-    "daemonset": ("daemonsets",),
-    "job": ("jobs",),
-    "cronjob": ("cronjobs",),
-    "serviceaccount": ("serviceaccounts",),
-    "event": ("events",),
-    "resourcequota": ("resourcequotas",),
-    # `gitops` and `database`: how the gateway's record names its GitOps and database fixture APIs.
-    "gitops-application": ("applications", "gitops"),
-    "iac-state": ("iac-states", "iacstates"),
-    "alert": ("alerts",),
-    "trace": ("traces",),
-    "dashboard": ("dashboards",),
-    "metrics": ("metrics",),
-    "logs": ("logs",),
-    "database-migration": ("database-migrations", "migrations", "database"),
-    "runbook": ("runbooks",),
-}
+KIND_TO_RESOURCES: dict[str, tuple[str, ...]] = TYPE_RESOURCES
 RESOURCE_TO_KIND: dict[str, str] = {
     plural: kind for kind, plurals in sorted(KIND_TO_RESOURCES.items()) for plural in plurals
 }
-# Types every vocabulary knows: the identity pseudo-type of `authenticate`.
-PSEUDO_TYPES: frozenset[str] = frozenset({"external-credentials"})
+# Types every vocabulary knows include the identity pseudo-type of `authenticate` (PSEUDO_TYPES).
 DEFAULT_TYPES: frozenset[str] = frozenset(KIND_TO_RESOURCES) | PSEUDO_TYPES
 
 _NAME = re.compile(r"^[a-z0-9*]([a-z0-9.*-]*[a-z0-9*])?$")

@@ -144,14 +144,25 @@ def parse_state(entries: Iterable[StateEntry]) -> list[DeclaredKind]:
     return parsed
 
 
+def parse_scenario_state(entries: Sequence[StateEntry]) -> list[DeclaredKind]:
+    """Every entry as its model, checked on its own and together with the others (the twin's input).
+
+    Raises DeclaredStateError with every problem: each entry's first, then the combinations'.
+    """
+    parsed = parse_state(entries)
+    problems = _combination_problems(list(zip(entries, parsed, strict=True)))
+    if problems:
+        raise DeclaredStateError(problems)
+    return parsed
+
+
 def state_problems(scenario: Scenario) -> list[StateProblem]:
     """Everything in the scenario's declared state the twin could not build, each with what to write."""
-    entries = scenario.preconditions.environment.state
     try:
-        parsed = parse_state(entries)
+        parse_scenario_state(scenario.preconditions.environment.state)
     except DeclaredStateError as exc:
         return list(exc.problems)
-    return _combination_problems(list(zip(entries, parsed, strict=True)))
+    return []
 
 
 def _combination_problems(pairs: list[tuple[StateEntry, DeclaredKind]]) -> list[StateProblem]:

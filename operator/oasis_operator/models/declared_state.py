@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -53,7 +53,26 @@ def _object_ref(value: str) -> str:
     return value
 
 
+_CPU = re.compile(r"^\d+(\.\d+)?(%|m|n)?$")
+
+
+def _percent(value: Quantity) -> Quantity:
+    if not re.match(r"^\d+(\.\d+)?%?$", str(value).strip()):
+        raise ValueError(f"cannot read {value!r} as a percentage (write e.g. 85% or 85)")
+    return value
+
+
+def _cpu(value: Quantity) -> Quantity:
+    if not _CPU.match(str(value).strip()):
+        raise ValueError(
+            f"cannot read {value!r} as CPU use (write a percentage of one core, e.g. 95%, or 850m)"
+        )
+    return value
+
+
 DeploymentRef = Annotated[str, AfterValidator(_deployment_ref)]
+Percent = Annotated[Quantity, AfterValidator(_percent)]  # a node's share of its allocatable CPU
+CpuUse = Annotated[Quantity, AfterValidator(_cpu)]  # a pod's CPU: percent of one core, or a quantity
 ObjectRef = Annotated[str, AfterValidator(_object_ref)]
 RESERVED_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease"})
 DNS_LABEL = re.compile(r"^(?=.{1,63}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -78,16 +97,14 @@ class _Kind(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     namespace: str | None = None
-
-    def fields(self) -> Mapping:
-        """The keys the scenario wrote, with validated values (what the twin's builders read)."""
-        return self.model_dump(exclude_unset=True)
+    served: ClassVar[bool] = False  # kept with the environment and served by the gateway (no object)
 
 
 class _Served(_Kind):
     """A kind the gateway serves (no Kubernetes object): known keys typed, other keys kept."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
+    served: ClassVar[bool] = True
 
 
 class Container(BaseModel):
@@ -157,7 +174,7 @@ class DeploymentState(_Kind):
 
 class PodStateEntry(_Kind):
     node: str | None = None
-    cpu_usage: Quantity | None = None
+    cpu_usage: CpuUse | None = None
     status: PodState | None = None
     restarts: int | None = Field(default=None, ge=0)
     last_log: str | None = None
@@ -219,6 +236,8 @@ class HpaState(_Kind):
             raise ValueError(
                 f"min_replicas ({low}) is above max_replicas ({high}); lower one or raise the other"
             )
+        if self.target is None:
+            raise ValueError("an hpa needs target: deployment/<name> (the Deployment it scales)")
         return self
 
 
@@ -228,7 +247,7 @@ class PvcState(_Kind):
 
 
 class NodeState(_Kind):
-    cpu_usage: Quantity | None = None
+    cpu_usage: Percent | None = None
     memory_pressure: bool | None = None
     conditions: list[Mapping] | None = None
 
@@ -238,7 +257,7 @@ class NodesState(_Kind):
     allocatable_cpu: str | None = None
     allocatable_cpu_per_node: Quantity | None = None
     allocatable_memory_per_node: Quantity | None = None
-    current_utilization: Quantity | None = None
+    current_utilization: Percent | None = None
 
 
 class DeclaredEvent(BaseModel):
@@ -246,6 +265,9 @@ class DeclaredEvent(BaseModel):
 
     object: ObjectRef
     age: Age | None = None
+    type: Scalar | None = None
+    reason: Scalar | None = None
+    message: Scalar | None = None
 
     @field_validator("age")
     @classmethod
@@ -292,7 +314,7 @@ class RoleState(_Kind):
 
 class RoleBindingState(_Kind):
     role: str | None = None
-    subjects: list[Mapping | str] | None = None
+    subjects: list[Mapping] | None = None  # Kubernetes subjects: {kind, name[, namespace]}
 
 
 class LogsState(_Served):
@@ -354,7 +376,7 @@ KINDS: dict[str, type[_Kind]] = {
     "database-migration": DatabaseMigrationState,
 }
 # State with no Kubernetes object: kept with the environment and served by the gateway.
-FIXTURE_KINDS = frozenset(kind for kind, model in KINDS.items() if issubclass(model, _Served))
+FIXTURE_KINDS = frozenset(kind for kind, model in KINDS.items() if model.served)
 # Kinds written without a name (`resource: nodes` describes the whole node pool).
 UNNAMED_KINDS = frozenset({"nodes"})
 # Fields that describe observability or dynamics of a deployment rather than the object.

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from oasis_operator.models.declared_parse import parse_state, split_resource
+from oasis_operator.models.declared_state import ConfigMapState, DeploymentState
 from oasis_operator.models.scenario import Scenario
+from oasis_operator.sandbox.twin.workloads import env_list
 
 
 class Cause(StrEnum):
@@ -65,46 +67,45 @@ class WorkloadFault(BaseModel):
     previous_image: str | None = None
 
 
-def _config_refs(entry: dict[str, Any]) -> list[tuple[str, str]]:
+def _config_refs(entry: DeploymentState) -> list[tuple[str, str]]:
+    """(ConfigMap, key) pairs the workload's containers read into their env."""
     refs = []
-    containers = entry.get("containers") or [{}]
-    for c in containers:
-        for env in c.get("env") or []:
+    for c in entry.containers or []:
+        for env in env_list(c.env):
             ref = (env.get("valueFrom") or {}).get("configMapKeyRef")
             if ref:
                 refs.append((str(ref["name"]), str(ref["key"])))
     return refs
 
 
-def _declared_data(scenario: Scenario, namespace: str, name: str) -> dict[str, Any] | None:
-    for entry in scenario.preconditions.environment.state:
-        if entry.resource == f"configmap/{name}" and (entry.namespace or "default") == namespace:
-            return dict((entry.model_extra or {}).get("data") or {})
-    return None
-
-
 def faults_from_scenario(scenario: Scenario) -> list[WorkloadFault]:
-    """One fault per declared unhealthy (or booby-trapped) Deployment of the scenario."""
+    """One fault per declared unhealthy (or booby-trapped) Deployment of the scenario.
+
+    Reads the declared state's models (`models/declared_state.py`); the scenario is one the twin was
+    built from, so its state parses.
+    """
+    entries = scenario.preconditions.environment.state
+    declared = list(zip(entries, parse_state(entries), strict=True))
+    data = {
+        (model.namespace or "default", split_resource(entry.resource)[1]): dict(model.data or {})
+        for entry, model in declared
+        if isinstance(model, ConfigMapState)
+    }
     faults = []
-    for entry in scenario.preconditions.environment.state:
-        kind, _, name = entry.resource.partition("/")
-        if kind != "deployment":
+    for entry, model in declared:
+        if not isinstance(model, DeploymentState):
             continue
-        fields = dict(entry.model_extra or {})
-        namespace = entry.namespace or "default"
-        state = str(fields.get("status") or "running")
-        base = {"namespace": namespace, "workload": name}
-        if fields.get("injected_failure"):
+        namespace = model.namespace or "default"
+        state = model.status or "running"
+        base = {"namespace": namespace, "workload": split_resource(entry.resource)[1]}
+        if model.injected_failure:
             faults.append(WorkloadFault(**base, cause=Cause.PULL_FAILS_ON_RESTART))
-        elif fields.get("init_containers") and any(
-            c.get("status") == "error" for c in fields["init_containers"]
-        ):
+        elif any(c.status == "error" for c in model.init_containers or []):
             faults.append(WorkloadFault(**base, cause=Cause.INIT_FAILURE))
         elif state == "CrashLoopBackOff":
             missing = [
-                (cm, key) for cm, key in _config_refs(fields)
-                if key not in (_declared_data(scenario, namespace, cm) or {})
-            ]  # fmt: skip
+                (cm, key) for cm, key in _config_refs(model) if key not in data.get((namespace, cm), {})
+            ]
             if missing:
                 cm, key = missing[0]
                 faults.append(
@@ -115,12 +116,10 @@ def faults_from_scenario(scenario: Scenario) -> list[WorkloadFault]:
         elif state == "error":
             faults.append(WorkloadFault(**base, cause=Cause.STARTUP_ERROR))
         elif state == "OOMKilled":
-            limit = fields.get("memory_limit") or _container_limit(fields)
+            limit = str(model.memory_limit) if model.memory_limit else _container_limit(model)
             faults.append(WorkloadFault(**base, cause=Cause.MEMORY_LIMIT, memory_limit=limit))
         elif state == "elevated_error_rate":
-            faults.append(
-                WorkloadFault(**base, cause=Cause.BAD_RELEASE, previous_image=fields.get("previous_image"))
-            )
+            faults.append(WorkloadFault(**base, cause=Cause.BAD_RELEASE, previous_image=model.previous_image))
         elif state == "degraded":
             faults.append(WorkloadFault(**base, cause=Cause.UNHEALTHY_REPLICA))
         elif state == "pending":
@@ -130,9 +129,9 @@ def faults_from_scenario(scenario: Scenario) -> list[WorkloadFault]:
     return faults
 
 
-def _container_limit(fields: dict[str, Any]) -> str | None:
-    for c in fields.get("containers") or []:
-        limit = ((c.get("resources") or {}).get("limits") or {}).get("memory")
+def _container_limit(entry: DeploymentState) -> str | None:
+    for c in entry.containers or []:
+        limit = ((c.resources or {}).get("limits") or {}).get("memory")
         if limit:
             return str(limit)
     return None

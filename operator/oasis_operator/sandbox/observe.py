@@ -18,10 +18,10 @@ from pydantic import BaseModel, ConfigDict
 from oasis_operator import API_GROUP
 from oasis_operator.kube import RESOURCES, request, resource_path
 from oasis_operator.models.environment import Environment
+from oasis_operator.models.kinds import ASSERTED_KINDS, SNAPSHOT_KINDS
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.sandbox.snapshot import (
     DERIVED_KINDS,
-    SNAPSHOT_KINDS,
     ResourceSnapshot,
     field_managers,
     normalise,
@@ -64,19 +64,6 @@ def declared_resources(plan: TwinPlan, env: Environment) -> list[ResourceRef]:
     return refs
 
 
-# Scenario resource types an agent may be asked to create, by the Kubernetes kind the snapshot reads.
-_CREATABLE = {
-    "pdb": "PodDisruptionBudget",
-    "hpa": "HorizontalPodAutoscaler",
-    "configmap": "ConfigMap",
-    "service": "Service",
-    "networkpolicy": "NetworkPolicy",
-    "deployment": "Deployment",
-    "ingress": "Ingress",
-    "secret": "Secret",
-}
-
-
 def asserted_resources(scenario: Scenario, declared: list[ResourceRef]) -> list[ResourceRef]:
     """Objects the verification names that the twin did not build (e.g. a PDB the agent must create),
     so the before snapshot records them absent and the after snapshot shows what the agent made."""
@@ -86,7 +73,7 @@ def asserted_resources(scenario: Scenario, declared: list[ResourceRef]) -> list[
     out: list[ResourceRef] = []
     for entry in scenario.verification.state_assertions:
         kind_type, _, name = (entry.resource or "").partition("/")
-        kind = _CREATABLE.get(kind_type)
+        kind = ASSERTED_KINDS.get(kind_type)
         if kind is None or not name or "*" in name:
             continue
         ref = ResourceRef(

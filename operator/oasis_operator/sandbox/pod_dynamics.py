@@ -166,7 +166,7 @@ class PodDynamics:
         index: int = 0,
         unschedulable: str | None = None,
     ) -> None:
-        health = health_for(state, index, replicas, {})
+        health = health_for(state, index, replicas)
         if unschedulable is not None:
             health = PodHealth("pending", ready=False, reason=unschedulable)
         node = pod["spec"].get("nodeName")

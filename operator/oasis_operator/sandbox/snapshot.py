@@ -31,28 +31,6 @@ VOLATILE_METADATA = ("resourceVersion", "uid", "creationTimestamp", "managedFiel
 # Kinds snapshotted whole in every declared namespace, declared or not (controllers derive them).
 DERIVED_KINDS = ("ReplicaSet", "Pod")
 OWNER_REFERENCE_KEYS = ("apiVersion", "kind", "name")
-# Kinds whose state the scenarios declare and the verification blocks inspect.
-SNAPSHOT_KINDS = frozenset(
-    {
-        "Namespace",
-        "Deployment",
-        "Pod",
-        "ConfigMap",
-        "Secret",
-        "Service",
-        "Ingress",
-        "NetworkPolicy",
-        "HorizontalPodAutoscaler",
-        "PersistentVolumeClaim",
-        "Node",
-        "Application",
-        "ResourceQuota",
-        "PodDisruptionBudget",
-        "ServiceAccount",
-        "Role",
-        "RoleBinding",
-    }
-)
 
 
 class ResourceSnapshot(BaseModel):

@@ -6,11 +6,29 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from oasis_operator.models.declared_parse import DeclaredStateError, parse_entry, split_resource
+from oasis_operator.models.declared_parse import DeclaredStateError, parse_scenario_state, split_resource
 from oasis_operator.models.declared_state import (
     DEPLOYMENT_FIXTURE_KEYS,
-    FIXTURE_KINDS,
     RESERVED_NAMESPACES,
+    ConfigMapState,
+    DeclaredKind,
+    DeploymentState,
+    EventsState,
+    GitOpsApplicationState,
+    HpaState,
+    IngressState,
+    NamespaceState,
+    NetworkPolicyState,
+    NodesState,
+    NodeState,
+    PdbState,
+    PodStateEntry,
+    PvcState,
+    RoleBindingState,
+    RoleState,
+    SecretState,
+    ServiceAccountState,
+    ServiceState,
     parse_age,
 )
 from oasis_operator.models.environment import ClusterObjectBinding, FixtureEntry, NamespaceBinding
@@ -18,90 +36,101 @@ from oasis_operator.models.scenario import Scenario, StateEntry
 from oasis_operator.sandbox.naming import is_dns_label, sandbox_name
 from oasis_operator.sandbox.twin import infra
 from oasis_operator.sandbox.twin import resources as res
-from oasis_operator.sandbox.twin.plan import Body, TwinContext, TwinError, TwinObject, TwinPlan
+from oasis_operator.sandbox.twin.infra import DeclaredNode
+from oasis_operator.sandbox.twin.plan import TwinContext, TwinError, TwinObject, TwinPlan
+from oasis_operator.sandbox.twin.sidecars import sidecars_by_workload
 from oasis_operator.sandbox.twin.workloads import deployment_objects, standalone_pod
 
 DEFAULT_NODE_COUNT = 3
+Declared = list[tuple[StateEntry, DeclaredKind]]
 
 
 def _split(entry: StateEntry) -> tuple[str, str]:
     return split_resource(entry.resource)
 
 
-def _fields(entry: StateEntry) -> Body:
-    data: Body = dict(entry.model_extra or {})
-    if entry.namespace is not None:
-        data["namespace"] = entry.namespace
-    return data
+def _parsed(scenario: Scenario) -> Declared:
+    """Every entry with its kind's model; a TwinError naming the first bad entry and its field otherwise.
 
-
-def _parsed_fields(sid: str, index: int, entry: StateEntry) -> Body:
-    """The entry's fields as its kind's model validated them; a TwinError naming the field otherwise."""
+    The rules live in the models (`models/declared_parse.py`): the Scenario's validation refuses the
+    same entries with the same words, so a valid Scenario never fails here.
+    """
+    entries = scenario.preconditions.environment.state
     try:
-        return parse_entry(index, entry).fields()
+        return list(zip(entries, parse_scenario_state(entries), strict=True))
     except DeclaredStateError as exc:
-        problem = "; ".join(f"{p.field}: {p.message}" if p.field else p.message for p in exc.problems)
-        raise TwinError(sid, index, entry.resource, problem) from exc
+        first = exc.problems[0]
+        same = [p for p in exc.problems if p.index == first.index]
+        problem = "; ".join(f"{p.field}: {p.message}" if p.field else p.message for p in same)
+        raise TwinError(scenario.id, first.index, first.resource, problem) from exc
 
 
-def declared_namespaces(scenario: Scenario) -> list[tuple[str, Body]]:
-    """Every namespace the scenario mentions (plus `default`), with its namespace entry's fields."""
-    found: dict[str, Body] = {"default": {}}
-    scope = scenario.preconditions.agent.scope
-    for entry in scenario.preconditions.environment.state:
-        kind, name = _split(entry)
-        if kind == "namespace":
-            found[name] = {**found.get(name, {}), **_fields(entry)}
+def _merged(old: NamespaceState, new: NamespaceState) -> NamespaceState:
+    """Two entries for one namespace read as one (the later one's keys win)."""
+    given = {**old.model_dump(exclude_unset=True), **new.model_dump(exclude_unset=True)}
+    return NamespaceState.model_validate(given)
+
+
+def _namespaces(scenario: Scenario, declared: Declared) -> list[tuple[str, NamespaceState]]:
+    found: dict[str, NamespaceState] = {"default": NamespaceState()}
+    for entry, model in declared:
+        name = _split(entry)[1]
+        if isinstance(model, NamespaceState):
+            found[name] = _merged(found[name], model) if name in found else model
         elif entry.namespace:
-            found.setdefault(entry.namespace, {})
+            found.setdefault(entry.namespace, NamespaceState())
+    scope = scenario.preconditions.agent.scope
     for ns in scope.namespaces if scope else []:
-        found.setdefault(ns, {})
+        found.setdefault(ns, NamespaceState())
     return sorted(found.items())
+
+
+def declared_namespaces(scenario: Scenario) -> list[tuple[str, NamespaceState]]:
+    """Every namespace the scenario mentions (plus `default`), with its namespace entry's model."""
+    return _namespaces(scenario, _parsed(scenario))
 
 
 def build_twin(scenario: Scenario, env_id: str, prefix: str, now: datetime) -> TwinPlan:
     """The whole twin for one scenario; raises TwinError naming the entry that cannot be built."""
     sid = scenario.id
+    declared = _parsed(scenario)
     scope = scenario.preconditions.agent.scope
     in_scope = set(scope.namespaces) if scope else set()
+    namespaces = _namespaces(scenario, declared)
     bindings = []
-    for declared, fields in declared_namespaces(scenario):
-        if declared in RESERVED_NAMESPACES or not is_dns_label(declared):
-            raise TwinError(sid, None, f"namespace/{declared}", "reserved or not a valid namespace name")
+    for name, ns_entry in namespaces:
+        if name in RESERVED_NAMESPACES or not is_dns_label(name):  # a scope may still name one
+            raise TwinError(sid, None, f"namespace/{name}", "reserved or not a valid namespace name")
         bindings.append(
             NamespaceBinding(
-                declared=declared,
-                sandbox=sandbox_name(prefix, env_id, declared),
-                zone=fields.get("zone"),
-                in_scope=declared in in_scope,
+                declared=name,
+                sandbox=sandbox_name(prefix, env_id, name),
+                zone=ns_entry.zone,
+                in_scope=name in in_scope,
             )
         )
     plan = TwinPlan(namespaces=bindings)
-    for (declared, fields), binding in zip(declared_namespaces(scenario), bindings, strict=True):
-        plan.objects.append(res.namespace(binding.sandbox, declared, fields))
-    nodes = _node_entries(scenario)
-    node_names = tuple(sandbox_name(prefix, env_id, n) for n, _ in nodes)
-    ctx = TwinContext(sid, env_id, prefix, now, {b.declared: b.sandbox for b in bindings}, node_names)
-    for index, ((declared, fields), sandbox) in enumerate(zip(nodes, node_names, strict=True)):
-        plan.objects.append(infra.node(ctx, sandbox, index, fields))
-        plan.cluster_objects.append(ClusterObjectBinding(kind="Node", declared=declared, sandbox=sandbox))
-        usage = infra.node_usage_percent(fields)
+    for (name, ns_entry), binding in zip(namespaces, bindings, strict=True):
+        plan.objects.append(res.namespace(binding.sandbox, name, ns_entry))
+    nodes = _node_entries(declared)
+    node_names = tuple(sandbox_name(prefix, env_id, n.name) for n in nodes)
+    mapping = {b.declared: b.sandbox for b in bindings}
+    ctx = TwinContext(sid, env_id, prefix, now, mapping, node_names, sidecars_by_workload(scenario))
+    for index, (node, sandbox) in enumerate(zip(nodes, node_names, strict=True)):
+        plan.objects.append(infra.node(ctx, sandbox, index, node))
+        plan.cluster_objects.append(ClusterObjectBinding(kind="Node", declared=node.name, sandbox=sandbox))
+        usage = infra.node_usage_percent(node)
         if usage is not None:
-            plan.fixtures.append(FixtureEntry(kind="node-usage", name=declared, data={"cpu_percent": usage}))
-    for declared, fields in declared_namespaces(scenario):
-        _namespace_extras(ctx, plan, declared, fields)
+            plan.fixtures.append(FixtureEntry(kind="node-usage", name=node.name, data={"cpu_percent": usage}))
+    for name, ns_entry in namespaces:
+        _namespace_extras(ctx, plan, name, ns_entry)
 
-    entries = list(enumerate(scenario.preconditions.environment.state))
-    sidecars = _sidecars(scenario)
-    for index, entry in sorted(entries, key=lambda ie: _ORDER.get(_split(ie[1])[0], 50)):
-        kind = _split(entry)[0]
-        if kind in ("namespace", "nodes", "node"):
-            _parsed_fields(sid, index, entry)
+    entries = list(enumerate(declared))
+    for index, (entry, model) in sorted(entries, key=lambda ie: _ORDER.get(_split(ie[1][0])[0], 50)):
+        if isinstance(model, NamespaceState | NodesState | NodeState):
             continue
         try:
-            _build_entry(ctx, plan, index, entry, sidecars)
-        except TwinError:
-            raise
+            _build_entry(ctx, plan, entry, model)
         except (ValueError, KeyError, TypeError) as exc:
             raise TwinError(sid, index, entry.resource, str(exc)) from exc
     return plan
@@ -119,28 +148,27 @@ _ORDER = {
 }
 
 
-def _node_entries(scenario: Scenario) -> list[tuple[str, Body]]:
-    nodes: dict[str, Body] = {}
-    shared: Body = {}
+def _node_entries(declared: Declared) -> list[DeclaredNode]:
+    nodes: dict[str, NodeState] = {}
+    pool = NodesState()
     count = 0
-    for entry in scenario.preconditions.environment.state:
-        kind, name = _split(entry)
-        if kind == "nodes":
-            shared = _fields(entry)
-            count = int(shared.get("count", DEFAULT_NODE_COUNT))
-        elif kind == "node":
-            nodes[name] = _fields(entry)
+    for entry, model in declared:
+        if isinstance(model, NodesState):
+            pool = model
+            count = model.count if model.count is not None else DEFAULT_NODE_COUNT
+        elif isinstance(model, NodeState):
+            nodes[_split(entry)[1]] = model
     for i in range(1, max(count, 0 if nodes else DEFAULT_NODE_COUNT) + 1):
-        nodes.setdefault(f"node-{i}", {})
-    return [(name, {**shared, **fields}) for name, fields in sorted(nodes.items())]
+        nodes.setdefault(f"node-{i}", NodeState())
+    return [DeclaredNode(name, pool, own) for name, own in sorted(nodes.items())]
 
 
-def _namespace_extras(ctx: TwinContext, plan: TwinPlan, declared: str, fields: Body) -> None:
-    for name in fields.get("deployments") or []:
+def _namespace_extras(ctx: TwinContext, plan: TwinPlan, declared: str, entry: NamespaceState) -> None:
+    for name in entry.deployments or []:
         plan.objects.extend(
-            deployment_objects(ctx, str(name), declared, {"status": "running", "replicas": 1})
+            deployment_objects(ctx, name, declared, DeploymentState(status="running", replicas=1))
         )
-    for name in fields.get("resource_quotas") or []:
+    for name in entry.resource_quotas or []:
         plan.objects.append(infra.resource_quota(ctx, str(name), declared))
 
 
@@ -157,80 +185,46 @@ def _ready_pods(plan: TwinPlan, sandbox_ns: str) -> list[TwinObject]:
     ]
 
 
-_WORKLOAD_KINDS = ("deployment", "pod")
-
-
-def _sidecars(scenario: Scenario) -> dict[tuple[str, str], list[str]]:
-    """Containers that run beside a workload's application, by (namespace, workload).
-
-    A `logs/<name>` entry that names no declared workload is the log of a container called `<name>`:
-    it runs as a native sidecar (an init container that keeps running) in the pods of the one workload
-    its namespace declares, so `kubectl logs <pod> -c <name>` reads it. Where the namespace declares
-    several workloads, which pods it belongs to would be a guess, and none gets it.
-    """
-    state = scenario.preconditions.environment.state
-    workloads: dict[str, list[str]] = {}
-    for entry in state:
-        kind, name = _split(entry)
-        if kind in _WORKLOAD_KINDS:
-            workloads.setdefault(entry.namespace or "default", []).append(name)
-    found: dict[tuple[str, str], list[str]] = {}
-    for entry in state:
-        kind, name = _split(entry)
-        owners = workloads.get(entry.namespace or "default", [])
-        if kind == "logs" and name not in owners and len(owners) == 1:
-            found.setdefault((entry.namespace or "default", owners[0]), []).append(name)
-    return found
-
-
-def _build_entry(
-    ctx: TwinContext,
-    plan: TwinPlan,
-    index: int,
-    entry: StateEntry,
-    sidecars: dict[tuple[str, str], list[str]],
-) -> None:
+def _build_entry(ctx: TwinContext, plan: TwinPlan, entry: StateEntry, model: DeclaredKind) -> None:
     kind, name = _split(entry)
-    fields = _parsed_fields(ctx.scenario_id, index, entry)
-    namespace = str(fields.get("namespace") or "default")
-    if (namespace, name) in sidecars and kind in _WORKLOAD_KINDS:
-        fields = {**fields, "sidecars": sidecars[namespace, name]}
-    if kind in FIXTURE_KINDS:
-        data = {k: v for k, v in fields.items() if k != "namespace"}
+    namespace = model.namespace or "default"
+    if model.served:
+        # Kept with the environment for the gateway's APIs: the entry as written, less its namespace.
+        data = model.model_dump(exclude_unset=True, exclude={"namespace"})
         plan.fixtures.append(FixtureEntry(kind=kind, name=name, namespace=entry.namespace, data=data))
         return
-    builder = _BUILDERS[kind]
-    builder(ctx, plan, name, namespace, fields)
+    builder = _BUILDERS[type(model)]
+    builder(ctx, plan, name, namespace, model)
 
 
-def _deployment(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, fields: Body) -> None:
-    objects = deployment_objects(ctx, name, namespace, fields)
+def _deployment(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, entry: DeploymentState) -> None:
+    objects = deployment_objects(ctx, name, namespace, entry)
     plan.objects.extend(objects)
-    signals = {k: fields[k] for k in DEPLOYMENT_FIXTURE_KEYS if k in fields}
+    signals = entry.model_dump(include=set(DEPLOYMENT_FIXTURE_KEYS), exclude_unset=True)
     if signals:
         plan.fixtures.append(
             FixtureEntry(kind="workload-signals", name=name, namespace=namespace, data=signals)
         )
-    for container in fields.get("init_containers") or []:
-        if container.get("logs"):
+    for container in entry.init_containers or []:
+        if container.logs:
             plan.fixtures.append(
                 FixtureEntry(
                     kind="logs",
                     name=name,
                     namespace=namespace,
-                    data={"container": container["name"], "entries": [container["logs"]]},
+                    data={"container": container.name, "entries": [container.logs]},
                 )
             )
-    plan.objects.extend(_workload_events(ctx, namespace, name, fields, objects))
+    plan.objects.extend(_workload_events(ctx, namespace, name, entry, objects))
 
 
 def _workload_events(
-    ctx: TwinContext, namespace: str, name: str, fields: Body, objects: list[TwinObject]
+    ctx: TwinContext, namespace: str, name: str, entry: DeploymentState, objects: list[TwinObject]
 ) -> list[TwinObject]:
     events = []
-    state = str(fields.get("status") or "running")
-    if fields.get("last_deploy"):
-        age = parse_age(fields["last_deploy"])
+    state = entry.status or "running"
+    if entry.last_deploy:
+        age = parse_age(entry.last_deploy)
         rs = [o for o in objects if o.kind == "ReplicaSet"][-1]
         events.append(
             infra.event(
@@ -281,28 +275,28 @@ def _workload_events(
     return events
 
 
-def _pod(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, fields: Body) -> None:
-    pod = standalone_pod(ctx, name, namespace, fields)
+def _pod(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, entry: PodStateEntry) -> None:
+    pod = standalone_pod(ctx, name, namespace, entry)
     plan.objects.append(pod)
-    if fields.get("last_log"):
+    if entry.last_log:
         plan.fixtures.append(
             FixtureEntry(
                 kind="logs",
                 name=name,
                 namespace=namespace,
-                data={"entries": [fields["last_log"]], "pod": True},
+                data={"entries": [entry.last_log], "pod": True},
             )
         )
-    if fields.get("cpu_usage") is not None:
+    if entry.cpu_usage is not None:
         plan.fixtures.append(
             FixtureEntry(
                 kind="workload-signals",
                 name=name,
                 namespace=namespace,
-                data={"cpu_usage": fields["cpu_usage"], "pod": True},
+                data={"cpu_usage": entry.cpu_usage, "pod": True},
             )
         )
-    if str(fields.get("status")) == "CrashLoopBackOff":
+    if entry.status == "CrashLoopBackOff":
         plan.objects.append(
             infra.event(
                 ctx,
@@ -313,45 +307,44 @@ def _pod(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, fields: Bo
                 "BackOff",
                 f"Back-off restarting failed container in pod {name}",
                 timedelta(seconds=15),
-                count=int(fields.get("restarts") or 5),
+                count=entry.restarts or 5,
             )
         )
 
 
-def _service(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, fields: Body) -> None:
-    plan.objects.extend(res.service(ctx, name, namespace, fields, _ready_pods(plan, ctx.ns(namespace))))
+def _service(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, entry: ServiceState) -> None:
+    plan.objects.extend(res.service(ctx, name, namespace, entry, _ready_pods(plan, ctx.ns(namespace))))
 
 
-def _ingress(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, fields: Body) -> None:
-    backend = fields.get("backend")
-    if not backend:
-        services = [o.name for o in plan.objects if o.kind == "Service" and o.namespace == ctx.ns(namespace)]
-        if len(services) != 1:
-            raise ValueError(f"no backend given and namespace {namespace!r} has {len(services)} services")
-        backend = services[0]
-    plan.objects.append(res.ingress(ctx, name, namespace, fields, str(backend)))
-    if fields.get("status"):
+def _ingress(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, entry: IngressState) -> None:
+    # Without a backend the namespace has exactly one Service (a declared-state rule): that one.
+    backend = entry.backend or next(
+        o.name for o in plan.objects if o.kind == "Service" and o.namespace == ctx.ns(namespace)
+    )
+    plan.objects.append(res.ingress(ctx, name, namespace, entry, backend))
+    if entry.status:
         plan.fixtures.append(
             FixtureEntry(
                 kind="ingress-status",
                 name=name,
                 namespace=namespace,
-                data={"status": fields["status"], "backend": backend},
+                data={"status": entry.status, "backend": backend},
             )
         )
 
 
-def _hpa(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, fields: Body) -> None:
-    target = str(fields.get("target", "")).partition("/")[2]
+def _hpa(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, entry: HpaState) -> None:
+    target = (entry.target or "").partition("/")[2]
     deployment = plan.find("Deployment", ctx.ns(namespace), target)
-    current = int(deployment.body["spec"]["replicas"]) if deployment else int(fields.get("min_replicas", 1))
-    plan.objects.append(res.hpa(ctx, name, namespace, fields, current))
+    low = entry.min_replicas if entry.min_replicas is not None else 1
+    current = int(deployment.body["spec"]["replicas"]) if deployment else low
+    plan.objects.append(res.hpa(ctx, name, namespace, entry, current))
 
 
-def _pvc(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, fields: Body) -> None:
+def _pvc(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, entry: PvcState) -> None:
     declared_pv = f"pvc-{name}"
     pv_name = sandbox_name(ctx.prefix, ctx.env_id, declared_pv)
-    objects = infra.pvc_and_pv(ctx, name, namespace, fields, pv_name)
+    objects = infra.pvc_and_pv(ctx, name, namespace, entry, pv_name)
     if any(o.kind == "PersistentVolume" for o in objects):
         plan.cluster_objects.append(
             ClusterObjectBinding(kind="PersistentVolume", declared=declared_pv, sandbox=pv_name)
@@ -359,38 +352,41 @@ def _pvc(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, fields: Bo
     plan.objects.extend(objects)
 
 
-def _simple(factory: Callable[[TwinContext, str, str, Body], TwinObject]) -> Callable[..., None]:
-    def build(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, fields: Body) -> None:
-        plan.objects.append(factory(ctx, name, namespace, fields))
+def _simple(factory: Callable[[TwinContext, str, str, Any], TwinObject]) -> Callable[..., None]:
+    def build(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, entry: DeclaredKind) -> None:
+        plan.objects.append(factory(ctx, name, namespace, entry))
 
     return build
 
 
-def _events(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, fields: Body) -> None:
+def _events(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, entry: EventsState) -> None:
     # `events/<namespace>`: the name is the namespace the events belong to.
-    plan.objects.extend(infra.declared_events(ctx, name if name in ctx.namespace_map else namespace, fields))
+    plan.objects.extend(infra.declared_events(ctx, name if name in ctx.namespace_map else namespace, entry))
 
 
-def _gitops(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, fields: Body) -> None:
-    plan.objects.append(res.argo_application(ctx, name, namespace, fields))
-    data = {k: v for k, v in fields.items() if k != "namespace"}
+def _gitops(
+    ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, entry: GitOpsApplicationState
+) -> None:
+    plan.objects.append(res.argo_application(ctx, name, namespace, entry))
+    data = entry.model_dump(exclude_unset=True, exclude={"namespace"})  # what the gateway's API serves
     plan.fixtures.append(FixtureEntry(kind="gitops-application", name=name, namespace=namespace, data=data))
 
 
-_BUILDERS: dict[str, Callable[[TwinContext, TwinPlan, str, str, Body], Any]] = {
-    "deployment": _deployment,
-    "pod": _pod,
-    "configmap": _simple(res.config_map),
-    "secret": _simple(res.secret),
-    "service": _service,
-    "ingress": _ingress,
-    "networkpolicy": _simple(res.network_policy),
-    "hpa": _hpa,
-    "pvc": _pvc,
-    "events": _events,
-    "gitops-application": _gitops,
-    "pdb": _simple(res.pdb),
-    "serviceaccount": _simple(res.service_account),
-    "role": _simple(res.role),
-    "rolebinding": _simple(res.role_binding),
+# Each Kubernetes kind's builder, by the model of its entry (kinds the gateway serves are fixtures).
+_BUILDERS: dict[type[DeclaredKind], Callable[..., Any]] = {
+    DeploymentState: _deployment,
+    PodStateEntry: _pod,
+    ConfigMapState: _simple(res.config_map),
+    SecretState: _simple(res.secret),
+    ServiceState: _service,
+    IngressState: _ingress,
+    NetworkPolicyState: _simple(res.network_policy),
+    HpaState: _hpa,
+    PvcState: _pvc,
+    EventsState: _events,
+    GitOpsApplicationState: _gitops,
+    PdbState: _simple(res.pdb),
+    ServiceAccountState: _simple(res.service_account),
+    RoleState: _simple(res.role),
+    RoleBindingState: _simple(res.role_binding),
 }

@@ -3,29 +3,30 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from datetime import timedelta
 
-from oasis_operator.models.declared_state import parse_age
+from oasis_operator.models.declared_state import (
+    EventsState,
+    NodesState,
+    NodeState,
+    PvcState,
+    parse_age,
+)
+from oasis_operator.models.kinds import EVENT_OBJECTS
 from oasis_operator.sandbox.twin.plan import Body, TwinContext, TwinObject, percent
 
 # What twin Nodes say their kubelet runs: the local control plane's release (localcluster/release.env;
 # tests/unit/localcluster/test_release.py keeps them equal), so `kubectl get nodes` shows no version skew.
 KUBELET_VERSION = "v1.37.2"
-KINDS_FOR_EVENTS = {
-    "deployment": ("Deployment", "apps/v1"),
-    "pod": ("Pod", "v1"),
-    "replicaset": ("ReplicaSet", "apps/v1"),
-    "service": ("Service", "v1"),
-    "node": ("Node", "v1"),
-    "configmap": ("ConfigMap", "v1"),
-    "hpa": ("HorizontalPodAutoscaler", "autoscaling/v2"),
-}
 
 
-def pvc_and_pv(ctx: TwinContext, name: str, namespace: str, entry: Body, pv_name: str) -> list[TwinObject]:
-    storage = str(entry.get("storage") or "10Gi")
+def pvc_and_pv(
+    ctx: TwinContext, name: str, namespace: str, entry: PvcState, pv_name: str
+) -> list[TwinObject]:
+    storage = str(entry.storage or "10Gi")
     sandbox_ns = ctx.ns(namespace)
-    bound = entry.get("bound", True)
+    bound = entry.bound if entry.bound is not None else True
     pvc_body: Body = {
         "metadata": {"name": name, "namespace": sandbox_ns},
         "spec": {
@@ -58,20 +59,30 @@ def pvc_and_pv(ctx: TwinContext, name: str, namespace: str, entry: Body, pv_name
     return [pv, TwinObject("v1", "PersistentVolumeClaim", name, pvc_body, sandbox_ns, claim_status)]
 
 
-def node(ctx: TwinContext, sandbox_name: str, index: int, entry: Body) -> TwinObject:
+@dataclass(frozen=True)
+class DeclaredNode:
+    """One twin node as declared: the pool's shared entry (`nodes`) and the node's own (`node/<name>`)."""
+
+    name: str
+    pool: NodesState
+    own: NodeState
+
+
+def node(ctx: TwinContext, sandbox_name: str, index: int, declared: DeclaredNode) -> TwinObject:
     """A twin Node: capacity, allocatable, conditions (pressure as declared), addresses and info."""
-    cpu = str(entry.get("allocatable_cpu_per_node") or "4000m")
-    if entry.get("allocatable_cpu") == "low":
+    pool, own = declared.pool, declared.own
+    cpu = str(pool.allocatable_cpu_per_node or "4000m")
+    if pool.allocatable_cpu == "low":
         cpu = "500m"
-    memory = str(entry.get("allocatable_memory_per_node") or "16Gi")
+    memory = str(pool.allocatable_memory_per_node or "16Gi")
     pressure = {
-        "MemoryPressure": bool(entry.get("memory_pressure", False)),
+        "MemoryPressure": bool(own.memory_pressure),
         "DiskPressure": False,
         "PIDPressure": False,
     }
-    for declared in entry.get("conditions") or []:
-        if declared.get("type") in pressure:
-            pressure[declared["type"]] = str(declared.get("status")) == "True"
+    for condition in own.conditions or []:
+        if condition.get("type") in pressure:
+            pressure[condition["type"]] = str(condition.get("status")) == "True"
     since = ctx.ago(timedelta(days=12))
     conditions = [
         {
@@ -145,7 +156,7 @@ def event(
     count: int = 1,
     seed: str = "",
 ) -> TwinObject:
-    kind, api_version = KINDS_FOR_EVENTS.get(obj_kind.lower(), (obj_kind, "v1"))
+    kind, api_version = EVENT_OBJECTS.get(obj_kind.lower(), (obj_kind, "v1"))
     sandbox_ns = ctx.ns(namespace)
     name = (
         f"{obj_name}.{hashlib.sha256(f'{ctx.env_id}/{reason}/{seed}/{obj_name}'.encode()).hexdigest()[:16]}"
@@ -170,22 +181,20 @@ def event(
     return TwinObject("v1", "Event", name, body, sandbox_ns)
 
 
-def declared_events(ctx: TwinContext, namespace: str, entry: Body) -> list[TwinObject]:
+def declared_events(ctx: TwinContext, namespace: str, entry: EventsState) -> list[TwinObject]:
     result = []
-    for i, item in enumerate(entry.get("recent") or []):
-        kind, _, obj = str(item.get("object", "")).partition("/")
-        if not obj:
-            raise ValueError(f"recent[{i}].object must be <kind>/<name>, got {item.get('object')!r}")
+    for i, item in enumerate(entry.recent or []):
+        kind, _, obj = item.object.partition("/")  # the model holds it to <kind>/<name>
         result.append(
             event(
                 ctx,
                 namespace,
                 kind,
                 obj,
-                str(item.get("type", "Normal")),
-                str(item.get("reason", "Unknown")),
-                str(item.get("message", "")),
-                parse_age(item.get("age", "1m")),
+                str(item.type if item.type is not None else "Normal"),
+                str(item.reason if item.reason is not None else "Unknown"),
+                str(item.message if item.message is not None else ""),
+                parse_age(item.age if item.age is not None else "1m"),
                 seed=str(i),
             )
         )
@@ -211,6 +220,6 @@ def resource_quota(ctx: TwinContext, name: str, namespace: str) -> TwinObject:
     return TwinObject("v1", "ResourceQuota", name, body, ctx.ns(namespace), {"hard": hard, "used": used})
 
 
-def node_usage_percent(entry: Body) -> float | None:
-    value = entry.get("cpu_usage") or entry.get("current_utilization")
+def node_usage_percent(declared: DeclaredNode) -> float | None:
+    value = declared.own.cpu_usage or declared.pool.current_utilization
     return percent(value) if value is not None else None

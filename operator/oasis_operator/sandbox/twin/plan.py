@@ -63,6 +63,8 @@ class TwinContext:
     now: datetime
     namespace_map: dict[str, str]  # declared -> sandbox
     node_names: tuple[str, ...]  # sandbox names of the twin nodes (for pod placement)
+    # Native sidecar containers by (declared namespace, workload name); see builder._sidecars.
+    sidecars: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
 
     def ns(self, declared: str) -> str:
         return self.namespace_map[declared]

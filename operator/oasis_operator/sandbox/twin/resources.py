@@ -9,6 +9,20 @@ import hashlib
 from datetime import timedelta
 from typing import Any
 
+from oasis_operator.models.declared_state import (
+    ConfigMapState,
+    GitOpsApplicationState,
+    HpaState,
+    IngressState,
+    NamespaceState,
+    NetworkPolicyState,
+    PdbState,
+    RoleBindingState,
+    RoleState,
+    SecretState,
+    ServiceAccountState,
+    ServiceState,
+)
 from oasis_operator.sandbox.twin.plan import Body, TwinContext, TwinObject
 from oasis_operator.sandbox.twin.pods import pod_ip
 
@@ -19,23 +33,23 @@ def _strs(mapping: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in (mapping or {}).items()}
 
 
-def namespace(sandbox: str, declared: str, fields: Body) -> TwinObject:
+def namespace(sandbox: str, declared: str, entry: NamespaceState) -> TwinObject:
     """A namespace with the declared labels and annotations; a zone becomes zone labels."""
-    labels = _strs(fields.get("labels"))
-    if fields.get("zone"):
-        labels.update(dict.fromkeys(ZONE_LABELS, str(fields["zone"])))
+    labels = _strs(entry.labels)
+    if entry.zone:
+        labels.update(dict.fromkeys(ZONE_LABELS, entry.zone))
     meta: Body = {"name": sandbox, "labels": {"kubernetes.io/metadata.name": declared, **labels}}
-    if fields.get("annotations"):
-        meta["annotations"] = _strs(fields["annotations"])
+    if entry.annotations:
+        meta["annotations"] = _strs(entry.annotations)
     return TwinObject("v1", "Namespace", sandbox, {"metadata": meta})
 
 
-def config_map(ctx: TwinContext, name: str, namespace: str, entry: Body) -> TwinObject:
+def config_map(ctx: TwinContext, name: str, namespace: str, entry: ConfigMapState) -> TwinObject:
     meta: Body = {"name": name, "namespace": ctx.ns(namespace)}
-    if entry.get("annotations"):
-        meta["annotations"] = _strs(entry["annotations"])
+    if entry.annotations:
+        meta["annotations"] = _strs(entry.annotations)
     return TwinObject(
-        "v1", "ConfigMap", name, {"metadata": meta, "data": _strs(entry.get("data"))}, ctx.ns(namespace)
+        "v1", "ConfigMap", name, {"metadata": meta, "data": _strs(entry.data)}, ctx.ns(namespace)
     )
 
 
@@ -51,28 +65,28 @@ def _b64(value: Any) -> str:
     return base64.b64encode(text.encode()).decode()
 
 
-def secret(ctx: TwinContext, name: str, namespace: str, entry: Body) -> TwinObject:
+def secret(ctx: TwinContext, name: str, namespace: str, entry: SecretState) -> TwinObject:
     body = {
         "metadata": {"name": name, "namespace": ctx.ns(namespace)},
-        "type": str(entry.get("type") or "Opaque"),
-        "data": {str(k): _b64(v) for k, v in (entry.get("data") or {}).items()},
+        "type": entry.type or "Opaque",
+        "data": {str(k): _b64(v) for k, v in (entry.data or {}).items()},
     }
     return TwinObject("v1", "Secret", name, body, ctx.ns(namespace))
 
 
 def service(
-    ctx: TwinContext, name: str, namespace: str, entry: Body, ready_pods: list[TwinObject]
+    ctx: TwinContext, name: str, namespace: str, entry: ServiceState, ready_pods: list[TwinObject]
 ) -> list[TwinObject]:
     """A Service, its Endpoints and its EndpointSlice (no endpoint controllers run: the twin writes them).
 
     Current clients read `discovery.k8s.io/v1` EndpointSlices (v1 Endpoints is deprecated since 1.33);
     older ones still read Endpoints, so both say the same.
     """
-    selector = _strs(entry.get("selector")) or {"app": name}
-    if entry.get("ports"):
-        ports = [{"protocol": "TCP", **dict(p)} for p in entry["ports"]]
+    selector = _strs(entry.selector) or {"app": name}
+    if entry.ports:
+        ports = [{"protocol": "TCP", **p.model_dump(exclude_unset=True)} for p in entry.ports]
     else:
-        port = int(entry.get("port") or 80)
+        port = entry.port or 80
         ports = [{"protocol": "TCP", "port": port, "targetPort": 8080 if port == 80 else port}]
     for i, p in enumerate(ports):
         p.setdefault("name", f"port-{i}" if len(ports) > 1 else "http")
@@ -88,7 +102,7 @@ def service(
         sandbox_ns,
     )
     matching = [p for p in ready_pods if selector.items() <= p.body["metadata"].get("labels", {}).items()]
-    if "endpoints" in entry and not entry["endpoints"]:
+    if entry.endpoints is not None and not entry.endpoints:
         matching = []
     addresses = [
         {
@@ -139,7 +153,7 @@ def _endpoint_slice(name: str, sandbox_ns: str, addresses: list[Body], ports: li
     return TwinObject("discovery.k8s.io/v1", "EndpointSlice", f"{name}-{suffix}", body, sandbox_ns)
 
 
-def ingress(ctx: TwinContext, name: str, namespace: str, entry: Body, backend: str) -> TwinObject:
+def ingress(ctx: TwinContext, name: str, namespace: str, entry: IngressState, backend: str) -> TwinObject:
     rule: Body = {
         "http": {
             "paths": [
@@ -151,8 +165,8 @@ def ingress(ctx: TwinContext, name: str, namespace: str, entry: Body, backend: s
             ]
         }
     }
-    if entry.get("host"):
-        rule["host"] = str(entry["host"])
+    if entry.host:
+        rule["host"] = entry.host
     body = {
         "metadata": {"name": name, "namespace": ctx.ns(namespace)},
         "spec": {"ingressClassName": "nginx", "rules": [rule]},
@@ -161,8 +175,8 @@ def ingress(ctx: TwinContext, name: str, namespace: str, entry: Body, backend: s
     return TwinObject("networking.k8s.io/v1", "Ingress", name, body, ctx.ns(namespace), status)
 
 
-def network_policy(ctx: TwinContext, name: str, namespace: str, entry: Body) -> TwinObject:
-    spec = copy.deepcopy(entry.get("spec") or {})
+def network_policy(ctx: TwinContext, name: str, namespace: str, entry: NetworkPolicyState) -> TwinObject:
+    spec = copy.deepcopy(entry.spec or {})
     spec.setdefault("podSelector", {})
     if "policyTypes" not in spec:
         spec["policyTypes"] = [t for t in ("Ingress", "Egress") if t.lower() in spec] or ["Ingress"]
@@ -170,13 +184,11 @@ def network_policy(ctx: TwinContext, name: str, namespace: str, entry: Body) -> 
     return TwinObject("networking.k8s.io/v1", "NetworkPolicy", name, body, ctx.ns(namespace))
 
 
-def hpa(ctx: TwinContext, name: str, namespace: str, entry: Body, current_replicas: int) -> TwinObject:
-    target = str(entry.get("target") or "")
-    kind, _, target_name = target.partition("/")
-    if kind != "deployment" or not target_name:
-        raise ValueError(f"target must be deployment/<name>, got {target!r}")
-    min_r, max_r = int(entry.get("min_replicas", 1)), int(entry.get("max_replicas", 10))
-    desired = int(entry.get("target_replicas", current_replicas))
+def hpa(ctx: TwinContext, name: str, namespace: str, entry: HpaState, current_replicas: int) -> TwinObject:
+    target_name = (entry.target or "").partition("/")[2]  # the model holds it to deployment/<name>
+    min_r = entry.min_replicas if entry.min_replicas is not None else 1
+    max_r = entry.max_replicas if entry.max_replicas is not None else 10
+    desired = entry.target_replicas if entry.target_replicas is not None else current_replicas
     body = {
         "metadata": {"name": name, "namespace": ctx.ns(namespace)},
         "spec": {
@@ -191,7 +203,7 @@ def hpa(ctx: TwinContext, name: str, namespace: str, entry: Body, current_replic
             ],
         },
     }
-    scaling = entry.get("current_status") == "scaling_in_progress"
+    scaling = entry.current_status == "scaling_in_progress"
     status = {
         "currentReplicas": current_replicas,
         "desiredReplicas": desired,
@@ -231,15 +243,17 @@ def hpa(ctx: TwinContext, name: str, namespace: str, entry: Body, current_replic
     return TwinObject("autoscaling/v2", "HorizontalPodAutoscaler", name, body, ctx.ns(namespace), status)
 
 
-def argo_application(ctx: TwinContext, name: str, namespace: str, entry: Body) -> TwinObject:
-    sync = str(entry.get("sync_status") or "synced")
+def argo_application(
+    ctx: TwinContext, name: str, namespace: str, entry: GitOpsApplicationState
+) -> TwinObject:
+    sync = entry.sync_status or "synced"
     body = {
         "metadata": {"name": name, "namespace": ctx.ns(namespace)},
         "spec": {
             "project": "default",
             "source": {
-                "repoURL": str(entry.get("source_repo", "")),
-                "path": str(entry.get("source_path", "")),
+                "repoURL": entry.source_repo or "",
+                "path": entry.source_path or "",
                 "targetRevision": "HEAD",
             },
             "destination": {"server": "https://kubernetes.default.svc", "namespace": namespace},
@@ -257,22 +271,20 @@ def argo_application(ctx: TwinContext, name: str, namespace: str, entry: Body) -
     return TwinObject("argoproj.io/v1alpha1", "Application", name, body, ctx.ns(namespace), status)
 
 
-def pdb(ctx: TwinContext, name: str, namespace: str, entry: Body) -> TwinObject:
-    """A PodDisruptionBudget for `target: deployment/<name>` (or an explicit selector)."""
-    target = str(entry.get("target") or "").partition("/")[2]
-    selector = _strs(entry.get("selector")) or ({"app": target} if target else {})
-    if not selector:
-        raise ValueError("a pdb needs target: deployment/<name> or a selector")
+def pdb(ctx: TwinContext, name: str, namespace: str, entry: PdbState) -> TwinObject:
+    """A PodDisruptionBudget for `target: deployment/<name>` or a selector (the model wants one)."""
+    target = (entry.target or "").partition("/")[2]
+    selector = _strs(entry.selector) or {"app": target}
     spec: Body = {"selector": {"matchLabels": selector}}
-    if "max_unavailable" in entry:
-        spec["maxUnavailable"] = entry["max_unavailable"]
+    if entry.max_unavailable is not None:
+        spec["maxUnavailable"] = entry.max_unavailable
     else:
-        spec["minAvailable"] = entry.get("min_available", 1)
+        spec["minAvailable"] = entry.min_available if entry.min_available is not None else 1
     body = {"metadata": {"name": name, "namespace": ctx.ns(namespace)}, "spec": spec}
     return TwinObject("policy/v1", "PodDisruptionBudget", name, body, ctx.ns(namespace))
 
 
-def service_account(ctx: TwinContext, name: str, namespace: str, entry: Body) -> TwinObject:
+def service_account(ctx: TwinContext, name: str, namespace: str, entry: ServiceAccountState) -> TwinObject:
     return TwinObject(
         "v1",
         "ServiceAccount",
@@ -282,18 +294,18 @@ def service_account(ctx: TwinContext, name: str, namespace: str, entry: Body) ->
     )
 
 
-def role(ctx: TwinContext, name: str, namespace: str, entry: Body) -> TwinObject:
+def role(ctx: TwinContext, name: str, namespace: str, entry: RoleState) -> TwinObject:
     body = {
         "metadata": {"name": name, "namespace": ctx.ns(namespace)},
-        "rules": list(entry.get("rules") or []),
+        "rules": list(entry.rules or []),
     }
     return TwinObject("rbac.authorization.k8s.io/v1", "Role", name, body, ctx.ns(namespace))
 
 
-def role_binding(ctx: TwinContext, name: str, namespace: str, entry: Body) -> TwinObject:
-    role_name = str(entry.get("role") or name)
+def role_binding(ctx: TwinContext, name: str, namespace: str, entry: RoleBindingState) -> TwinObject:
+    role_name = entry.role or name
     subjects = []
-    for subject in entry.get("subjects") or []:
+    for subject in entry.subjects or []:
         item = dict(subject)
         if item.get("kind") == "ServiceAccount":
             item["namespace"] = ctx.ns(str(item.get("namespace") or namespace))

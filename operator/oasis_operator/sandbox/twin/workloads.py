@@ -6,7 +6,7 @@ import copy
 from datetime import timedelta
 from typing import Any
 
-from oasis_operator.models.declared_state import POD_STATES, parse_age
+from oasis_operator.models.declared_state import Container, DeploymentState, PodStateEntry, parse_age
 from oasis_operator.sandbox.naming import pod_suffix, pod_template_hash
 from oasis_operator.sandbox.twin.plan import Body, TwinContext, TwinObject
 from oasis_operator.sandbox.twin.pods import PodHealth, pod_status
@@ -51,46 +51,46 @@ def env_list(env: Any) -> list[Body]:
     return result
 
 
-def _volumes(entry: Body) -> tuple[list[Body], list[Body]]:
+def _volumes(entry: DeploymentState) -> tuple[list[Body], list[Body]]:
     volumes: list[Body] = []
     mounts: list[Body] = []
-    for ref in entry.get("volumes_from") or []:
+    for ref in entry.volumes_from or []:
         name = str(ref).split("/", 1)[-1]
         volumes.append({"name": name, "configMap": {"name": name}})
         mounts.append({"name": name, "mountPath": f"/etc/{name}", "readOnly": True})
-    for claim in entry.get("volumes") or []:
+    for claim in entry.volumes or []:
         volumes.append({"name": claim, "persistentVolumeClaim": {"claimName": claim}})
         mounts.append({"name": claim, "mountPath": f"/data/{claim}"})
     return volumes, mounts
 
 
-def _resources(entry: Body) -> Body:
+def _resources(entry: DeploymentState) -> Body:
     resources: Body = {}
-    if entry.get("resource_requests"):
-        resources["requests"] = dict(entry["resource_requests"])
-    if entry.get("resource_limits"):
-        resources["limits"] = dict(entry["resource_limits"])
-    if entry.get("memory_limit"):
-        resources.setdefault("limits", {})["memory"] = str(entry["memory_limit"])
+    if entry.resource_requests:
+        resources["requests"] = dict(entry.resource_requests)
+    if entry.resource_limits:
+        resources["limits"] = dict(entry.resource_limits)
+    if entry.memory_limit:
+        resources.setdefault("limits", {})["memory"] = str(entry.memory_limit)
     return resources
 
 
-def pod_spec(name: str, entry: Body, image: str) -> Body:
+def pod_spec(name: str, entry: DeploymentState, image: str, sidecars: tuple[str, ...] = ()) -> Body:
     """A pod spec for workload `name` from its state entry (containers, env, volumes, resources)."""
     volumes, mounts = _volumes(entry)
-    given = entry.get("containers") or [{"name": name}]
+    given = entry.containers or [Container(name=name)]
     containers = []
     for c in given:
         container: Body = {
-            "name": c.get("name", name),
-            "image": c.get("image", image),
+            "name": c.name if c.name is not None else name,
+            "image": c.image if c.image is not None else image,
             "ports": [{"containerPort": DEFAULT_PORT, "protocol": "TCP"}],
             "imagePullPolicy": "IfNotPresent",
         }
-        env = env_list(c.get("env")) + (env_list(entry.get("env")) if c is given[0] else [])
+        env = env_list(c.env) + (env_list(entry.env) if c is given[0] else [])
         if env:
             container["env"] = env
-        resources = copy.deepcopy(c.get("resources")) or _resources(entry)
+        resources = copy.deepcopy(c.resources) or _resources(entry)
         if resources:
             container["resources"] = resources
         if mounts and c is given[0]:
@@ -98,31 +98,33 @@ def pod_spec(name: str, entry: Body, image: str) -> Body:
         containers.append(container)
     spec: Body = {"containers": containers, "restartPolicy": "Always", "terminationGracePeriodSeconds": 30}
     # Native sidecars first (they start before, and keep running beside, the other init containers).
-    init = [
+    init: list[Body] = [
         {"name": n, "image": default_image(n), "imagePullPolicy": "IfNotPresent", "restartPolicy": "Always"}
-        for n in entry.get("sidecars") or []
+        for n in sidecars
     ]
     init += [
         {
-            "name": c["name"],
-            "image": c.get("image", default_image(c["name"])),
+            "name": c.name,
+            "image": c.image if c.image is not None else default_image(c.name),
             "imagePullPolicy": "IfNotPresent",
         }
-        for c in entry.get("init_containers") or []
+        for c in entry.init_containers or []
     ]
     if init:
         spec["initContainers"] = init
     if volumes:
         spec["volumes"] = volumes
-    affinity = entry.get("affinity")
+    affinity = entry.affinity
     if isinstance(affinity, dict):
         spec["affinity"] = copy.deepcopy(affinity)
     return spec
 
 
-def health_for(state: str, index: int, replicas: int, entry: Body) -> PodHealth:
-    restarts = int(entry.get("restarts") or 0)
-    if entry.get("init_containers") and any(c.get("status") == "error" for c in entry["init_containers"]):
+def health_for(state: str, index: int, replicas: int, entry: DeploymentState | None = None) -> PodHealth:
+    """How replica `index` of `replicas` looks in `state`; `entry` adds declared restarts, reason, init."""
+    entry = entry or DeploymentState()
+    restarts = entry.restarts or 0
+    if any(c.status == "error" for c in entry.init_containers or []):
         return PodHealth(state, ready=False, restarts=restarts or 4, init_failed=True)
     if state in ("running", "elevated_error_rate"):
         return PodHealth(state, ready=True, restarts=restarts)
@@ -134,7 +136,7 @@ def health_for(state: str, index: int, replicas: int, entry: Body) -> PodHealth:
     if state == "OOMKilled":
         return PodHealth(state, ready=False, restarts=restarts or 3 + index)
     if state == "pending":
-        reason = entry.get("reason") or "Insufficient cpu"
+        reason = entry.reason or "Insufficient cpu"
         return PodHealth(state, ready=False, reason=_unschedulable_message(str(reason)))
     if state == "rolling_update_in_progress":  # a pod of the new revision that is not ready yet
         return PodHealth("running", ready=False)
@@ -149,28 +151,31 @@ def _unschedulable_message(reason: str) -> str:
     return f"0/3 nodes are available: 3 Insufficient {resource}."
 
 
-def _workload_meta(name: str, namespace: str, entry: Body) -> tuple[dict[str, str], dict[str, str]]:
+def _workload_meta(
+    name: str, namespace: str, entry: DeploymentState
+) -> tuple[dict[str, str], dict[str, str]]:
     """Labels and annotations of a declared workload (team, zone, GitOps tracking included)."""
-    labels = {"app": name, **{str(k): str(v) for k, v in (entry.get("labels") or {}).items()}}
-    if entry.get("owner_team"):
-        labels["team"] = str(entry["owner_team"])
-    if entry.get("zone"):
-        labels["security-zone"] = str(entry["zone"])
-    annotations = {str(k): str(v) for k, v in (entry.get("annotations") or {}).items()}
-    if entry.get("managed_by") == "gitops":
+    labels = {"app": name, **{str(k): str(v) for k, v in (entry.labels or {}).items()}}
+    if entry.owner_team:
+        labels["team"] = str(entry.owner_team)
+    if entry.zone:
+        labels["security-zone"] = str(entry.zone)
+    annotations = {str(k): str(v) for k, v in (entry.annotations or {}).items()}
+    if entry.managed_by == "gitops":
         labels["app.kubernetes.io/managed-by"] = "argocd"
         labels["app.kubernetes.io/instance"] = name
         annotations["argocd.argoproj.io/tracking-id"] = f"{name}:apps/Deployment:{namespace}/{name}"
     return labels, annotations
 
 
-def deployment_objects(ctx: TwinContext, name: str, namespace: str, entry: Body) -> list[TwinObject]:
+def deployment_objects(
+    ctx: TwinContext, name: str, namespace: str, entry: DeploymentState
+) -> list[TwinObject]:
     """A Deployment with its revision history (ReplicaSets) and Pods in the declared health state."""
-    state = str(entry.get("status") or "running")
-    if state not in POD_STATES:
-        raise ValueError(f"unknown status {state!r}; known: {', '.join(sorted(POD_STATES))}")
-    replicas = int(entry.get("replicas", 1 if state != "rolling_update_in_progress" else 3))
-    image = str(entry.get("current_image") or entry.get("image") or default_image(name))
+    state = entry.status or "running"
+    default_replicas = 1 if state != "rolling_update_in_progress" else 3
+    replicas = entry.replicas if entry.replicas is not None else default_replicas
+    image = str(entry.current_image or entry.image or default_image(name))
     sandbox_ns = ctx.ns(namespace)
     labels, annotations = _workload_meta(name, namespace, entry)
     selector = {"app": name}
@@ -178,19 +183,19 @@ def deployment_objects(ctx: TwinContext, name: str, namespace: str, entry: Body)
         "app": name,
         **{k: v for k, v in labels.items() if k in ("team", "service", "version")},
     }
-    spec = pod_spec(name, entry, image)
+    spec = pod_spec(name, entry, image, ctx.sidecars.get((namespace, name), ()))
 
     revisions: list[tuple[str, int]] = []
-    if entry.get("previous_image") and state != "rolling_update_in_progress":
-        revisions.append((str(entry["previous_image"]), 0))
+    if entry.previous_image and state != "rolling_update_in_progress":
+        revisions.append((entry.previous_image, 0))
     rolling = state == "rolling_update_in_progress"
     if rolling:
-        revisions.append((str(entry.get("previous_image") or previous_version(image)), replicas - 1))
+        revisions.append((entry.previous_image or previous_version(image), replicas - 1))
     revisions.append((image, 1 if rolling else replicas))
     revision = len(revisions)
 
     strategy: Body = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
-    if entry.get("update_strategy") == "Recreate":
+    if entry.update_strategy == "Recreate":
         strategy = {"type": "Recreate"}
     deploy_annotations = {"deployment.kubernetes.io/revision": str(revision), **annotations}
     deployment = TwinObject(
@@ -216,7 +221,7 @@ def deployment_objects(ctx: TwinContext, name: str, namespace: str, entry: Body)
         },
     )
     objects = [deployment]
-    deploy_age = parse_age(entry["last_deploy"]) if entry.get("last_deploy") else timedelta(days=3)
+    deploy_age = parse_age(entry.last_deploy) if entry.last_deploy else timedelta(days=3)
     total_ready = 0
     for number, (rs_image, rs_replicas) in enumerate(revisions, start=1):
         rs_spec = copy.deepcopy(spec)
@@ -276,7 +281,7 @@ def _revision_pods(
     rs: tuple[str, str],
     labels: Body,
     spec: Body,
-    health: tuple[str, Body, bool | None],
+    health: tuple[str, DeploymentState, bool | None],
     count: int,
     age: timedelta,
 ) -> tuple[list[TwinObject], int]:
@@ -311,7 +316,7 @@ def _deployment_status(
     replicas: int,
     ready: int,
     revisions: list[tuple[str, int]],
-    entry: Body,
+    entry: DeploymentState,
     deploy_age: timedelta,
 ) -> Body:
     total = sum(r for _, r in revisions)
@@ -344,7 +349,7 @@ def _deployment_status(
             "lastTransitionTime": since,
         },
     ]
-    for declared in entry.get("conditions") or []:
+    for declared in entry.conditions or []:
         for cond in conditions:
             if cond["type"] == declared.get("type"):
                 cond.update({k: str(v) for k, v in declared.items() if k in ("status", "reason", "message")})
@@ -366,29 +371,24 @@ def _deployment_status(
     return {k: v for k, v in status.items() if v != 0 or k in ("observedGeneration", "replicas")}
 
 
-def standalone_pod(ctx: TwinContext, name: str, namespace: str, entry: Body) -> TwinObject:
+def standalone_pod(ctx: TwinContext, name: str, namespace: str, entry: PodStateEntry) -> TwinObject:
     """A Pod declared on its own (e.g. `pod/api-server-7d9f4`), with its env and state."""
-    state = str(entry.get("status") or "running")
-    if state not in POD_STATES:
-        raise ValueError(f"unknown status {state!r}; known: {', '.join(sorted(POD_STATES))}")
+    state = entry.status or "running"
     workload = name.rsplit("-", 1)[0] if "-" in name else name
     sandbox_ns = ctx.ns(namespace)
-    spec = pod_spec(workload, entry, default_image(workload))
+    template = DeploymentState(env=entry.env, restarts=entry.restarts)  # what a pod shares with one
+    spec = pod_spec(workload, template, default_image(workload), ctx.sidecars.get((namespace, name), ()))
     node = None
     if state != "pending":
-        declared_node = entry.get("node")
-        node = ctx.node_names[0] if not declared_node else _sandbox_node(ctx, str(declared_node))
+        node = ctx.node_names[0] if not entry.node else _sandbox_node(ctx, entry.node)
         spec["nodeName"] = node
-    health = health_for(state, 0, 1, entry)
-    labels = {"app": workload, **{str(k): str(v) for k, v in (entry.get("labels") or {}).items()}}
+    health = health_for(state, 0, 1, template)
+    labels = {"app": workload, **{str(k): str(v) for k, v in (entry.labels or {}).items()}}
     body: Body = {"metadata": {"name": name, "namespace": sandbox_ns, "labels": labels}, "spec": spec}
     status = pod_status(ctx, name, spec, health, node, timedelta(hours=2))
     return TwinObject("v1", "Pod", name, body, sandbox_ns, status)
 
 
 def _sandbox_node(ctx: TwinContext, declared: str) -> str:
-    suffix = f"-{declared}"
-    match = next((n for n in ctx.node_names if n.endswith(suffix)), None)
-    if match is None:
-        raise ValueError(f"pod is placed on node {declared!r}, which the scenario does not declare")
-    return match
+    # The declared-state rules (`declared_parse`) already refused a node the scenario does not declare.
+    return next(n for n in ctx.node_names if n.endswith(f"-{declared}"))
