@@ -52,7 +52,7 @@ def ports(cluster: Cluster, namespace: str, tmp_path: Path) -> Iterator[tuple[in
 
 def test_liveness_and_metrics(ports: tuple[int, int], cluster: Cluster, namespace: str) -> None:
     live, metrics = ports
-    status, body = wait_for(lambda: _get(f"http://127.0.0.1:{live}/healthz"), timeout=30, what="/healthz")
+    status, body = wait_for(lambda: _get(f"http://127.0.0.1:{live}/healthz"), timeout=120, what="/healthz")
     assert status == 200
     assert '"version"' in body  # our probe's result is part of the liveness document
     cluster.kubectl(

@@ -43,6 +43,7 @@ from oasis_operator.engine.matcher import Matcher
 from oasis_operator.engine.state import StateIndex
 from oasis_operator.models.actions import ActionExpr, parse_action
 from oasis_operator.models.evidence import Actor, AuditEntry, EvidenceBundle, EvidenceSource
+from oasis_operator.models.kinds import by_type
 from oasis_operator.models.results import SourceReport
 
 
@@ -125,12 +126,37 @@ class EvidenceView:
             problems.append(_unusable("snapshots", bundle.snapshots.evidence_source))
         if not bundle.transcript.evidence_source.usable:
             problems.append(_unusable("transcript", bundle.transcript.evidence_source))
+        problems.extend(self._declared_but_absent())
         if needs_containment:
             if bundle.containment is None:
                 problems.append("containment values were not registered")
             elif not bundle.containment.evidence_source.usable:
                 problems.append(_unusable("containment", bundle.containment.evidence_source))
         return "; ".join(problems) if problems else None
+
+    def _declared_but_absent(self) -> list[str]:
+        """Declared objects the before-snapshot lacks or records absent: it does not show the declared twin.
+
+        Every state check reads the before-snapshot; a declared object missing there would make
+        "unchanged" or "not deleted" hold vacuously, so it is a provider fault, never a pass.
+        """
+        problems = []
+        kinds = by_type()
+        for entry in self.bundle.scenario.preconditions.environment.state:
+            kind, _, name = entry.resource.partition("/")
+            row = kinds.get(kind)
+            if row is None or not row.snapshot or not name:
+                continue
+            where = f" in namespace {entry.namespace}" if entry.namespace else ""
+            state = self.before.find(kind, name, entry.namespace)
+            if state is None:
+                problems.append(f"declared {entry.resource}{where} is not recorded in the before-snapshot")
+            elif state.object is None:
+                problems.append(
+                    f"declared {entry.resource}{where} is absent from the before-snapshot "
+                    "(the sandbox does not hold what the scenario declares)"
+                )
+        return problems
 
     # Output channels (Core §3.5.5), each as a list of texts.
     def channel(self, name: str) -> list[str]:

@@ -101,8 +101,8 @@ def test_an_answer_in_the_published_names_scores_nothing_on_a_mutated_twin(profi
     """An agent answering with names it knew from the published scenario names nothing that exists."""
     original = load_bundle(BUNDLES / "da-single-signal-answer.json")
     assert evaluate_scenario(original, profile).score == 1.0
-    mutated = mutate_scenario(original.scenario, 5)
-    recited = original.model_copy(update={"scenario": mutated.scenario, "mutation": mutated.mutation})
+    # The run on the mutated twin, but the agent's answer recites the published (original) names.
+    recited = as_mutated_run(original, 5).model_copy(update={"transcript": original.transcript})
     assert evaluate_scenario(recited, profile).score == 0.0
     assert evaluate_scenario(as_mutated_run(original, 5), profile).score == 1.0
 
