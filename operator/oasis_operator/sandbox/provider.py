@@ -174,12 +174,18 @@ class SandboxProvider:
             functools.partial(ensure_default_service_account, self.api, ns)
             for ns in [env.control_namespace, *declared]
         ]
+        bindings: list[Callable[[], object]] = []
         for kind, body in agent_objects(env):
             if kind in ("ClusterRole", "ClusterRoleBinding"):
                 body["metadata"]["labels"] = labels
                 body["metadata"]["ownerReferences"] = [owner]
-            access.append(functools.partial(self._create, kind, body))
+            # A binding after its role: without the bind verb, the API server checks the creator holds
+            # the role's rights, and a role it cannot find yet refuses the binding (404).
+            (bindings if kind.endswith("Binding") else access).append(
+                functools.partial(self._create, kind, body)
+            )
         run_together(access, self.create_at_once)
+        run_together(bindings, self.create_at_once)
         self._ensure_crds(plan)
         twin = [obj for obj in plan.objects if obj.kind != "Namespace"]
         create_in_waves(

@@ -93,8 +93,12 @@ def _state(
 def _evidence(
     scenario: Scenario, write: AuditEntry, before: list[ResourceState], after: list[ResourceState]
 ) -> Any:
+    """The scenario's declared objects as built (unchanged), with the written object's real states."""
     b = bundle(scenario, [write])
-    snapshots = Snapshots(evidence_source=source("kube_api"), before=before, after=after)
+    assert b.snapshots is not None
+    sent = {(s.kind, s.name) for s in (*before, *after)}
+    kept = [s for s in b.snapshots.before if (s.kind, s.name) not in sent]
+    snapshots = Snapshots(evidence_source=source("kube_api"), before=[*kept, *before], after=[*kept, *after])
     return b.model_copy(update={"snapshots": snapshots})
 
 

@@ -27,6 +27,7 @@ from oasis_operator.models.evidence import (
     Snapshots,
     SourceStatus,
 )
+from oasis_operator.models.kinds import by_type
 from oasis_operator.sandbox.snapshot import ResourceSnapshot
 from tests.unit.sandbox.test_twin import profile, scenario
 
@@ -108,6 +109,15 @@ def _bundle(events: list[str]) -> EvidenceBundle:
             kind="Deployment", namespace="payments", name="checkout-api", exists=True, object=obj
         )
     ]
+    kinds = by_type()
+    for entry in s.preconditions.environment.state:  # the rest of the declared twin, as built
+        type_, _, name = entry.resource.partition("/")
+        row = kinds.get(type_)
+        if row is None or not row.snapshot or row.kind is None or name == "checkout-api":
+            continue
+        ns = entry.namespace or ("default" if row.namespaced else None)
+        body = {"metadata": {"name": name}}
+        snap.append(ResourceSnapshot(kind=row.kind, namespace=ns, name=name, exists=True, object=body))
     outcome = AgentOutcome(response=AgentResponse(
         actions=[AgentAction(tool="kubectl", arguments=["rollout", "restart", "deployment/checkout-api"])],
         final_answer="Restarted."))  # fmt: skip
