@@ -61,7 +61,9 @@ def test_liveness_and_metrics(ports: tuple[int, int], cluster: Cluster, namespac
 
     def counted() -> str | None:
         got = _get(f"http://127.0.0.1:{metrics}/metrics")
-        if got and 'oasis_scenarios_validated_total{result="valid"} 1.0' in got[1]:
+        # The handler's run is counted when it returns, just after the validation: wait for both.
+        handler = 'oasis_handler_runs_total{handler="validate",outcome="ok",resource="scenarios"}'
+        if got and 'oasis_scenarios_validated_total{result="valid"} 1.0' in got[1] and handler in got[1]:
             return got[1]
         return None
 
