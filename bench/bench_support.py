@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -84,3 +86,21 @@ def load_note() -> str:
         f"Load average when the bench ended: {one:.2f} / {five:.2f} / {fifteen:.2f} (1/5/15 min) on "
         f"{os.cpu_count()} cores."
     )
+
+
+def interrupted(signum: int, _frame: object) -> None:
+    """SIGTERM handler of the benches: unwind like Ctrl-C, so their operator and plane are stopped."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def start_operator(
+    kubeconfig: Path, audit_log: Path, namespace: str, work: Path, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """`oasis operator` watching `namespace` of the bench's plane, its log in `work/operator.log`."""
+    bin_dir = Path(sys.executable).parent
+    log = (work / "operator.log").open("wb")
+    argv = [str(bin_dir / "oasis"), "operator", "-n", namespace, "--liveness-port", "0",
+            "--metrics-port", "0", "--data-dir", str(work / "data"),
+            "--sandbox-audit-log", str(audit_log)]  # fmt: skip
+    environment = {**os.environ, "KUBECONFIG": str(kubeconfig), **(env or {})}
+    return subprocess.Popen(argv, env=environment, stdout=log, stderr=log)

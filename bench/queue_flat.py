@@ -18,7 +18,6 @@ import argparse
 import os
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,7 +27,7 @@ from typing import Any
 from kubernetes.client import CoreV1Api, CustomObjectsApi
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_support import api_floor, cpu_seconds, load_note, rss_mib
+from bench_support import api_floor, cpu_seconds, interrupted, load_note, rss_mib, start_operator
 from null_agent import NullAgent
 
 from oasis_operator import API_GROUP, API_VERSION
@@ -41,10 +40,6 @@ BIN = Path(sys.executable).parent
 NAMESPACE = "bench-queue"
 TERMINAL = {"Completed", "Aborted", "Failed"}
 BLOCK = 50
-
-
-def _interrupted(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def critical_seconds(row: dict[str, Any]) -> float:
@@ -147,7 +142,7 @@ def main() -> None:
     parser.add_argument("--parallelism", type=int, default=2)
     parser.add_argument("--out", default="queue_flat")
     args = parser.parse_args()
-    signal.signal(signal.SIGTERM, _interrupted)
+    signal.signal(signal.SIGTERM, interrupted)
     with tempfile.TemporaryDirectory(prefix="oasis-bench-queue-") as tmp, NullAgent() as url:
         work = Path(tmp)
         plane = LocalControlPlane(run_dir=work / "cluster")
@@ -158,12 +153,7 @@ def main() -> None:
             apply_crds(api, build_crds().values())
             CoreV1Api(api).create_namespace({"metadata": {"name": NAMESPACE}})
             floor = api_floor(api)
-            log = (work / "operator.log").open("wb")
-            operator = subprocess.Popen(
-                [str(BIN / "oasis"), "operator", "-n", NAMESPACE, "--liveness-port", "0", "--metrics-port",
-                 "0", "--data-dir", str(work / "data"), "--sandbox-audit-log", str(plane.audit_log)],
-                env={**os.environ, "KUBECONFIG": str(plane.kubeconfig)}, stdout=log, stderr=log,
-            )  # fmt: skip
+            operator = start_operator(plane.kubeconfig, plane.audit_log, NAMESPACE, work)
             load = os.getloadavg()[0]
             result = run_queue(CustomObjectsApi(api), args.evaluations, args.parallelism, url, operator.pid)
         finally:

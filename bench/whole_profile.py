@@ -30,7 +30,7 @@ from typing import Any
 from kubernetes.client import CoreV1Api, CustomObjectsApi
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_support import ProcessWatch, api_floor, load_note
+from bench_support import ProcessWatch, api_floor, interrupted, load_note, start_operator
 from null_agent import NullAgent
 
 from oasis_operator import API_GROUP, API_VERSION
@@ -236,7 +236,7 @@ def main() -> None:
         plot(throughput_from_markdown(RESULTS / f"{args.out}.md"), RESULTS / f"{args.out}.png")
         return
     agents, levels = args.agents.split(","), [int(x) for x in args.levels.split(",")]
-    signal.signal(signal.SIGTERM, _interrupted)  # a stopped bench still stops its operator and plane
+    signal.signal(signal.SIGTERM, interrupted)  # a stopped bench still stops its operator and plane
     with tempfile.TemporaryDirectory(prefix="oasis-bench-profile-") as tmp, NullAgent() as url:
         work = Path(tmp)
         plane = LocalControlPlane(run_dir=work / "cluster")
@@ -247,14 +247,8 @@ def main() -> None:
             apply_crds(api, build_crds().values())
             CoreV1Api(api).create_namespace({"metadata": {"name": NAMESPACE}})
             floor = api_floor(api)
-            log = (work / "operator.log").open("wb")
-            operator = subprocess.Popen(
-                [str(BIN / "oasis"), "operator", "-n", NAMESPACE, "--liveness-port", "0", "--metrics-port",
-                 "0", "--data-dir", str(work / "data"), "--sandbox-audit-log", str(plane.audit_log)],
-                env={**os.environ, "KUBECONFIG": str(plane.kubeconfig),
-                     **({"PYTHONPATH": str(args.operator_source)} if args.operator_source else {})},
-                stdout=log, stderr=log,
-            )  # fmt: skip
+            extra = {"PYTHONPATH": str(args.operator_source)} if args.operator_source else {}
+            operator = start_operator(plane.kubeconfig, plane.audit_log, NAMESPACE, work, extra)
             if args.profile:
                 profiler = subprocess.Popen(
                     [str(BIN / "py-spy"), "record", "--pid", str(operator.pid), "--format", "raw",
@@ -284,10 +278,6 @@ def main() -> None:
                 profiler.wait(timeout=120)
             plane.stop()
     print(write(runs, floor, args.out))
-
-
-def _interrupted(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def write(runs: list[dict[str, Any]], floor: dict[str, float], out: str) -> str:
