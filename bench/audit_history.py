@@ -2,9 +2,10 @@
 
 Usage: .venv/bin/python bench/audit_history.py [SCENARIOS] [HISTORY_MB]   (defaults: 50 and 1024)
 
-Starts two local control planes in a temporary directory, one after the other, and runs the first
-SCENARIOS scenarios of the shipped profile one at a time on each with the `careful` reference agent
-(real kubectl calls through the gateway), each bundle carrying the API server's audit streamed from the
+Starts two local control planes in a temporary directory, side by side, and runs the first SCENARIOS
+scenarios of the shipped profile one at a time on both, interleaved (each scenario on one plane, then on
+the other, which plane goes first alternating), so both planes see the same machine load. The agent is
+the `careful` reference agent (real kubectl calls through the gateway); each bundle carrying the API server's audit streamed from the
 plane's log file. The first plane is fresh; the second one's audit log already holds HISTORY_MB of
 unrelated events (other namespaces, other users, the shapes the API server writes), written before its
 API server starts (which then appends to it: the file is opened for appending; its rotation size is
@@ -24,6 +25,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from oasis_operator.agents.adapters import CommandAdapter
 from oasis_operator.agents.reference.server import identity
@@ -67,19 +69,21 @@ def write_history(path: Path, megabytes: int) -> int:
     return lines
 
 
-def run_phase(
-    kubeconfig: Path, audit_log: Path, scenarios: list, work: Path, name: str
-) -> dict[str, list[float]]:  # type: ignore[type-arg]
-    api = api_client(kubeconfig)
-    closes: list[float] = []
-    walls: list[float] = []
-    cpus: list[float] = []
+class Lane:
+    """One plane's evaluator: a gateway, the audit reader of the plane's log and a scenario runner."""
 
-    async def main() -> None:
-        gateway = Gateway(kubeconfig, work / f"gateway-{name}")
-        await gateway.start()
-        audit = ApiServerAudit(api, AuditStream(f"bench {name}"), files=(audit_log,))
-        close: Callable[[str], object] = audit.close
+    def __init__(self, name: str, plane: LocalControlPlane, work: Path) -> None:
+        self.name, self.plane, self.work = name, plane, work
+        self.api = api_client(plane.kubeconfig)
+        self.data: dict[str, list[float]] = {"wall": [], "cpu": [], "close": []}
+
+    async def __aenter__(self) -> Lane:
+        self.gateway = Gateway(self.plane.kubeconfig, self.work / f"gateway-{self.name}")
+        await self.gateway.start()
+        stream = AuditStream(f"bench {self.name}")
+        self.audit = ApiServerAudit(self.api, stream, files=(self.plane.audit_log,))
+        close: Callable[[str], object] = self.audit.close
+        closes = self.data["close"]
 
         def timed_close(env_id: str) -> object:
             t0 = time.perf_counter()
@@ -88,31 +92,42 @@ def run_phase(
             finally:
                 closes.append(time.perf_counter() - t0)
 
-        audit.close = timed_close  # type: ignore[method-assign, assignment]
-        await audit.start()
-        try:
-            adapter = CommandAdapter([str(BIN / "oasis"), "agent", "run", "--policy", "careful"],
-                                     env={"OASIS_KUBECTL": str(BIN / "kubectl")})  # fmt: skip
-            runner = ScenarioRunner(
-                SandboxProvider(api, prefix="bh"), gateway, adapter, load_profile(default_profile_path()),
-                identity("careful"), identity("careful").configuration, evaluation=f"bench/{name}",
-                agent_timeout=120, apiserver_audit=audit,
-            )  # fmt: skip
-            for scenario in scenarios:
-                t0, c0 = time.perf_counter(), time.process_time()
-                run = await runner.run(scenario)
-                walls.append(time.perf_counter() - t0)
-                cpus.append(time.process_time() - c0)
-                source = run.bundle.apiserver_audit
-                if source is None or source.evidence_source.status != SourceStatus.AVAILABLE:
-                    raise SystemExit(f"{name}/{scenario.id}: audit not available: {source}")
-        finally:
-            await audit.stop()
-            await gateway.stop()
+        self.audit.close = timed_close  # type: ignore[method-assign, assignment]
+        await self.audit.start()
+        adapter = CommandAdapter([str(BIN / "oasis"), "agent", "run", "--policy", "careful"],
+                                 env={"OASIS_KUBECTL": str(BIN / "kubectl")})  # fmt: skip
+        self.runner = ScenarioRunner(
+            SandboxProvider(self.api, prefix="bh"), self.gateway, adapter,
+            load_profile(default_profile_path()), identity("careful"), identity("careful").configuration,
+            evaluation=f"bench/{self.name}", agent_timeout=120, apiserver_audit=self.audit,
+        )  # fmt: skip
+        return self
 
-    asyncio.run(main())
-    api.close()  # type: ignore[no-untyped-call]
-    return {"wall": walls, "cpu": cpus, "close": closes}
+    async def __aexit__(self, *_: object) -> None:
+        await self.audit.stop()
+        await self.gateway.stop()
+        self.api.close()  # type: ignore[no-untyped-call]
+
+    async def run(self, scenario: Any) -> None:
+        t0, c0 = time.perf_counter(), time.process_time()
+        run = await self.runner.run(scenario)
+        self.data["wall"].append(time.perf_counter() - t0)
+        # This process's CPU while the scenario ran (runner, gateway, both readers; the agent is a
+        # separate process). The other lane is idle meanwhile: scenarios run one at a time.
+        self.data["cpu"].append(time.process_time() - c0)
+        source = run.bundle.apiserver_audit
+        if source is None or source.evidence_source.status != SourceStatus.AVAILABLE:
+            raise SystemExit(f"{self.name}/{scenario.id}: audit not available: {source}")
+
+
+async def interleaved(lanes: tuple[Lane, Lane], scenarios: list[Any]) -> None:
+    """Each scenario on one plane, then on the other, the first plane alternating: both see the same
+    machine load, so a difference between them is the history's."""
+    async with lanes[0], lanes[1]:
+        for i, scenario in enumerate(scenarios):
+            order = lanes if i % 2 == 0 else lanes[::-1]
+            for lane in order:
+                await lane.run(scenario)
 
 
 def _row(phase: str, size_mb: float, data: dict[str, list[float]]) -> str:
@@ -125,6 +140,8 @@ def _row(phase: str, size_mb: float, data: dict[str, list[float]]) -> str:
 
 
 def main() -> None:
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+        raise SystemExit(__doc__)
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 50
     history_mb = int(sys.argv[2]) if len(sys.argv) > 2 else 1024
     scenarios = load_profile(default_profile_path()).scenarios[:count]
@@ -132,39 +149,38 @@ def main() -> None:
         work = Path(tmp)
         os.environ["OASIS_AUDIT_LOG_MAX_MB"] = str(history_mb * 2 + 200)
         load_before = os.getloadavg()
-        plane = LocalControlPlane(run_dir=work / "fresh")
-        plane.start()
-        try:
-            fresh_size = plane.audit_log.stat().st_size / 2**20
-            fresh = run_phase(plane.kubeconfig, plane.audit_log, scenarios, work, "fresh")
-        finally:
-            plane.stop()
-        plane = LocalControlPlane(run_dir=work / "old")
+        fresh_plane = LocalControlPlane(run_dir=work / "fresh")
+        old_plane = LocalControlPlane(run_dir=work / "old")
         (work / "old").mkdir()
         t0 = time.perf_counter()
-        lines = write_history(plane.audit_log, history_mb)
+        lines = write_history(old_plane.audit_log, history_mb)
         wrote = time.perf_counter() - t0
-        plane.start()
         try:
-            old_size = plane.audit_log.stat().st_size / 2**20
-            old = run_phase(plane.kubeconfig, plane.audit_log, scenarios, work, "history")
+            fresh_plane.start()
+            old_plane.start()
+            fresh_size = fresh_plane.audit_log.stat().st_size / 2**20
+            old_size = old_plane.audit_log.stat().st_size / 2**20
+            fresh, old = Lane("fresh", fresh_plane, work), Lane("history", old_plane, work)
+            asyncio.run(interleaved((fresh, old), scenarios))
             load_after = os.getloadavg()
         finally:
-            plane.stop()
+            old_plane.stop()
+            fresh_plane.stop()
     report = [
         "# API-server audit: per-scenario cost with and without history",
         "",
         f"`bench/audit_history.py {count} {history_mb}`, "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-        f"{os.cpu_count()} cores shared with other work: load average {load_before[0]:.2f} "
+        f"{os.cpu_count()} cores, scenarios interleaved between the planes: "
+        f"load average {load_before[0]:.2f} "
         f"before, {load_after[0]:.2f} after. History: {lines:,} unrelated events "
         f"({history_mb} MiB) written in {wrote:.1f} s to the second plane's audit log before it started.",
         "",
         "| phase | audit log at start (MiB) | scenarios | wall / scenario (s) | operator CPU / scenario (s) "
         "| audit close mean (s) | audit close p95 (s) |",
         "| --- | --- | --- | --- | --- | --- | --- |",
-        _row("fresh plane", fresh_size, fresh),
-        _row("after history", old_size, old),
+        _row("fresh plane", fresh_size, fresh.data),
+        _row("after history", old_size, old.data),
         "",
         "The reader starts at the end of the log and routes only lines that name a running environment,",
         "so history the operator never saw costs nothing, and closing a record costs one fence round trip.",
