@@ -3,13 +3,13 @@
 Usage: .venv/bin/python bench/audit_history.py [SCENARIOS] [HISTORY_MB]   (defaults: 50 and 1024)
 
 Starts two local control planes in a temporary directory, side by side, and runs the first SCENARIOS
-scenarios of the shipped profile one at a time on both, interleaved (each scenario on one plane, then on
-the other, which plane goes first alternating), so both planes see the same machine load. The agent is
-the `careful` reference agent (real kubectl calls through the gateway); each bundle carrying the API server's audit streamed from the
-plane's log file. The first plane is fresh; the second one's audit log already holds HISTORY_MB of
-unrelated events (other namespaces, other users, the shapes the API server writes), written before its
-API server starts (which then appends to it: the file is opened for appending; its rotation size is
-raised above the history so the history stays in the live file the reader follows).
+scenarios of the shipped profile one at a time on both, interleaved: each scenario on one plane, then
+on the other, the first plane alternating, so both planes see the same machine load. The agent is the
+`careful` reference agent (real kubectl calls through the gateway); each bundle carries the API
+server's audit, streamed from the plane's log file. The first plane is fresh. The second one's audit
+log already holds HISTORY_MB of unrelated events (other namespaces, other users, the shapes the API
+server writes), written before its API server starts, which then appends to it (its rotation size is
+raised above the history, so the history stays in the live file the reader follows).
 Reported per scenario: wall time, this process's CPU time (runner, gateway, audit reader; the agent is
 a separate process) and the time to close the scenario's audit record (fence round trip and entries).
 """

@@ -63,7 +63,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield Cluster(Path(given), Path(audit) if audit else None, None)
         return
     run_dir = Path(os.environ.get("OASIS_TEST_RUN_DIR") or tmp_path_factory.mktemp("control-plane"))
-    plane = LocalControlPlane(run_dir=run_dir)
+    # The plane dies with this pytest process, also when it is killed and this fixture's finaliser never
+    # runs (a killed test run used to leave etcd and the API server running).
+    plane = LocalControlPlane(run_dir=run_dir, die_with_parent=True)
     plane.start()
     try:
         yield Cluster(plane.kubeconfig, plane.audit_log, plane)

@@ -29,7 +29,7 @@ SIX = [
 @pytest.fixture
 def sandbox_plane(tmp_path: Path) -> Iterator[LocalControlPlane]:
     """A second local control plane used only as the sandbox cluster (so it can die on its own)."""
-    plane = LocalControlPlane(run_dir=tmp_path / "sandbox-plane")
+    plane = LocalControlPlane(run_dir=tmp_path / "sandbox-plane", die_with_parent=True)
     plane.start()
     try:
         yield plane

@@ -13,6 +13,7 @@ operator already connected) stay valid.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import signal
@@ -33,6 +34,8 @@ from oasis_operator.localcluster.audit import audit_policy
 from oasis_operator.localcluster.components import apiserver_args, controller_manager_args, etcd_args
 from oasis_operator.localcluster.release import Release, ReleaseError, default_bin_dir, selected
 from oasis_operator.pki import Pki, ensure_pki
+
+logger = logging.getLogger(__name__)
 
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager")
 
@@ -83,8 +86,18 @@ class LocalControlPlane:
     """Start, stop and inspect the control plane that lives in `run_dir`."""
 
     def __init__(
-        self, run_dir: Path | None = None, bin_dir: Path | None = None, release: Release | None = None
+        self,
+        run_dir: Path | None = None,
+        bin_dir: Path | None = None,
+        release: Release | None = None,
+        *,
+        die_with_parent: bool = False,
     ) -> None:
+        """`die_with_parent`: the components are killed when the process that started them dies, even
+        by SIGKILL (Linux parent-death signal, set by util-linux `setpriv` before it execs the component):
+        for a test session's plane, which must not outlive a killed pytest. Off for `oasis cluster up`,
+        whose plane outlives the command by design."""
+        self.die_with_parent = die_with_parent
         self.run_dir = (run_dir or default_run_dir()).resolve()
         try:
             self.release = release or selected()
@@ -242,6 +255,12 @@ class LocalControlPlane:
 
     # --- helpers -----------------------------------------------------------------------------------
     def _spawn(self, component: str, argv: list[str]) -> int:
+        if self.die_with_parent:
+            setpriv = shutil.which("setpriv")
+            if setpriv is None:  # util-linux is essential on Debian; elsewhere the plane may outlive us
+                logger.warning("setpriv (util-linux) not on PATH: %s will outlive a killed parent", component)
+            else:
+                argv = [setpriv, "--pdeathsig", "KILL", "--", *argv]
         log = self.log_file(component).open("ab")
         try:
             proc = subprocess.Popen(
