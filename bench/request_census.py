@@ -99,34 +99,48 @@ EVALUATOR = {"local-admin", "oasis:gateway"}
 def _resource(event: dict[str, Any]) -> str:
     ref = event.get("objectRef")
     if not ref:
-        return str(event.get("requestURI", "?")).split("?")[0]
+        path = str(event.get("requestURI", "?")).split("?")[0]
+        return "/audit-fence/*" if path.startswith("/audit-fence/") else path
     return "/".join(filter(None, [ref.get("apiGroup"), ref.get("resource"), ref.get("subresource")])) or "?"
 
 
-def census(audit_log: Path) -> Counter[Key]:
+def census(audit_log: Path) -> tuple[Counter[Key], Counter[Key]]:
+    """Requests, and the audit log's bytes for them, by (user, verb, resource)."""
     counts: Counter[Key] = Counter()
+    sizes: Counter[Key] = Counter()
     for line in audit_log.read_text().splitlines():
         event = json.loads(line)
         if event.get("stage") != "ResponseComplete":
             continue
         user = event.get("user", {}).get("username", "?").removeprefix("system:serviceaccount:")
-        counts[(user, event.get("verb", "?"), _resource(event))] += 1
-    return counts
+        key = (user, event.get("verb", "?"), _resource(event))
+        counts[key] += 1
+        sizes[key] += len(line) + 1
+    return counts, sizes
 
 
 def table(
-    counts: Counter[Key], count: int, part: slice, users: set[str] | None = None, width: int = 0
+    counts: Counter[Key],
+    sizes: Counter[Key],
+    count: int,
+    part: slice,
+    users: set[str] | None = None,
+    width: int = 0,
 ) -> None:
-    """Requests per scenario grouped by `part` of the key, most first (every row unless `width`)."""
+    """Requests per scenario grouped by `part` of the key, most first (every row unless `width`), with
+    the audit bytes per scenario they wrote."""
     grouped: Counter[tuple[str, ...]] = Counter()
+    grouped_bytes: Counter[tuple[str, ...]] = Counter()
     for key, n in counts.items():
         if users is None or key[0] in users:
             grouped[key[part]] += n
+            grouped_bytes[key[part]] += sizes[key]
     heads = ["user", "verb", "resource"][part]
-    print("| " + " | ".join(heads) + " | requests | per scenario |")
-    print("| " + " | ".join("---" for _ in heads) + " | --- | --- |")
+    print("| " + " | ".join(heads) + " | requests | per scenario | audit kB per scenario |")
+    print("| " + " | ".join("---" for _ in heads) + " | --- | --- | --- |")
     for key, n in grouped.most_common(width or None):
-        print("| " + " | ".join(key) + f" | {n} | {n / count:.1f} |")
+        kb = grouped_bytes[key] / count / 1000
+        print("| " + " | ".join(key) + f" | {n} | {n / count:.1f} | {kb:.1f} |")
 
 
 def main() -> None:
@@ -139,26 +153,26 @@ def main() -> None:
         plane.start()
         try:
             time.sleep(10)  # let start-up traffic settle, then count only what the scenarios cause
-            before = census(plane.audit_log)
+            before, before_bytes = census(plane.audit_log)
             state = plane.read_state()
             pids = state.pids if state else {}
             cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
             seconds = run(plane, count, url, work, background)
             cpu = {name: cpu_seconds(pid) - cpu_before[name] for name, pid in pids.items()}
-            after = census(plane.audit_log)
+            after, after_bytes = census(plane.audit_log)
         finally:
             plane.stop()
-    counts = after - before
+    counts, sizes = after - before, after_bytes - before_bytes
     total = sum(counts.values())
     print(f"{count} null-agent scenarios in {seconds:.1f} s; {total} API requests, {total / count:.0f} each")
     print("CPU seconds per scenario: " + ", ".join(f"{n} {s / count:.3f}" for n, s in sorted(cpu.items())))
     print(load_note())
     print("\nBy user and verb:\n")
-    table(counts, count, slice(0, 2))
+    table(counts, sizes, count, slice(0, 2))
     print("\nThe evaluator's (local-admin, oasis:gateway), by verb and resource:\n")
-    table(counts, count, slice(1, 3), users=EVALUATOR)
+    table(counts, sizes, count, slice(1, 3), users=EVALUATOR)
     print("\nEveryone else's, by user, verb and resource (the 30 largest):\n")
-    table(counts, count, slice(0, 3), users={key[0] for key in counts} - EVALUATOR, width=30)
+    table(counts, sizes, count, slice(0, 3), users={key[0] for key in counts} - EVALUATOR, width=30)
 
 
 if __name__ == "__main__":
