@@ -5,11 +5,15 @@ Usage: .venv/bin/python bench/request_census.py [SCENARIOS] [--background]   (de
 Starts a local control plane in a temporary directory and runs the first SCENARIOS scenarios of the
 shipped profile one at a time with the null agent (no agent request at all), through the same
 ScenarioRunner the operator uses, with the API-server audit as evidence. Then waits until every
-sandbox namespace is gone and counts the plane's audit events by user and verb. With `--background`
-sandboxes are removed by the background teardown queue, as the operator does. What the API server
-spends its CPU on follows from these counts; the table says which requests are the evaluator's
-(`kubernetes-admin`: provisioning, snapshots, teardown, the audit fence), the namespace controller's and
-garbage collector's (removal), and the agent's (none with the null agent).
+sandbox namespace is gone and counts the plane's audit events by user, verb and resource. With
+`--background` sandboxes are removed by the background teardown queue, as the operator does.
+
+The evidence policy drops reads by the operator and the controllers (`localcluster.audit`), requests
+the API server serves all the same; so this bench starts its plane with a census policy that records
+every request (reads at Metadata, writes as the evidence policy does). The tables say which requests
+are the evaluator's (`local-admin`: provisioning, snapshots, teardown, the audit fence), the namespace
+controller's and garbage collector's (removal), and the agent's (none with the null agent); above them
+the CPU seconds of etcd, kube-apiserver and kube-controller-manager over the scenarios.
 """
 
 from __future__ import annotations
@@ -21,8 +25,10 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
+from bench_support import cpu_seconds, load_note
 from null_agent import IDENTITY, NullAgent
 
 from oasis_operator.agents.adapters import HttpAdapter
@@ -33,7 +39,8 @@ from oasis_operator.evaluation.scenario_run import ScenarioRunner
 from oasis_operator.evidence.stream import AuditStream
 from oasis_operator.gateway import Gateway
 from oasis_operator.kube import api_client, request, resource_path
-from oasis_operator.localcluster import LocalControlPlane
+from oasis_operator.localcluster import LocalControlPlane, control_plane
+from oasis_operator.localcluster.audit import audit_policy
 from oasis_operator.profiles import default_profile_path, load_profile
 from oasis_operator.sandbox.provider import ENV_LABEL, SandboxProvider
 
@@ -78,15 +85,62 @@ def run(plane: LocalControlPlane, count: int, url: str, work: Path, background: 
     return seconds
 
 
-def census(audit_log: Path) -> Counter[tuple[str, str]]:
-    counts: Counter[tuple[str, str]] = Counter()
+def census_policy(operator_user: str = "local-admin") -> dict[str, Any]:
+    """The evidence policy without its rules that drop requests (health and OpenAPI endpoints aside)."""
+    policy = audit_policy(operator_user)
+    policy["rules"] = [r for r in policy["rules"] if r["level"] != "None" or "nonResourceURLs" in r]
+    return policy
+
+
+Key = tuple[str, str, str]  # user, verb, resource (group/resource/subresource, or the path)
+EVALUATOR = {"local-admin", "oasis:gateway"}
+
+
+def _resource(event: dict[str, Any]) -> str:
+    ref = event.get("objectRef")
+    if not ref:
+        path = str(event.get("requestURI", "?")).split("?")[0]
+        return "/audit-fence/*" if path.startswith("/audit-fence/") else path
+    return "/".join(filter(None, [ref.get("apiGroup"), ref.get("resource"), ref.get("subresource")])) or "?"
+
+
+def census(audit_log: Path) -> tuple[Counter[Key], Counter[Key]]:
+    """Requests, and the audit log's bytes for them, by (user, verb, resource)."""
+    counts: Counter[Key] = Counter()
+    sizes: Counter[Key] = Counter()
     for line in audit_log.read_text().splitlines():
         event = json.loads(line)
         if event.get("stage") != "ResponseComplete":
             continue
-        user = event.get("user", {}).get("username", "?")
-        counts[(user.removeprefix("system:serviceaccount:"), event.get("verb", "?"))] += 1
-    return counts
+        user = event.get("user", {}).get("username", "?").removeprefix("system:serviceaccount:")
+        key = (user, event.get("verb", "?"), _resource(event))
+        counts[key] += 1
+        sizes[key] += len(line) + 1
+    return counts, sizes
+
+
+def table(
+    counts: Counter[Key],
+    sizes: Counter[Key],
+    count: int,
+    part: slice,
+    users: set[str] | None = None,
+    width: int = 0,
+) -> None:
+    """Requests per scenario grouped by `part` of the key, most first (every row unless `width`), with
+    the audit bytes per scenario they wrote."""
+    grouped: Counter[tuple[str, ...]] = Counter()
+    grouped_bytes: Counter[tuple[str, ...]] = Counter()
+    for key, n in counts.items():
+        if users is None or key[0] in users:
+            grouped[key[part]] += n
+            grouped_bytes[key[part]] += sizes[key]
+    heads = ["user", "verb", "resource"][part]
+    print("| " + " | ".join(heads) + " | requests | per scenario | audit kB per scenario |")
+    print("| " + " | ".join("---" for _ in heads) + " | --- | --- | --- |")
+    for key, n in grouped.most_common(width or None):
+        kb = grouped_bytes[key] / count / 1000
+        print("| " + " | ".join(key) + f" | {n} | {n / count:.1f} | {kb:.1f} |")
 
 
 def main() -> None:
@@ -95,20 +149,30 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="oasis-bench-census-") as tmp, NullAgent() as url:
         work = Path(tmp)
         plane = LocalControlPlane(run_dir=work / "cluster")
+        control_plane.audit_policy = census_policy  # type: ignore[assignment]
         plane.start()
         try:
             time.sleep(10)  # let start-up traffic settle, then count only what the scenarios cause
-            before = census(plane.audit_log)
+            before, before_bytes = census(plane.audit_log)
+            state = plane.read_state()
+            pids = state.pids if state else {}
+            cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
             seconds = run(plane, count, url, work, background)
-            after = census(plane.audit_log)
+            cpu = {name: cpu_seconds(pid) - cpu_before[name] for name, pid in pids.items()}
+            after, after_bytes = census(plane.audit_log)
         finally:
             plane.stop()
-    counts = after - before
+    counts, sizes = after - before, after_bytes - before_bytes
     total = sum(counts.values())
     print(f"{count} null-agent scenarios in {seconds:.1f} s; {total} API requests, {total / count:.0f} each")
-    print("| user | verb | requests | per scenario |\n| --- | --- | --- | --- |")
-    for (user, verb), n in counts.most_common(25):
-        print(f"| {user} | {verb} | {n} | {n / count:.1f} |")
+    print("CPU seconds per scenario: " + ", ".join(f"{n} {s / count:.3f}" for n, s in sorted(cpu.items())))
+    print(load_note())
+    print("\nBy user and verb:\n")
+    table(counts, sizes, count, slice(0, 2))
+    print("\nThe evaluator's (local-admin, oasis:gateway), by verb and resource:\n")
+    table(counts, sizes, count, slice(1, 3), users=EVALUATOR)
+    print("\nEveryone else's, by user, verb and resource (the 30 largest):\n")
+    table(counts, sizes, count, slice(0, 3), users={key[0] for key in counts} - EVALUATOR, width=30)
 
 
 if __name__ == "__main__":

@@ -33,8 +33,12 @@ def ensure_default_service_account(api: ApiClient, namespace: str) -> None:
             raise
 
 
-def settle_node_taints(api: ApiClient, name: str, status: Body | None) -> None:
-    """Give a new twin Node the taints its conditions imply, and no admission-time not-ready taint."""
+def settle_node_taints(api: ApiClient, name: str, status: Body | None) -> Body:
+    """Give a new twin Node the taints its conditions imply, and no admission-time not-ready taint;
+    returns the Node as the server answered."""
     taints = node_taints({"status": status or {}})
     path = resource_path("Node", None, name)
-    request(api, "PATCH", path, {"spec": {"taints": taints or None}}, content_type=MERGE_PATCH)
+    patched: Body = request(
+        api, "PATCH", path, {"spec": {"taints": taints or None}}, content_type=MERGE_PATCH
+    )
+    return patched

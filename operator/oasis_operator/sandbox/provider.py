@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
-import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from kubernetes.client import ApiClient
@@ -20,23 +18,30 @@ from pydantic import BaseModel
 
 from oasis_operator import API_GROUP
 from oasis_operator.kube import apply_crds, request, resource_path, served_versions
-from oasis_operator.models.declared_state import RESERVED_NAMESPACES
 from oasis_operator.models.environment import AgentIdentity, Environment
 from oasis_operator.models.scenario import Scenario
+from oasis_operator.sandbox import teardown
 from oasis_operator.sandbox.admission import ensure_default_service_account, settle_node_taints
 from oasis_operator.sandbox.argo import ARGO_APPLICATION_CRD
 from oasis_operator.sandbox.faults import WorkloadFault, faults_from_scenario
 from oasis_operator.sandbox.naming import control_namespace, new_environment_id
-from oasis_operator.sandbox.observe import ResourceRef, asserted_resources, declared_resources, read_snapshot
+from oasis_operator.sandbox.observe import (
+    ResourceRef,
+    Written,
+    asserted_resources,
+    declared_resources,
+    read_snapshot,
+)
 from oasis_operator.sandbox.rbac import AGENT_SERVICE_ACCOUNT, agent_objects
 from oasis_operator.sandbox.snapshot import ResourceSnapshot
+from oasis_operator.sandbox.teardown import ENV_LABEL as ENV_LABEL  # noqa: PLC0414 (re-exported)
+from oasis_operator.sandbox.teardown import TeardownReport as TeardownReport  # noqa: PLC0414 (re-exported)
 from oasis_operator.sandbox.twin import TwinObject, TwinPlan, build_twin
 from oasis_operator.sandbox.twin.plan import Body
 from oasis_operator.sandbox.waves import create_in_waves, run_together
 
 log = logging.getLogger(__name__)
 
-ENV_LABEL = f"{API_GROUP}/environment"
 ROLE_LABEL = f"{API_GROUP}/sandbox-role"
 DECLARED_LABEL = f"{API_GROUP}/declared-namespace"
 SCENARIO_ANNOTATION = f"{API_GROUP}/scenario"
@@ -57,17 +62,6 @@ class SandboxRecord(BaseModel):
     resources: list[ResourceRef]
     before: list[ResourceSnapshot]
     faults: list[WorkloadFault] = []
-
-
-@dataclass
-class TeardownReport:
-    environment_id: str
-    deleted: list[str] = field(default_factory=list)
-    remaining: list[str] = field(default_factory=list)
-
-    @property
-    def complete(self) -> bool:
-        return not self.remaining
 
 
 def _utcnow() -> datetime:
@@ -115,10 +109,12 @@ class SandboxProvider:
             created_at=now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         )
         try:
-            self._create_everything(env, plan)
+            written = self._create_everything(env, plan)
             resources = declared_resources(plan, env)
             resources += asserted_resources(scenario, resources)
-            before = self.snapshot(env, resources)
+            # The last write of each twin object answered with the whole object, which is what a read
+            # would return now: nothing else writes to a sandbox before its agent starts.
+            before = read_snapshot(self.api, env, resources, written)
             faults = faults_from_scenario(scenario)
             record = SandboxRecord(environment=env, resources=resources, before=before, faults=faults)
             self._store_record(record)
@@ -135,7 +131,10 @@ class SandboxProvider:
             raise SandboxError(f"{scenario.id}: provisioning failed: {exc}") from exc
         return record
 
-    def _create_everything(self, env: Environment, plan: TwinPlan) -> None:
+    def _create_everything(self, env: Environment, plan: TwinPlan) -> Written:
+        """Create the environment's namespaces, access and twin; the last answer for each object written."""
+        written: Written = {}
+        create = functools.partial(self._create, written=written)
         labels = {ENV_LABEL: env.id}
         bookkeeping = {SCENARIO_ANNOTATION: env.scenario_id, EVALUATION_ANNOTATION: env.evaluation or ""}
         control = {
@@ -145,7 +144,7 @@ class SandboxProvider:
                 "annotations": bookkeeping,
             }
         }
-        created = self._create("Namespace", control)
+        created = create("Namespace", control)
         owner = {
             "apiVersion": "v1",
             "kind": "Namespace",
@@ -167,7 +166,7 @@ class SandboxProvider:
             meta["annotations"] = {**meta.get("annotations", {}), **bookkeeping}
             meta["ownerReferences"] = [owner]
         run_together(
-            [functools.partial(self._create, "Namespace", obj.body) for obj in namespaces],
+            [functools.partial(create, "Namespace", obj.body) for obj in namespaces],
             self.create_at_once,
         )
         access: list[Callable[[], object]] = [
@@ -181,16 +180,17 @@ class SandboxProvider:
                 body["metadata"]["ownerReferences"] = [owner]
             # A binding after its role: without the bind verb, the API server checks the creator holds
             # the role's rights, and a role it cannot find yet refuses the binding (404).
-            (bindings if kind.endswith("Binding") else access).append(
-                functools.partial(self._create, kind, body)
-            )
+            (bindings if kind.endswith("Binding") else access).append(functools.partial(create, kind, body))
         run_together(access, self.create_at_once)
         run_together(bindings, self.create_at_once)
         self._ensure_crds(plan)
         twin = [obj for obj in plan.objects if obj.kind != "Namespace"]
         create_in_waves(
-            twin, lambda obj: self._create_twin_object(obj, labels, owner, uids), self.create_at_once
+            twin,
+            lambda obj: self._create_twin_object(obj, labels, owner, uids, written),
+            self.create_at_once,
         )
+        return written
 
     def _create_twin_object(
         self,
@@ -198,6 +198,7 @@ class SandboxProvider:
         labels: dict[str, str],
         owner: Body,
         uids: dict[tuple[str, str | None, str], str],
+        written: Written,
     ) -> None:
         body = obj.body
         meta = body.setdefault("metadata", {})
@@ -219,24 +220,30 @@ class SandboxProvider:
             ]
         api_version = obj.api_version
         body = {"apiVersion": api_version, "kind": obj.kind, **body}
-        created = self._create(obj.kind, body, api_version=api_version)
+        created = self._create(obj.kind, body, api_version=api_version, written=written)
         uids[obj.key] = created["metadata"]["uid"]
+        key = (obj.kind, obj.namespace, obj.name)
         if obj.status is not None:
             path = resource_path(obj.kind, obj.namespace, obj.name, api_version=api_version) + "/status"
-            request(self.api, "PATCH", path, {"status": obj.status}, content_type=MERGE_PATCH)
+            written[key] = request(self.api, "PATCH", path, {"status": obj.status}, content_type=MERGE_PATCH)
         if obj.kind == "Node":
-            settle_node_taints(self.api, obj.name, obj.status)
+            written[key] = settle_node_taints(self.api, obj.name, obj.status)
 
-    def _create(self, kind: str, body: Body, api_version: str | None = None) -> Body:
-        namespace = body.get("metadata", {}).get("namespace")
+    def _create(
+        self, kind: str, body: Body, api_version: str | None = None, written: Written | None = None
+    ) -> Body:
+        """POST the object; with `written`, keep the server's answer under (kind, namespace, name)."""
+        meta = body.get("metadata", {})
+        namespace = meta.get("namespace")
         path = resource_path(kind, namespace, api_version=api_version)
         try:
             created: Body = request(self.api, "POST", path, body)
         except ApiException as exc:
-            name = body.get("metadata", {}).get("name")
             raise SandboxError(
-                f"creating {kind} {namespace or ''}/{name} failed ({exc.status}): {exc.body}"
+                f"creating {kind} {namespace or ''}/{meta.get('name')} failed ({exc.status}): {exc.body}"
             ) from exc
+        if written is not None:
+            written[(kind, namespace, created["metadata"]["name"])] = created
         return created
 
     def _ensure_crds(self, plan: TwinPlan) -> None:
@@ -268,88 +275,21 @@ class SandboxProvider:
         """The live state of the declared resources and of the ReplicaSets and Pods of their namespaces."""
         return read_snapshot(self.api, env, resources)
 
-    # --- teardown ----------------------------------------------------------------------------------
+    # --- teardown (sandbox.teardown) ---------------------------------------------------------------
     def teardown(self, env_id: str, wait: bool = True, timeout: float = 120.0) -> TeardownReport:
         """Delete every namespace and cluster-scoped object of the environment; idempotent."""
-        report = TeardownReport(env_id)
-        selector = {"labelSelector": f"{ENV_LABEL}={env_id}"}
-        # No kubelet confirms pod shutdown here, so pods go at once; otherwise their namespaces would wait
-        # forever on pods stuck in Terminating.
-        for ns in request(self.api, "GET", resource_path("Namespace"), query=selector)["items"]:
-            self.finalize_pods(ns["metadata"]["name"])
-            for pvc in request(
-                self.api, "GET", resource_path("PersistentVolumeClaim", ns["metadata"]["name"])
-            )["items"]:
-                self.release_finalizers(
-                    "PersistentVolumeClaim", ns["metadata"]["name"], pvc["metadata"]["name"]
-                )
-        for pv in request(self.api, "GET", resource_path("PersistentVolume"), query=selector)["items"]:
-            self.release_finalizers("PersistentVolume", None, pv["metadata"]["name"])
-        for kind in ("ClusterRoleBinding", "ClusterRole", "Node", "PersistentVolume", "Namespace"):
-            items = request(self.api, "GET", resource_path(kind), query=selector)["items"]
-            for item in items:
-                name = item["metadata"]["name"]
-                if kind == "Namespace" and name in RESERVED_NAMESPACES:
-                    continue
-                if item["metadata"].get("deletionTimestamp"):
-                    continue  # already going (an earlier teardown); deleting a terminating namespace is a 409
-                try:
-                    request(self.api, "DELETE", resource_path(kind, None, name))
-                    report.deleted.append(f"{kind}/{name}")
-                except ApiException as exc:
-                    if exc.status not in (404, 409):  # gone, or being removed by a teardown beside us
-                        raise
-        if wait:
-            deadline = time.monotonic() + timeout
-            while True:
-                left = self._remaining(env_id)
-                if not left or time.monotonic() > deadline:
-                    report.remaining = left
-                    break
-                time.sleep(0.5)
-        return report
+        return teardown.remove_environment(self.api, env_id, wait, timeout)
 
     def finalize_pods(self, namespace: str, names: Iterable[str] | None = None) -> None:
         """Delete pods immediately (grace 0), as a kubelet would confirm their shutdown."""
-        zero = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
-        try:
-            if names is None:
-                request(self.api, "DELETE", resource_path("Pod", namespace), zero)
-                return
-            for name in names:
-                request(self.api, "DELETE", resource_path("Pod", namespace, name), zero)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+        teardown.finalize_pods(self.api, namespace, names)
 
     def release_finalizers(self, kind: str, namespace: str | None, name: str) -> None:
         """Drop storage-protection finalizers, whose controllers do not run in the sandbox cluster."""
-        try:
-            request(
-                self.api,
-                "PATCH",
-                resource_path(kind, namespace, name),
-                {"metadata": {"finalizers": None}},
-                content_type=MERGE_PATCH,
-            )
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+        teardown.release_finalizers(self.api, kind, namespace, name)
 
     def _remaining(self, env_id: str) -> list[str]:
-        selector = {"labelSelector": f"{ENV_LABEL}={env_id}"}
-        left = []
-        for kind in ("Namespace", "Node", "PersistentVolume", "ClusterRole", "ClusterRoleBinding"):
-            for item in request(self.api, "GET", resource_path(kind), query=selector)["items"]:
-                phase = item.get("status", {}).get("phase")
-                why = [
-                    c["message"]
-                    for c in item.get("status", {}).get("conditions", [])
-                    if c.get("status") == "True" and c.get("type", "").startswith("Namespace")
-                ]
-                detail = ", ".join(filter(None, [phase, *why]))
-                left.append(f"{kind}/{item['metadata']['name']}" + (f" ({detail})" if detail else ""))
-        return left
+        return teardown.remaining(self.api, env_id)
 
     def environments(self) -> list[tuple[str, Body]]:
         """(env id, control namespace object) of every environment in the sandbox cluster."""

@@ -150,11 +150,13 @@ def test_operator_runs_on_the_charts_rbac_and_uses_what_it_is_granted(
             _operator_flow(cluster, api, namespace, orphan_ns)
         finally:
             stop(proc)
-        # The sandbox provider under the chart's identity: build, reconcile and tear down shipped scenarios.
+        # The sandbox provider under the chart's identity: build, reconcile, snapshot (the before-snapshot
+        # comes from provisioning's writes, the after-snapshot reads) and tear down shipped scenarios.
         for scenario in scenarios:
             record = provider.provision(scenario, evaluation=f"{namespace}/careful-agent")
             created.append(record.environment.id)
             TwinReconciler(provider, record).reconcile_once()
+            assert provider.snapshot(record.environment, record.resources) == record.before
             report = provider.teardown(record.environment.id, wait=True, timeout=90)
             assert report.complete, report.remaining
         _check_impersonation(cluster, chart_identity, orphan.environment.id)

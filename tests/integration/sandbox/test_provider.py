@@ -263,10 +263,22 @@ def test_orphan_left_without_its_control_namespace_is_collected(
 def test_all_shipped_scenarios_back_to_back_leave_nothing(provider: SandboxProvider, api: ApiClient) -> None:
     ids = []
     unsettled = {}
+    unlike_reads: dict[str, list[str]] = {}
     for s in profile().scenarios:
         rec = provider.provision(s, evaluation="tests/all")
         ids.append(rec.environment.id)
         try:
+            # The before-snapshot is taken from provisioning's own write answers (sandbox.observe):
+            # it must be exactly what reading the fresh twin gives, object by object.
+            read = provider.snapshot(rec.environment, rec.resources)
+            if read != rec.before:
+                keys = {(x.kind, x.namespace, x.name) for x in [*read, *rec.before]}
+                unlike_reads[s.id] = sorted(
+                    f"{k[0]} {k[1]}/{k[2]}"
+                    for k in keys
+                    if [x for x in read if (x.kind, x.namespace, x.name) == k]
+                    != [x for x in rec.before if (x.kind, x.namespace, x.name) == k]
+                ) or ["order"]
             # A fresh twin is as its controllers would leave it: the dynamics skip a pass on that
             # (TwinReconciler.settle), so a pass must find nothing to do on any shipped scenario.
             actions = TwinReconciler(provider, rec).reconcile_once()
@@ -281,6 +293,8 @@ def test_all_shipped_scenarios_back_to_back_leave_nothing(provider: SandboxProvi
     wait_for(lambda: not leftovers(), timeout=240, interval=2, what="every sandbox to be gone")
     assert scenario("infra.safety.be.zone-violation-001").id
     assert unsettled == {}
+    assert len(ids) == len(profile().scenarios)
+    assert unlike_reads == {}
 
 
 def test_policy_and_identity_objects(cluster: Cluster, provider: SandboxProvider) -> None:

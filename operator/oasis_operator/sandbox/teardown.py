@@ -1,0 +1,126 @@
+"""Removing an environment from the sandbox cluster: by its label alone, so it needs no stored record.
+
+Teardown and the orphan collection both come here. What no controller of the sandbox cluster does is done
+here instead: pods go at once (no kubelet confirms their shutdown), and storage-protection finalizers are
+dropped (no PVC or PV protection controller runs). The namespace controller then removes the namespaces'
+contents.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
+
+from oasis_operator import API_GROUP
+from oasis_operator.kube import request, resource_path
+from oasis_operator.models.declared_state import RESERVED_NAMESPACES
+from oasis_operator.sandbox.admission import MERGE_PATCH
+
+ENV_LABEL = f"{API_GROUP}/environment"
+
+
+@dataclass
+class TeardownReport:
+    environment_id: str
+    deleted: list[str] = field(default_factory=list)
+    remaining: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.remaining
+
+
+def remove_environment(
+    api: ApiClient, env_id: str, wait: bool = True, timeout: float = 120.0
+) -> TeardownReport:
+    """Delete every namespace and cluster-scoped object of the environment; idempotent.
+
+    Found by the environment label alone, so it works without the stored record (orphans). Each
+    label-selected kind is read once; cluster-scoped kinds go by one collection delete each.
+    """
+    report = TeardownReport(env_id)
+    selector = {"labelSelector": f"{ENV_LABEL}={env_id}"}
+    namespaces = [
+        ns["metadata"]
+        for ns in request(api, "GET", resource_path("Namespace"), query=selector)["items"]
+        if ns["metadata"]["name"] not in RESERVED_NAMESPACES
+    ]
+    # No kubelet confirms pod shutdown here, so pods go at once; otherwise their namespaces would wait
+    # forever on pods stuck in Terminating.
+    for meta in namespaces:
+        finalize_pods(api, meta["name"])
+        for pvc in request(api, "GET", resource_path("PersistentVolumeClaim", meta["name"]))["items"]:
+            release_finalizers(api, "PersistentVolumeClaim", meta["name"], pvc["metadata"]["name"])
+    for pv in request(api, "GET", resource_path("PersistentVolume"), query=selector)["items"]:
+        release_finalizers(api, "PersistentVolume", None, pv["metadata"]["name"])
+    for kind in ("ClusterRoleBinding", "ClusterRole", "Node", "PersistentVolume"):
+        gone = request(api, "DELETE", resource_path(kind), query=selector)["items"]
+        report.deleted += [f"{kind}/{item['metadata']['name']}" for item in gone]
+    for meta in namespaces:
+        if meta.get("deletionTimestamp"):
+            continue  # already going (an earlier teardown); deleting a terminating namespace is a 409
+        try:
+            request(api, "DELETE", resource_path("Namespace", None, meta["name"]))
+            report.deleted.append(f"Namespace/{meta['name']}")
+        except ApiException as exc:
+            if exc.status not in (404, 409):  # gone, or being removed by a teardown beside us
+                raise
+    if wait:
+        deadline = time.monotonic() + timeout
+        while True:
+            left = remaining(api, env_id)
+            if not left or time.monotonic() > deadline:
+                report.remaining = left
+                break
+            time.sleep(0.5)
+    return report
+
+
+def finalize_pods(api: ApiClient, namespace: str, names: Iterable[str] | None = None) -> None:
+    """Delete pods immediately (grace 0), as a kubelet would confirm their shutdown."""
+    zero = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
+    try:
+        if names is None:
+            request(api, "DELETE", resource_path("Pod", namespace), zero)
+            return
+        for name in names:
+            request(api, "DELETE", resource_path("Pod", namespace, name), zero)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+def release_finalizers(api: ApiClient, kind: str, namespace: str | None, name: str) -> None:
+    """Drop storage-protection finalizers, whose controllers do not run in the sandbox cluster."""
+    try:
+        request(
+            api,
+            "PATCH",
+            resource_path(kind, namespace, name),
+            {"metadata": {"finalizers": None}},
+            content_type=MERGE_PATCH,
+        )
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+def remaining(api: ApiClient, env_id: str) -> list[str]:
+    """What of the environment is still there, each with its phase and why a namespace waits."""
+    selector = {"labelSelector": f"{ENV_LABEL}={env_id}"}
+    left = []
+    for kind in ("Namespace", "Node", "PersistentVolume", "ClusterRole", "ClusterRoleBinding"):
+        for item in request(api, "GET", resource_path(kind), query=selector)["items"]:
+            phase = item.get("status", {}).get("phase")
+            why = [
+                c["message"]
+                for c in item.get("status", {}).get("conditions", [])
+                if c.get("status") == "True" and c.get("type", "").startswith("Namespace")
+            ]
+            detail = ", ".join(filter(None, [phase, *why]))
+            left.append(f"{kind}/{item['metadata']['name']}" + (f" ({detail})" if detail else ""))
+    return left
