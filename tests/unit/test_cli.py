@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
+import importlib
 from pathlib import Path
 
 import pytest
 
-from oasis_operator.cli.main import main
+from oasis_operator.cli.main import COMMANDS, build_parser, command_modules, main
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -18,6 +20,35 @@ def test_help_lists_commands(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     for command in ("cluster", "crds", "operator"):
         assert command in out
+
+
+def _registered(module: str) -> list[str]:
+    parser = argparse.ArgumentParser()
+    subparsers = parser.add_subparsers()
+    importlib.import_module(f"oasis_operator.cli.{module}").register(subparsers)
+    return list(subparsers.choices)
+
+
+def test_the_command_table_is_what_the_modules_register() -> None:
+    registered = {name: module for module in dict.fromkeys(COMMANDS.values()) for name in _registered(module)}
+    assert registered == COMMANDS
+    subparsers = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(subparsers.choices) == list(COMMANDS)  # `oasis --help` lists them in the table's order
+
+
+def test_a_command_imports_only_its_own_module() -> None:
+    assert command_modules(["agent", "run", "--policy", "careful"]) == ["agent_cmds"]
+    assert command_modules(["scenarios", "list"]) == ["profile_cmds"]
+    everything = list(dict.fromkeys(COMMANDS.values()))
+    for argv in ([], ["--help"], ["no-such-command"]):
+        assert command_modules(argv) == everything
+
+
+def test_an_unknown_command_is_refused_with_the_choices(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["no-such-command"])
+    assert exc.value.code == 2
+    assert "provider-api" in capsys.readouterr().err
 
 
 def test_no_command_prints_help_and_fails(capsys: pytest.CaptureFixture[str]) -> None:

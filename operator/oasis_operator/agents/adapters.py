@@ -27,7 +27,7 @@ from oasis_operator.agents.protocol import (
     AgentResponse,
     IdentityDocument,
 )
-from oasis_operator.agents.sandbox import SandboxPolicy
+from oasis_operator.agents.sandbox import PASSED_THROUGH, SAFE_PATH, SandboxPolicy
 from oasis_operator.models.errors import describe_validation_error
 from oasis_operator.models.evidence import AgentIdentity
 
@@ -36,10 +36,6 @@ MAX_STDOUT = 4 * 1024 * 1024
 MAX_ANSWER = MAX_STDOUT
 MAX_IDENTITY = 1024 * 1024
 MAX_STDERR_TAIL = 8 * 1024
-# The only variables a command agent inherits; everything else (cloud credentials, API keys, the
-# operator's own KUBECONFIG) stays out of its reach.
-PASSED_THROUGH = ("PATH", "LANG", "LC_ALL", "TZ")
-SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 REQUEST_FILE = "request.json"
 KUBECONFIG_FILE = "kubeconfig"
 

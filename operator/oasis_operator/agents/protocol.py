@@ -7,11 +7,14 @@ that do not know them ignore them.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from oasis_operator.models.evidence import AgentIdentity, ToolAction
+from oasis_operator.models.agent_identity import AgentIdentity
+
+if TYPE_CHECKING:
+    from oasis_operator.models.evidence import ToolAction
 
 
 class _Lenient(BaseModel):
@@ -58,6 +61,9 @@ class AgentAction(_Lenient):
     error: str | None = None
 
     def to_tool_action(self) -> ToolAction:
+        # The evidence models on the operator's side only: an agent process never needs them.
+        from oasis_operator.models.evidence import ToolAction  # noqa: PLC0415
+
         known = {"tool", "arguments", "result", "error", "operation", "reasoning", "trigger", "state_delta"}
         data = {k: v for k, v in self.model_dump().items() if k in known}
         for key in ("result", "error"):

@@ -37,11 +37,18 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import oasis_operator
-from oasis_operator.models.crd import AgentSpec
+
+if TYPE_CHECKING:  # only a type here: `oasis agent sandbox` needs no CRD models
+    from oasis_operator.models.crd import AgentSpec
 
 AGENT_HOME = "/home/agent"
+# The only variables a command agent inherits; everything else (cloud credentials, API keys, the
+# operator's own KUBECONFIG) stays out of its reach.
+PASSED_THROUGH = ("PATH", "LANG", "LC_ALL", "TZ")
+SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 SANDBOX_TMP = "/tmp"  # noqa: S108 - a fresh tmpfs of the sandbox's own, not the host's /tmp
 SYSTEM_DIRS = ("/usr", "/etc")
 SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")

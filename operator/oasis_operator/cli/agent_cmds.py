@@ -11,18 +11,28 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from oasis_operator.agents.adapters import PASSED_THROUGH, SAFE_PATH
-from oasis_operator.agents.reference.registry import POLICIES
+from oasis_operator.agents.reference.registry import POLICY_NAMES
 from oasis_operator.agents.reference.via import HANDS
-from oasis_operator.agents.sandbox import AGENT_HOME, SandboxPolicy, SandboxUnavailableError, require, wrap
-from oasis_operator.evaluation.settings import OperatorSettings
+from oasis_operator.agents.sandbox import (
+    AGENT_HOME,
+    PASSED_THROUGH,
+    SAFE_PATH,
+    SandboxPolicy,
+    SandboxUnavailableError,
+    require,
+    wrap,
+)
+
+# `oasis agent run` is started once per scenario: what only one action needs (aiohttp for `serve`, the
+# operator's settings for `sandbox`) is imported by that action, not here; `tests/unit/agents/
+# test_agent_start.py` checks what the process loads.
 
 
 def register(subparsers: Any) -> None:
     agent = subparsers.add_parser("agent", help="run a reference agent, or any agent in a sandbox")
     sub = agent.add_subparsers(dest="agent_command", metavar="ACTION", required=True)
     serve = sub.add_parser("serve", help="serve the agent HTTP protocol")
-    serve.add_argument("--policy", choices=sorted(POLICIES), required=True)
+    serve.add_argument("--policy", choices=POLICY_NAMES, required=True)
     serve.add_argument(
         "--via", choices=HANDS, default="kubectl", help="act through kubectl or MCP tools only"
     )
@@ -30,7 +40,7 @@ def register(subparsers: Any) -> None:
     serve.add_argument("--port", type=int, default=8765)
     serve.set_defaults(func=_serve)
     once = sub.add_parser("run", help="act once as a command agent ($OASIS_REQUEST in, JSON on stdout)")
-    once.add_argument("--policy", choices=sorted(POLICIES), required=True)
+    once.add_argument("--policy", choices=POLICY_NAMES, required=True)
     once.add_argument("--via", choices=HANDS, default="kubectl", help="act through kubectl or MCP tools only")
     once.set_defaults(func=_run)
     box = sub.add_parser(
@@ -58,7 +68,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from oasis_operator.agents.reference.server import run_once  # noqa: PLC0415
+    from oasis_operator.agents.reference.command import run_once  # noqa: PLC0415
 
     return run_once(args.policy, args.via)
 
@@ -85,6 +95,8 @@ def _sandbox(args: argparse.Namespace) -> int:
     if not command:
         print("oasis agent sandbox: give the command after --", file=sys.stderr)
         return 2
+    from oasis_operator.evaluation.settings import OperatorSettings  # noqa: PLC0415
+
     try:
         require()
         env = sandbox_environment(args.env, args.pass_env)

@@ -20,8 +20,8 @@ from urllib.parse import parse_qsl, urlencode
 
 from aiohttp import web
 
-from oasis_operator.gateway.discovery import Discovery
-from oasis_operator.gateway.documents import clean_discovery, merge_lists, rewrite_body
+from oasis_operator.gateway.discovery import Discovery, ServedGroups
+from oasis_operator.gateway.documents import merge_lists, rewrite_body
 from oasis_operator.gateway.entries import recorded_document
 from oasis_operator.gateway.guards import Refusal, impersonation_refusal, refusal
 from oasis_operator.gateway.protowire import rewrite_protobuf
@@ -32,6 +32,7 @@ from oasis_operator.gateway.status import forbidden_message, not_found, not_foun
 from oasis_operator.gateway.upstream import (
     DROPPED_REQUEST_HEADERS,
     Upstream,
+    forwarded_accept,
     impersonation_headers,
     json_accept,
 )
@@ -82,7 +83,7 @@ class KubeProxy:
         self.discovery = Discovery(upstream)
         self.pod_logs: PodLogHandler | None = None
         self.resource_metrics: PodLogHandler | None = None  # metrics.k8s.io, served from declared usage
-        self.extra_api_groups: list[dict[str, Any]] = []  # added to discovery (APIGroupList)
+        self.served_groups = ServedGroups()  # added to discovery
 
     async def handle(self, request: web.Request, state: EnvState, info: RequestInfo, body: bytes) -> Outcome:
         names = state.names
@@ -144,15 +145,17 @@ class KubeProxy:
 
     # ---- upstream calls ---------------------------------------------------------------------------
 
-    def _headers(self, request: web.Request, state: EnvState | None, resource: bool) -> list[tuple[str, str]]:
+    def _headers(
+        self, request: web.Request, state: EnvState | None, accept: Callable[[str], str] | None = json_accept
+    ) -> list[tuple[str, str]]:
         headers = [
             (k, v)
             for k, v in request.headers.items()
             if k.lower() not in DROPPED_REQUEST_HEADERS and not k.lower().startswith("impersonate-")
         ]
-        if resource:
+        if accept is not None:  # the forms of a document the gateway can filter
             headers = [(k, v) for k, v in headers if k.lower() != "accept"]
-            headers.append(("Accept", json_accept(request.headers.get("Accept", "application/json"))))
+            headers.append(("Accept", accept(request.headers.get("Accept", "application/json"))))
         headers.append(("Accept-Encoding", "identity"))
         if state is not None:
             headers += impersonation_headers(state.env.agent)
@@ -163,10 +166,7 @@ class KubeProxy:
     ) -> Outcome:
         if not path_qs.startswith("/"):
             path_qs = "/" + path_qs
-        info_is_resource = path_qs.startswith(("/api/", "/apis/")) and path_qs.count("/") > 2
-        # The root discovery lists too, which the gateway filters in their JSON APIGroupList form.
-        discovery = path_qs.split("?", 1)[0].rstrip("/") in ("/api", "/apis")
-        headers = self._headers(request, state, info_is_resource or discovery)
+        headers = self._headers(request, state, forwarded_accept(path_qs))
         if body and not any(k.lower() == "content-type" for k, _ in headers):
             # The API server reads a body without a type as JSON; the HTTP client would call it binary.
             headers.append(("Content-Type", "application/json"))
@@ -183,7 +183,7 @@ class KubeProxy:
     async def _as_gateway(
         self, request: web.Request, state: EnvState, sandbox: RequestInfo, keep: Keep
     ) -> Outcome:
-        headers = self._headers(request, None, True)
+        headers = self._headers(request, None)
         path_qs = _path_qs(sandbox, request, state.names)
         watch = sandbox.is_watch
         async with self.upstream.request(
@@ -199,7 +199,7 @@ class KubeProxy:
     async def _fan_out(
         self, request: web.Request, state: EnvState, info: RequestInfo, keep: Keep | None
     ) -> Outcome:
-        headers = self._headers(request, state, True)
+        headers = self._headers(request, state)
         merged: dict[str, Any] | None = None
         content_type = "application/json"
         for sandbox_ns in sorted(state.names.sandbox_namespaces):
@@ -221,7 +221,7 @@ class KubeProxy:
         self, request: web.Request, state: EnvState, info: RequestInfo, keep: Keep | None
     ) -> Outcome:
         """An all-namespaces watch: one watch per environment namespace, merged into one stream."""
-        headers = self._headers(request, state, True)
+        headers = self._headers(request, state)
         async with contextlib.AsyncExitStack() as stack:
             streams = []
             for sandbox_ns in sorted(state.names.sandbox_namespaces):
@@ -292,7 +292,7 @@ class KubeProxy:
             except ValueError:
                 doc = None
             if isinstance(doc, dict):
-                doc = clean_discovery(doc, self.extra_api_groups)
+                doc = self.served_groups.clean(doc)
                 if is_sandbox_credential(doc) or (keep is not None and single_object(doc) and not keep(doc)):
                     doc, code = not_found(doc), 404
                 elif named is not None and doc.get("kind") == "Table" and hidden_row(doc, named.name, keep):

@@ -127,14 +127,15 @@ class Gateway:
         pod_logs: PodLogHandler | None = None,
         resource_metrics: PodLogHandler | None = None,
         api_group: dict[str, Any] | None = None,
+        api_resources: dict[str, Any] | None = None,
     ) -> None:
         """Answer pod logs and/or metrics.k8s.io from declared state; list `api_group` in discovery."""
         if pod_logs is not None:
             self.kube.pod_logs = pod_logs
         if resource_metrics is not None:
             self.kube.resource_metrics = resource_metrics
-        if api_group is not None and api_group not in self.kube.extra_api_groups:
-            self.kube.extra_api_groups.append(api_group)
+        if api_group is not None:
+            self.kube.served_groups.add(api_group, api_resources)
 
     @property
     def upstream(self) -> Upstream:

@@ -15,6 +15,7 @@ import base64
 import json
 import ssl
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,11 +116,8 @@ def impersonation_headers(agent: AgentIdentity) -> list[tuple[str, str]]:
 
 def json_accept(accept: str) -> str:
     """The agent's Accept header without protobuf (the gateway rewrites only JSON) and without aggregated
-    discovery (`as=APIGroupDiscoveryList`, asked for by kubectl and client-go since 1.26).
-
-    The gateway filters discovery in its `APIGroupList` form (the operator's group hidden, the groups it
-    serves itself added); asked without the aggregated form, the server answers that form and clients
-    fall back to it, as they do with any server before 1.26.
+    discovery (`as=APIGroupDiscoveryList`, asked for by kubectl and client-go since 1.26), which only the
+    discovery roots serve (`discovery_accept`).
     """
     kept = [
         part.strip()
@@ -127,6 +125,22 @@ def json_accept(accept: str) -> str:
         if part.strip() and "protobuf" not in part and "apidiscovery.k8s.io" not in part
     ]
     return ",".join(kept) or "application/json"
+
+
+def discovery_accept(accept: str) -> str:
+    """The agent's Accept header for the discovery roots (`/api`, `/apis`): aggregated discovery kept in
+    its JSON form, which the gateway filters as it does `APIGroupList` (one request instead of one per
+    group version); protobuf dropped."""
+    kept = [part.strip() for part in accept.split(",") if part.strip() and "protobuf" not in part]
+    return ",".join(kept) or "application/json"
+
+
+def forwarded_accept(path_qs: str) -> Callable[[str], str] | None:
+    """How the agent's Accept header is rewritten for `path_qs`: `discovery_accept` for the discovery
+    roots, `json_accept` for the API's other documents, None (kept as sent) for anything else."""
+    if path_qs.split("?", 1)[0].rstrip("/") in ("/api", "/apis"):
+        return discovery_accept
+    return json_accept if path_qs.startswith(("/api/", "/apis/")) and path_qs.count("/") > 2 else None
 
 
 class Upstream:

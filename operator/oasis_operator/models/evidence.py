@@ -32,6 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from oasis_operator.models.agent_identity import AgentIdentity as AgentIdentity  # noqa: PLC0414 - re-exported
 from oasis_operator.models.mutation import NameMutation
 from oasis_operator.models.scenario import ConditionValue, Scenario
 from oasis_operator.models.timings import PhaseTimings
@@ -311,18 +312,6 @@ class Transcript(_Model):
     reasoning: str | None = None
     final_answer: str | None = None
     conclusion: Conclusion | None = None
-
-
-class AgentIdentity(_Model):
-    """Who the agent says it is: the one shape of its identity, from its identity document to the bundle,
-    the verdict and the evaluation's status."""
-
-    # The identity comes from a third-party program: keys it adds are dropped, not refused.
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
-
-    name: str = Field(min_length=1)
-    version: str = "unknown"
-    description: str | None = None
 
 
 class AgentRecord(_Model):

@@ -21,9 +21,9 @@ from pathlib import Path
 from kubernetes.client import ApiClient
 
 from oasis_operator.agents.protocol import AgentOutcome, AgentRequest, AgentResponse, IdentityDocument
+from oasis_operator.agents.reference.command import identity
 from oasis_operator.agents.reference.kubectl import Kubectl
-from oasis_operator.agents.reference.registry import POLICIES
-from oasis_operator.agents.reference.server import identity
+from oasis_operator.agents.reference.registry import policy_class
 from oasis_operator.engine.aggregate import capability_scores
 from oasis_operator.evaluation.scenario_run import ScenarioRun, ScenarioRunner
 from oasis_operator.gateway import Gateway
@@ -122,7 +122,7 @@ def _main() -> int:
     chosen = [s for s in profile.scenarios if any(fnmatch(s.id, p) for p in args.ids)]
     kubeconfig = Path(os.environ["KUBECONFIG"])
     api = api_client(kubeconfig)
-    act = AGENTS[args.policy] if args.policy in AGENTS else POLICIES[args.policy]().act
+    act = AGENTS[args.policy] if args.policy in AGENTS else policy_class(args.policy)().act
     mutation = MutationSpec(seed=args.seed) if args.seed is not None else None
     runs = run_scenarios(kubeconfig, api, args.out, act, args.policy, chosen, args.parallel, mutation)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from oasis_operator.agents.reference.expert.policy import ExpertPolicy
-from oasis_operator.agents.reference.registry import POLICIES
+from oasis_operator.agents.reference.registry import policy_class
 from oasis_operator.evaluation.scenario_run import ScenarioRun
 from oasis_operator.models.crd import MutationSpec
 from oasis_operator.models.evidence import Actor
@@ -80,7 +80,7 @@ def test_careful_passes_and_reckless_fails_on_mutated_twins(
     cluster: Cluster, api: ApiClient, tmp_path: Path
 ) -> None:
     careful = run_scenarios(
-        cluster.kubeconfig, api, tmp_path, POLICIES["careful"]().act, "careful",
+        cluster.kubeconfig, api, tmp_path, policy_class("careful")().act, "careful",
         [scenario(sid) for sid in SAFE], parallel=2, mutation=SEED,
     )  # fmt: skip
     outcomes = {sid: (r.result.outcome.value, r.result.summary) for sid, r in careful.items()}
@@ -90,7 +90,7 @@ def test_careful_passes_and_reckless_fails_on_mutated_twins(
     named = {sid: only_new_names(run) for sid, run in careful.items()}
     assert any(named.values()), named  # careful reads little; where it names an object, it is a new name
     reckless = run_scenarios(
-        cluster.kubeconfig, api, tmp_path, POLICIES["reckless"]().act, "reckless",
+        cluster.kubeconfig, api, tmp_path, policy_class("reckless")().act, "reckless",
         [scenario(UNSAFE)], mutation=SEED,
     )  # fmt: skip
     run = reckless[UNSAFE]

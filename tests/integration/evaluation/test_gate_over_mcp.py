@@ -19,7 +19,7 @@ import pytest
 from kubernetes.client import ApiClient
 
 from oasis_operator.agents.adapters import CommandAdapter
-from oasis_operator.agents.reference.server import identity
+from oasis_operator.agents.reference.command import identity
 from oasis_operator.agents.reference.via import HANDS
 from oasis_operator.evaluation.scenario_run import ScenarioRun, ScenarioRunner
 from oasis_operator.gateway import Gateway

@@ -7,7 +7,7 @@ from pathlib import Path
 from kubernetes.client import ApiClient
 
 from oasis_operator.agents.adapters import CommandAdapter
-from oasis_operator.agents.reference.server import identity
+from oasis_operator.agents.reference.command import identity
 from oasis_operator.engine.context import EvidenceView
 from oasis_operator.evaluation.scenario_run import ScenarioRun
 from oasis_operator.models.evidence import ResourceState

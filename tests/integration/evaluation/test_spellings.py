@@ -18,7 +18,7 @@ import pytest
 from kubernetes.client import ApiClient
 
 from oasis_operator.agents.adapters import CommandAdapter
-from oasis_operator.agents.reference.server import identity as reference_identity
+from oasis_operator.agents.reference.command import identity as reference_identity
 from oasis_operator.agents.sandbox import SandboxPolicy
 from oasis_operator.engine.context import EvidenceView
 from oasis_operator.evaluation.apiserver_audit import ApiServerAudit

@@ -13,7 +13,7 @@ from kubernetes.client import ApiClient
 
 from oasis_operator.agents.adapters import CommandAdapter
 from oasis_operator.agents.protocol import IdentityDocument
-from oasis_operator.agents.reference.server import identity
+from oasis_operator.agents.reference.command import identity
 from oasis_operator.evaluation.scenario_run import ScenarioRun, ScenarioRunner
 from oasis_operator.gateway import Gateway
 from oasis_operator.models.evidence import AgentIdentity

@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -304,6 +305,22 @@ def test_discovery_hides_the_operator_group_and_shows_the_gateways(door: Door, k
     resources = door.kubectl(kubectl, "api-resources", "-o", "name")
     assert resources.returncode == 0, resources.stderr
     assert not [r for r in resources.stdout.split() if "oasis" in r]
+
+
+@GENERATIONS
+def test_a_cold_kubectl_discovers_in_two_requests(door: Door, kubectl: str, tmp_path: Path) -> None:
+    # Aggregated discovery through the gateway: `/api` and `/apis` carry every group's resources, so a
+    # kubectl with an empty cache asks nothing per group version; what it then lists is the same.
+    mark = door.mark()
+    listed = door.kubectl(kubectl, "--cache-dir", str(tmp_path / "cache"), "get", "deployments,hpa,pods")
+    assert listed.returncode == 0, listed.stderr
+    entries = door.since(mark)
+    discovery = [e.path.split("?")[0] for e in entries if not e.resource]
+    assert discovery == ["/api", "/apis"], [e.path for e in entries]
+    assert [e.resource for e in entries if e.resource] == ["deployments", "horizontalpodautoscalers", "pods"]
+    assert "api-service" in listed.stdout
+    top = door.kubectl(kubectl, "--cache-dir", str(tmp_path / "cache"), "top", "pods", "--no-headers")
+    assert top.returncode == 0, top.stderr  # metrics.k8s.io, served by the gateway, is in that discovery
 
 
 @GENERATIONS

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from oasis_operator.gateway import Gateway
-from oasis_operator.gateway.upstream import json_accept, load_upstream
+from oasis_operator.gateway.upstream import discovery_accept, forwarded_accept, json_accept, load_upstream
 from tests.unit.gateway.helpers import environment
 
 
@@ -57,15 +57,34 @@ def test_agents_are_given_the_public_url_when_one_is_set(tmp_path: Path) -> None
     assert all(url.startswith("https://gw.example.test/env/abc123") for url in creds.endpoints.values())
 
 
+# What kubectl 1.37 sends for /apis: aggregated discovery first (protobuf and JSON), then plain JSON.
+KUBECTL_DISCOVERY_ACCEPT = (
+    "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+    "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+)
+
+
 def test_accept_asks_for_json_and_the_group_list_form_of_discovery() -> None:
-    # What kubectl 1.37 sends for /apis: aggregated discovery first (protobuf and JSON), then plain JSON.
-    kubectl = (
-        "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
-        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
-        "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
-    )
-    assert json_accept(kubectl) == "application/json"
+    assert json_accept(KUBECTL_DISCOVERY_ACCEPT) == "application/json"
     assert json_accept("application/json;as=Table;v=v1;g=meta.k8s.io,application/json") == (
         "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
     )
     assert json_accept("application/vnd.kubernetes.protobuf") == "application/json"
+
+
+def test_discovery_roots_keep_the_aggregated_form_in_json() -> None:
+    assert discovery_accept(KUBECTL_DISCOVERY_ACCEPT) == (
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+        "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+    )
+    assert discovery_accept("application/vnd.kubernetes.protobuf") == "application/json"
+
+
+def test_each_path_gets_its_accept_rewrite() -> None:
+    assert forwarded_accept("/apis?timeout=32s") is discovery_accept
+    assert forwarded_accept("/api/") is discovery_accept
+    assert forwarded_accept("/apis/apps/v1") is json_accept
+    assert forwarded_accept("/api/v1/namespaces/default/pods") is json_accept
+    assert forwarded_accept("/version") is None
+    assert forwarded_accept("/openapi/v3") is None

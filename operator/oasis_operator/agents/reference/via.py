@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from oasis_operator.agents.protocol import AgentEnvironment
 from oasis_operator.agents.reference.kubectl import Kubectl
-from oasis_operator.agents.reference.mcp_kubectl import McpKubectl
 
 HANDS = ("kubectl", "mcp")
 
@@ -19,6 +18,9 @@ def hands(via: str, environment: AgentEnvironment) -> Kubectl:
     if via == "kubectl":
         return Kubectl(environment.kubeconfig)
     if via == "mcp":
+        # The MCP SDK only for the hand that speaks it: kubectl hands start without it.
+        from oasis_operator.agents.reference.mcp_kubectl import McpKubectl  # noqa: PLC0415
+
         url = environment.endpoints.get("mcp")
         if not url:
             raise ValueError("the request gives no MCP endpoint (environment.endpoints.mcp)")
