@@ -12,18 +12,11 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_serializer, field_validator
 
-from oasis_operator.models.declared_state import GitOpsApplicationState
+from oasis_operator.models.declared_state import FIXTURE_KINDS, KINDS, GitOpsApplicationState
 from oasis_operator.models.declared_values import KindModel, Scalar
 from oasis_operator.models.served_state import (
-    AlertState,
-    DashboardState,
-    DatabaseMigrationState,
     IngressStatus,
-    LogsState,
-    MetricsState,
     NodeUsage,
-    RunbookState,
-    TracesState,
     WorkloadSignals,
     written,
 )
@@ -80,13 +73,7 @@ class GitOpsRecord(GitOpsApplicationState):
 
 # Each fixture kind's model: the served kinds as declared, and the entries the twin builder derives.
 FIXTURE_DATA: dict[str, type[KindModel]] = {
-    "logs": LogsState,
-    "metrics": MetricsState,
-    "traces": TracesState,
-    "dashboard": DashboardState,
-    "alert": AlertState,
-    "runbook": RunbookState,
-    "database-migration": DatabaseMigrationState,
+    **{kind: model for kind, model in KINDS.items() if kind in FIXTURE_KINDS},
     "gitops-application": GitOpsRecord,
     "node-usage": NodeUsage,
     "workload-signals": WorkloadSignals,
