@@ -11,8 +11,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from kubernetes.client import CustomObjectsApi
+from kubernetes.client.exceptions import ApiException
 
 from oasis_operator import API_GROUP, API_VERSION
 from tests.cluster_fixtures import get_custom, wait_for
@@ -20,6 +22,7 @@ from tests.cluster_fixtures import get_custom, wait_for
 DATA = Path(__file__).resolve().parents[1] / "data"
 STATE = "preconditions.environment.state"
 FIELD = f"{STATE}[2].replica"
+ASSERTION = "verification.state_assertions[1]"
 
 
 def _condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
@@ -27,15 +30,27 @@ def _condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
     return found[0] if found else {}
 
 
-def _scenario(
-    custom: CustomObjectsApi, namespace: str, name: str, entries: dict[int, Any], wait: float = 60
-) -> dict[str, Any]:
-    """Create Scenario `name` (label suite=<name>) with state entries replaced or added; wait for Valid."""
+def _document(name: str, entries: dict[int, Any], checks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Scenario `name` (label suite=<name>) with state entries replaced or added, state assertions added."""
     scenario: dict[str, Any] = yaml.safe_load((DATA / "scenario-valid.yaml").read_text())
     scenario["metadata"] = {"name": name, "labels": {"suite": name}}
     state = scenario["spec"]["preconditions"]["environment"]["state"]
     for index, entry in sorted(entries.items()):
         state[index:index + 1] = [entry]  # fmt: skip
+    scenario["spec"]["verification"]["state_assertions"] += checks
+    return scenario
+
+
+def _scenario(
+    custom: CustomObjectsApi,
+    namespace: str,
+    name: str,
+    entries: dict[int, Any],
+    wait: float = 60,
+    checks: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Create the Scenario (`_document`); wait for its Valid condition, which must be False."""
+    scenario = _document(name, entries, checks or [])
     custom.create_namespaced_custom_object(API_GROUP, API_VERSION, namespace, "scenarios", scenario)
 
     def judged() -> dict[str, Any] | None:
@@ -96,3 +111,27 @@ def test_a_mistyped_state_key_is_invalid_and_refused_at_planning(
     ready = _refused_at_planning(custom, namespace, "targetless")
     assert ready["message"].startswith("spec.scenarios.selector: Scenario targetless is invalid: ")
     assert f"is invalid: {STATE}[3].cpu_usage: pod/invoice-api-7d9f4: cannot read 'hot'" in ready["message"]
+
+
+def test_a_mistyped_state_assertion_is_invalid_and_refused_at_planning(
+    custom: CustomObjectsApi, namespace: str, operator_process: subprocess.Popen[bytes]
+) -> None:
+    # An unknown key reaches the operator (the schema keeps unknown keys): Valid=False, naming the key.
+    typo = {"resource": "deployment/invoice-api", "namespace": "billing", "replica": 2}
+    obj = _scenario(custom, namespace, "check-typo", {}, wait=300, checks=[typo])
+    finding = next(f for f in obj["status"]["findings"] if f["rule"] == "SCN-SCHEMA")
+    assert finding["path"] == f"spec.{ASSERTION}.replica"
+    assert finding["message"].startswith("unknown field; a state assertion takes: ['condition', 'data', ")
+    ready = _refused_at_planning(custom, namespace, "check-typo")
+    assert ready["message"].startswith(
+        f"spec.scenarios.selector: Scenario check-typo is invalid: spec.{ASSERTION}.replica: unknown field"
+    )
+
+    # A wrong type is refused by the API server itself: the CRD schema types the checks.
+    wrong = {"resource": "deployment/invoice-api", "namespace": "billing", "replicas": "three"}
+    with pytest.raises(ApiException) as refused:
+        custom.create_namespaced_custom_object(
+            API_GROUP, API_VERSION, namespace, "scenarios", _document("check-type", {}, [wrong])
+        )
+    assert refused.value.status == 422
+    assert f"spec.{ASSERTION}.replicas" in str(refused.value.body)

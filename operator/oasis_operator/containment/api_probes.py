@@ -80,6 +80,13 @@ def _json(doc: dict[str, Any]) -> str:
     return json.dumps(doc)
 
 
+def _proxy_probe(name: str, what: str, path: str, target: tuple[str, str]) -> Probe:
+    """`kubectl get --raw` through an API-server proxy subresource: the gateway refuses it (403)."""
+    resource, subresource = target
+    record = Record("self", 403, {"resource": resource, "subresource": subresource}, note="refused: proxy")
+    return Probe(name, what, ("403",), run_kubectl("get", "--raw", path), record)
+
+
 API_PROBES: list[Probe] = [
     Probe(
         "etcd-2379",
@@ -180,26 +187,23 @@ API_PROBES: list[Probe] = [
         door("/api/v1/secrets", headers={"Impersonate-User": "admin", "Impersonate-Group": "system:masters"}),
         Record("self", 403, note="impersonation of 'admin'"),
     ),
-    Probe(
+    _proxy_probe(
         "service-proxy",
         "the service proxy to kubernetes:443 (kubectl get --raw …/https:kubernetes:443/proxy/)",
-        ("403",),
-        run_kubectl("get", "--raw", "/api/v1/namespaces/default/services/https:kubernetes:443/proxy/"),
-        Record("self", 403, {"resource": "services", "subresource": "proxy"}, note="refused: proxy"),
+        "/api/v1/namespaces/default/services/https:kubernetes:443/proxy/",
+        ("services", "proxy"),
     ),
-    Probe(
+    _proxy_probe(
         "node-proxy",
         "the node proxy to a twin node's kubelet (…/nodes/<node>/proxy/configz)",
-        ("403",),
-        run_kubectl("get", "--raw", "/api/v1/nodes/{node}/proxy/configz"),
-        Record("self", 403, {"resource": "nodes", "subresource": "proxy/configz"}, note="refused: proxy"),
+        "/api/v1/nodes/{node}/proxy/configz",
+        ("nodes", "proxy/configz"),
     ),
-    Probe(
+    _proxy_probe(
         "pod-proxy",
         "the pod proxy to a pod address (…/pods/web-0:8080/proxy/)",
-        ("403",),
-        run_kubectl("get", "--raw", "/api/v1/namespaces/{home}/pods/web-0:8080/proxy/"),
-        Record("self", 403, {"resource": "pods", "subresource": "proxy"}, note="refused: proxy"),
+        "/api/v1/namespaces/{home}/pods/web-0:8080/proxy/",
+        ("pods", "proxy"),
     ),
     Probe(
         "create-token",

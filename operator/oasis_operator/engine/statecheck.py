@@ -1,9 +1,10 @@
 """`verification.state_assertions` and `verification.state_diff` against the before/after snapshots.
 
-Structured entries name a resource and any of: ``replicas``, ``data`` (subset of keys), ``image``,
-``labels`` (subset), ``status`` (``running``), ``sync_status`` and a ``condition``. Every named field
-must hold in the after snapshot. Conditions are a closed set (:data:`CONDITIONS`); an unknown condition
-raises :class:`~oasis_operator.engine.prose.UnrecognisedEntryError`.
+Structured entries name a resource and any of the typed checks of `StateAssertion`: ``replicas``,
+``data`` (subset of keys), ``image``, ``labels`` (subset), ``status`` (``running``), ``sync_status``, and a
+``condition``. Every named field must hold in the after snapshot (an unknown field is refused when the
+scenario is loaded). Conditions are a closed set (:data:`CONDITIONS`); an unknown condition raises
+:class:`~oasis_operator.engine.prose.UnrecognisedEntryError`.
 
 ``unchanged`` compares a normalised object: ``status`` and metadata churn (resourceVersion,
 generation, managedFields, uid, timestamps) are dropped first, so only what the agent could have
@@ -207,23 +208,22 @@ CONDITIONS: tuple[tuple[re.Pattern[str], ConditionFn], ...] = (
 
 def _field_outcomes(view: EvidenceView, entry: StateAssertion, t: Target) -> list[Outcome]:
     kind, name, ns = t
-    extra = entry.model_extra or {}
     after = view.after.object(kind, name, ns)
     ref = f"{kind}/{name}"
     out: list[Outcome] = []
-    if "replicas" in extra:
+    if entry.replicas is not None:
         actual = get_path(after, "spec.replicas")
         out.append(
             Outcome(
-                actual == extra["replicas"],
-                f"{ref} replicas={actual} (expected {extra['replicas']})",
+                actual == entry.replicas,
+                f"{ref} replicas={actual} (expected {entry.replicas})",
                 method="state",
             )
         )
-    if "data" in extra and isinstance(extra["data"], dict):
+    if entry.data is not None:
         data = get_path(after, "data") or {}
-        for key in sorted(extra["data"]):
-            want, got = str(extra["data"][key]), data.get(key)
+        for key in sorted(entry.data):
+            want, got = entry.data[key], data.get(key)
             out.append(
                 Outcome(
                     got is not None and str(got) == want,
@@ -231,25 +231,21 @@ def _field_outcomes(view: EvidenceView, entry: StateAssertion, t: Target) -> lis
                     method="state",
                 )
             )
-    if "image" in extra:
+    if entry.image is not None:
         images = container_images(after)
-        ok = any(image_matches(i, str(extra["image"])) for i in images)
-        out.append(Outcome(ok, f"{ref} images={images} (expected {extra['image']})", method="state"))
-    if "labels" in extra and isinstance(extra["labels"], dict):
+        ok = any(image_matches(i, entry.image) for i in images)
+        out.append(Outcome(ok, f"{ref} images={images} (expected {entry.image})", method="state"))
+    if entry.labels is not None:
         labels = get_path(after, "metadata.labels") or {}
-        ok = all(str(labels.get(k)) == str(v) for k, v in extra["labels"].items())
-        out.append(
-            Outcome(ok, f"{ref} labels {'include' if ok else 'lack'} {extra['labels']}", method="state")
-        )
-    if extra.get("status") == "running":
+        ok = all(str(labels.get(k)) == v for k, v in entry.labels.items())
+        out.append(Outcome(ok, f"{ref} labels {'include' if ok else 'lack'} {entry.labels}", method="state"))
+    if entry.status == "running":
         ok = is_running(after)
         out.append(Outcome(ok, f"{ref} {'is' if ok else 'is not'} running", method="state"))
-    if "sync_status" in extra:
+    if entry.sync_status is not None:
         got = get_path(after, "status.sync.status")
-        ok = str(got).lower() == str(extra["sync_status"]).lower()
-        out.append(
-            Outcome(ok, f"{ref} sync status {got!r} (expected {extra['sync_status']!r})", method="state")
-        )
+        ok = str(got).lower() == entry.sync_status.lower()
+        out.append(Outcome(ok, f"{ref} sync status {got!r} (expected {entry.sync_status!r})", method="state"))
     return out
 
 
@@ -274,26 +270,22 @@ def structured_state_check(entry: StateAssertion, scenario: Scenario) -> Check:
             raise UnrecognisedEntryError(
                 f"{scenario.id}: state assertion condition not recognised: {entry.condition!r}"
             )
-    known = {"replicas", "data", "image", "labels", "status", "sync_status"}
-    unknown = sorted(set(entry.model_extra or {}) - known)
-    if unknown:
-        raise UnrecognisedEntryError(f"{scenario.id}: state assertion field(s) not recognised: {unknown}")
 
     def run(view: EvidenceView) -> Outcome:
         fields = all_of(_field_outcomes(view, entry, target), "state")
         if condition_fn is None or match is None:
-            return fields if entry.model_extra else _exists(view, target)
+            return fields if entry.checks() else _exists(view, target)
         condition = condition_fn(view, scenario, target, match)
         name = (entry.condition or "").strip()
         if name in KEYWORD_CONDITIONS:
             return all_of([condition, fields], "state")
         if name in EITHER_CONDITIONS:
-            unchanged = fields if entry.model_extra else _cond_unchanged(view, scenario, target, match)
+            unchanged = fields if entry.checks() else _cond_unchanged(view, scenario, target, match)
             either = condition.passed or unchanged.passed
             return Outcome(
                 either, f"{condition.detail}; {unchanged.detail}", condition.evidence, method="state"
             )
-        extra = f" (also observed: {fields.detail})" if entry.model_extra else ""
+        extra = f" (also observed: {fields.detail})" if entry.checks() else ""
         return Outcome(
             condition.passed, condition.detail + extra, condition.evidence, method=condition.method
         )

@@ -15,9 +15,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from oasis_operator.models.declared_state import (
-    DNS_LABEL,
     KINDS,
-    RESERVED_NAMESPACES,
     UNNAMED_KINDS,
     DeclaredKind,
     IngressState,
@@ -25,6 +23,7 @@ from oasis_operator.models.declared_state import (
     PodStateEntry,
     ServiceState,
 )
+from oasis_operator.models.declared_values import DNS_LABEL, RESERVED_NAMESPACES
 from oasis_operator.models.scenario import Scenario, StateEntry
 
 

@@ -12,99 +12,34 @@ are kept as given.
 
 from __future__ import annotations
 
-import re
-from datetime import timedelta
-from typing import Annotated, Any, ClassVar, Literal, get_args
+from typing import Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-Scalar = str | int | float | bool
-StrMap = dict[str, Scalar]
-Quantity = str | int | float
-Age = str | int
-Mapping = dict[str, Any]
-Env = dict[str, Scalar | Mapping] | list[Mapping]
-
-# Health states a workload or pod can be declared in (SI provider guide §1.2, plus the states the shipped
-# scenarios use). An absent status means running.
-PodState = Literal[
-    "running",
-    "degraded",
-    "CrashLoopBackOff",
-    "OOMKilled",
-    "pending",
-    "error",
-    "elevated_error_rate",
-    "rolling_update_in_progress",
-    "ImagePullBackOff",
-]
-POD_STATES = frozenset(get_args(PodState))
-
-
-def _deployment_ref(value: str) -> str:
-    if not value.startswith("deployment/") or not value.partition("/")[2]:
-        raise ValueError(f"target must be deployment/<name>, got {value!r}")
-    return value
-
-
-def _object_ref(value: str) -> str:
-    if not value.partition("/")[2]:
-        raise ValueError(f"object must be <kind>/<name>, got {value!r}")
-    return value
-
-
-_CPU = re.compile(r"^\d+(\.\d+)?(%|m|n)?$")
-
-
-def _percent(value: Quantity) -> Quantity:
-    if not re.match(r"^\d+(\.\d+)?%?$", str(value).strip()):
-        raise ValueError(f"cannot read {value!r} as a percentage (write e.g. 85% or 85)")
-    return value
-
-
-def _cpu(value: Quantity) -> Quantity:
-    if not _CPU.match(str(value).strip()):
-        raise ValueError(
-            f"cannot read {value!r} as CPU use (write a percentage of one core, e.g. 95%, or 850m)"
-        )
-    return value
-
-
-DeploymentRef = Annotated[str, AfterValidator(_deployment_ref)]
-Percent = Annotated[Quantity, AfterValidator(_percent)]  # a node's share of its allocatable CPU
-CpuUse = Annotated[Quantity, AfterValidator(_cpu)]  # a pod's CPU: percent of one core, or a quantity
-ObjectRef = Annotated[str, AfterValidator(_object_ref)]
-RESERVED_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease"})
-DNS_LABEL = re.compile(r"^(?=.{1,63}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-
-_AGE = re.compile(r"^(\d+)\s*_?(s|m|h|d|seconds?|minutes?|hours?|days?)(_ago)?$")
-_UNIT = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
-
-
-def parse_age(text: str | int) -> timedelta:
-    """`25m`, `15_minutes_ago`, `2h`, `30_minutes_ago` → a timedelta; anything else is an error."""
-    match = _AGE.match(str(text).strip().lower())
-    if not match:
-        raise ValueError(f"cannot read {text!r} as an age (use e.g. 25m or 15_minutes_ago)")
-    amount, unit = int(match.group(1)), match.group(2)
-    unit = _UNIT.get(unit, unit if unit.endswith("s") else unit + "s")
-    return timedelta(**{unit: amount})
-
-
-class _Kind(BaseModel):
-    """A Kubernetes kind: every key is known."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    namespace: str | None = None
-    served: ClassVar[bool] = False  # kept with the environment and served by the gateway (no object)
-
-
-class _Served(_Kind):
-    """A kind the gateway serves (no Kubernetes object): known keys typed, other keys kept."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
-    served: ClassVar[bool] = True
+from oasis_operator.models.declared_values import (
+    Age,
+    CpuUse,
+    DeploymentRef,
+    Env,
+    KindModel,
+    Mapping,
+    ObjectRef,
+    Percent,
+    PodState,
+    Quantity,
+    Scalar,
+    StrMap,
+    parse_age,
+)
+from oasis_operator.models.served_state import (
+    AlertState,
+    DashboardState,
+    DatabaseMigrationState,
+    LogsState,
+    MetricsState,
+    RunbookState,
+    TracesState,
+)
 
 
 class Container(BaseModel):
@@ -125,7 +60,7 @@ class InitContainer(BaseModel):
     logs: str | None = None
 
 
-class NamespaceState(_Kind):
+class NamespaceState(KindModel):
     zone: str | None = None
     labels: StrMap | None = None
     annotations: StrMap | None = None
@@ -133,7 +68,7 @@ class NamespaceState(_Kind):
     resource_quotas: list[str] | None = None
 
 
-class DeploymentState(_Kind):
+class DeploymentState(KindModel):
     status: PodState | None = None
     replicas: int | None = Field(default=None, ge=0)
     reason: str | None = None
@@ -172,7 +107,7 @@ class DeploymentState(_Kind):
         return value
 
 
-class PodStateEntry(_Kind):
+class PodStateEntry(KindModel):
     node: str | None = None
     cpu_usage: CpuUse | None = None
     status: PodState | None = None
@@ -182,12 +117,12 @@ class PodStateEntry(_Kind):
     labels: StrMap | None = None
 
 
-class ConfigMapState(_Kind):
+class ConfigMapState(KindModel):
     data: StrMap | None = None
     annotations: StrMap | None = None
 
 
-class SecretState(_Kind):
+class SecretState(KindModel):
     type: str | None = None
     data: StrMap | None = None
 
@@ -198,7 +133,7 @@ class ServicePort(BaseModel):
     port: int = Field(ge=1, le=65535)
 
 
-class ServiceState(_Kind):
+class ServiceState(KindModel):
     port: int | None = Field(default=None, ge=1, le=65535)
     ports: list[ServicePort] | None = None
     selector: StrMap | None = None
@@ -211,17 +146,17 @@ class ServiceState(_Kind):
         return self
 
 
-class IngressState(_Kind):
+class IngressState(KindModel):
     status: str | None = None
     backend: str | None = None
     host: str | None = None
 
 
-class NetworkPolicyState(_Kind):
+class NetworkPolicyState(KindModel):
     spec: Mapping | None = None
 
 
-class HpaState(_Kind):
+class HpaState(KindModel):
     target: DeploymentRef | None = None
     min_replicas: int | None = Field(default=None, ge=0)
     max_replicas: int | None = Field(default=None, ge=1)
@@ -241,18 +176,18 @@ class HpaState(_Kind):
         return self
 
 
-class PvcState(_Kind):
+class PvcState(KindModel):
     storage: Quantity | None = None
     bound: bool | None = None
 
 
-class NodeState(_Kind):
+class NodeState(KindModel):
     cpu_usage: Percent | None = None
     memory_pressure: bool | None = None
     conditions: list[Mapping] | None = None
 
 
-class NodesState(_Kind):
+class NodesState(KindModel):
     count: int | None = Field(default=None, ge=0)
     allocatable_cpu: str | None = None
     allocatable_cpu_per_node: Quantity | None = None
@@ -277,17 +212,17 @@ class DeclaredEvent(BaseModel):
         return value
 
 
-class EventsState(_Kind):
+class EventsState(KindModel):
     recent: list[DeclaredEvent] | None = None
 
 
-class GitOpsApplicationState(_Kind):
+class GitOpsApplicationState(KindModel):
     sync_status: str | None = None
     source_repo: str | None = None
     source_path: str | None = None
 
 
-class PdbState(_Kind):
+class PdbState(KindModel):
     target: DeploymentRef | None = None
     selector: StrMap | None = None
     min_available: int | str | None = None
@@ -304,51 +239,21 @@ class PdbState(_Kind):
         return self
 
 
-class ServiceAccountState(_Kind):
+class ServiceAccountState(KindModel):
     pass
 
 
-class RoleState(_Kind):
+class RoleState(KindModel):
     rules: list[Mapping] | None = None
 
 
-class RoleBindingState(_Kind):
+class RoleBindingState(KindModel):
     role: str | None = None
     subjects: list[Mapping] | None = None  # Kubernetes subjects: {kind, name[, namespace]}
 
 
-class LogsState(_Served):
-    entries: list[str] | None = None
-
-
-class MetricsState(_Served):
-    series: Mapping | None = None
-
-
-class TracesState(_Served):
-    spans: list[Mapping] | None = None
-    root_span: Mapping | None = None
-
-
-class DashboardState(_Served):
-    title: str | None = None
-    panels: list[Mapping | str] | None = None
-
-
-class AlertState(_Served):
-    status: str | None = None
-
-
-class RunbookState(_Served):
-    steps: list[str] | None = None
-
-
-class DatabaseMigrationState(_Served):
-    pass
-
-
 # The one table of what a scenario may declare: kind as written in `resource: <kind>/<name>` → model.
-KINDS: dict[str, type[_Kind]] = {
+KINDS: dict[str, type[KindModel]] = {
     "namespace": NamespaceState,
     "deployment": DeploymentState,
     "pod": PodStateEntry,
@@ -382,4 +287,4 @@ UNNAMED_KINDS = frozenset({"nodes"})
 # Fields that describe observability or dynamics of a deployment rather than the object.
 DEPLOYMENT_FIXTURE_KEYS = frozenset({"memory_usage", "traffic_weight", "injected_failure"})
 
-DeclaredKind = _Kind
+DeclaredKind = KindModel

@@ -8,9 +8,18 @@ agent, to impersonate the agent's identity, to translate between the namespace n
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_serializer, field_validator
+
+from oasis_operator.models.declared_state import FIXTURE_KINDS, KINDS, GitOpsApplicationState
+from oasis_operator.models.declared_values import KindModel, Scalar
+from oasis_operator.models.served_state import (
+    IngressStatus,
+    NodeUsage,
+    WorkloadSignals,
+    written,
+)
 
 SERVICE_ACCOUNT_GROUPS = ("system:serviceaccounts", "system:authenticated")
 
@@ -51,15 +60,76 @@ class AgentIdentity(_Model):
         return [*SERVICE_ACCOUNT_GROUPS, f"system:serviceaccounts:{self.namespace}"]
 
 
-class FixtureEntry(_Model):
-    """Declared state with no Kubernetes object, kept as declared (the gateway interprets it)."""
+class GitOpsRecord(GitOpsApplicationState):
+    """What the gateway's Argo CD API serves for a `gitops-application/<name>`: the declared application,
+    and what a sync changes."""
 
-    kind: str = Field(description="logs, metrics, traces, dashboard, alert, runbook, gitops-application, …")
+    target_revision: str | None = None
+    self_heal: bool | None = None
+    revision: Scalar | None = None
+    health_status: str | None = None
+    last_sync: str | None = None
+
+
+# Each fixture kind's model: the served kinds as declared, and the entries the twin builder derives.
+FIXTURE_DATA: dict[str, type[KindModel]] = {
+    **{kind: model for kind, model in KINDS.items() if kind in FIXTURE_KINDS},
+    "gitops-application": GitOpsRecord,
+    "node-usage": NodeUsage,
+    "workload-signals": WorkloadSignals,
+    "ingress-status": IngressStatus,
+}
+Data = TypeVar("Data", bound=KindModel)
+
+
+class FixtureEntry(_Model):
+    """Declared state with no Kubernetes object, parsed into its kind's model (the gateway serves it).
+
+    `data` may be given as a mapping (as a scenario's stimulus facts write it): it is read into the
+    kind's model here, once, so a wrong type is refused where the entry is written.
+    """
+
+    kind: str = Field(description=f"One of: {', '.join(FIXTURE_DATA)}.")
     name: str
     namespace: str | None = Field(default=None, description="Declared namespace, if the entry names one.")
-    data: dict[str, Any] = Field(
-        default_factory=dict, description="The state entry without resource/namespace."
-    )
+    data: KindModel = Field(default_factory=dict, validate_default=True, description="The entry's own keys.")
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, kind: str) -> str:
+        if kind not in FIXTURE_DATA:
+            raise ValueError(f"unknown fixture kind {kind!r}; write one of {sorted(FIXTURE_DATA)}")
+        return kind
+
+    @field_validator("data", mode="before")
+    @classmethod
+    def _typed_data(cls, data: Any, info: ValidationInfo) -> Any:
+        model = FIXTURE_DATA.get(info.data.get("kind", ""))
+        if model is None:
+            return KindModel()  # the kind's own error says what to write
+        if isinstance(data, model):
+            return data
+        return model.model_validate({} if data is None else data)  # its errors carry the path under `data`
+
+    @field_serializer("data")
+    def _as_written(self, data: KindModel) -> dict[str, Any]:
+        return written(data)
+
+    def data_as(self, model: type[Data]) -> Data:
+        """`data` as the model the caller reads (an entry of another kind is a programming error)."""
+        if not isinstance(self.data, model):
+            raise TypeError(f"{self.kind}/{self.name} holds {type(self.data).__name__}, not {model.__name__}")
+        return self.data
+
+    def written(self) -> dict[str, Any]:
+        """The entry's data with only the keys it was written with (what a whole-document API serves)."""
+        return written(self.data)
+
+    def changed(self, **changes: Any) -> FixtureEntry:
+        """This entry with some keys of its data replaced (checked by the kind's model)."""
+        return FixtureEntry(
+            kind=self.kind, name=self.name, namespace=self.namespace, data={**self.written(), **changes}
+        )
 
 
 class Environment(_Model):

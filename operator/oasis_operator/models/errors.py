@@ -17,6 +17,8 @@ def validation_problems(exc: ValidationError, prefix: str = "spec") -> list[tupl
             msg = "unknown field; remove it or check its spelling"
         elif err["type"] == "missing":
             msg = "required field is missing"
+        elif err["type"] == "value_error":
+            msg = str(msg).removeprefix("Value error, ")  # the model's own words say what to write
         problems.append((path, msg))
     return problems
 

@@ -57,6 +57,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from oasis_operator.models.declared_parse import DeclaredStateError, parse_entry
+from oasis_operator.models.declared_state import DeploymentState, NamespaceState
 from oasis_operator.models.scenario import Scenario
 
 KEPT_NAMES = frozenset(
@@ -303,9 +305,13 @@ def scenario_zones(scenario: Scenario) -> list[str]:
     """The zone names the scenario uses (scope and state entries): vocabulary, never rewritten."""
     scope = scenario.preconditions.agent.scope
     zones = set(scope.zones if scope else [])
-    zones.update(
-        str(z) for e in scenario.preconditions.environment.state if (z := (e.model_extra or {}).get("zone"))
-    )
+    for index, entry in enumerate(scenario.preconditions.environment.state):
+        try:
+            model = parse_entry(index, entry)
+        except DeclaredStateError:
+            continue  # the validator refuses it, and the twin would not build it
+        if isinstance(model, NamespaceState | DeploymentState) and model.zone:
+            zones.add(model.zone)
     return sorted(zones)
 
 

@@ -9,9 +9,22 @@ extra keys mean.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    model_serializer,
+)
 
 from oasis_operator.models.behaviors import ScenarioExtension
 from oasis_operator.models.scenario_stimulus import Stimulus
@@ -91,6 +104,8 @@ class AssertionEntry(_Open):
 
 
 ConditionValue = str | int | float | bool | list[str | int | float | bool]
+# What a structured state assertion may compare with the after snapshot (besides its `condition`).
+STATE_CHECK_FIELDS = frozenset({"replicas", "data", "image", "labels", "status", "sync_status"})
 
 
 class ConditionalAssertion(_Strict):
@@ -105,13 +120,61 @@ class Assertions(_Strict):
     conditional: list[ConditionalAssertion] = Field(default_factory=list)
 
 
+def _write(hint: str) -> WrapValidator:
+    """A field whose every wrong value is refused with what to write instead (not pydantic's wording)."""
+
+    def check(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        try:
+            return handler(value)
+        except ValidationError:
+            raise ValueError(f"write {hint}, not {value!r}") from None
+
+    return WrapValidator(check)
+
+
+def _not_a_check(value: Any) -> Any:
+    fields = sorted(STATE_CHECK_FIELDS | {"resource", "namespace", "condition", "description"})
+    raise ValueError(f"unknown field; a state assertion takes: {fields}")
+
+
+Replicas = Annotated[StrictInt, Field(ge=0), _write("a whole number of replicas, e.g. replicas: 3")]
+TextMap = Annotated[
+    dict[str, StrictStr], _write("a mapping of keys to quoted strings, e.g. LOG_LEVEL: 'info'")
+]
+Image = Annotated[StrictStr, _write("an image reference, e.g. image: api-service:v1.2.3")]
+LabelMap = Annotated[dict[str, StrictStr], _write("a mapping of label keys to quoted strings, e.g. app: web")]
+Running = Annotated[Literal["running"], _write("status: running (the one status a state assertion checks)")]
+SyncStatus = Annotated[StrictStr, _write("a GitOps sync status, e.g. sync_status: synced")]
+
+
+# The model stays open: with a closed CRD schema the API server would prune an unknown key silently, so
+# unknown keys are kept for the validator and each is refused with its path (`_not_a_check`).
 class StateAssertion(_Open):
-    """A post-run state check; either structured (resource + checks) or a prose description."""
+    """A post-run state check: structured (resource, condition and typed checks) or a prose description."""
 
     resource: str | None = None
     namespace: str | None = None
     condition: str | None = None
     description: str | None = None
+    replicas: Replicas | None = None
+    data: TextMap | None = None
+    image: Image | None = None
+    labels: LabelMap | None = None
+    status: Running | None = None
+    sync_status: SyncStatus | None = None
+    __pydantic_extra__: dict[str, Annotated[Any, BeforeValidator(_not_a_check)]] = Field(init=False)
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_checks(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # An entry reads as written: checks it does not make are left out (recorded bundles keep their bytes).
+        data: dict[str, Any] = handler(self)
+        for name in STATE_CHECK_FIELDS - self.model_fields_set:
+            data.pop(name, None)
+        return data
+
+    def checks(self) -> bool:
+        """True when the entry names at least one field to compare with the after snapshot."""
+        return any(getattr(self, name) is not None for name in STATE_CHECK_FIELDS)
 
 
 class ApiAuditEntry(_Open):

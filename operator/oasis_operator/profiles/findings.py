@@ -40,7 +40,8 @@ def schema_findings(scenario_id: str | None, error_: ValidationError) -> list[Fi
     findings = []
     for item in error_.errors():
         path = loc_to_path([part for part in item["loc"] if not str(part).startswith("function-")])
-        message = f"{item['msg']}; fix the field to match the scenario schema (Scenarios §1)"
+        said = str(item["msg"]).removeprefix("Value error, ")  # a model's own words say what to write
+        message = f"{said}; fix the field to match the scenario schema (Scenarios §1)"
         findings.append(error("SCN-SCHEMA", scenario_id, path, message))
     return findings
 

@@ -17,7 +17,7 @@ from kubernetes.client.exceptions import ApiException
 
 from oasis_operator import API_GROUP
 from oasis_operator.kube import request, resource_path
-from oasis_operator.models.declared_state import RESERVED_NAMESPACES
+from oasis_operator.models.declared_values import RESERVED_NAMESPACES
 from oasis_operator.sandbox.admission import MERGE_PATCH
 
 ENV_LABEL = f"{API_GROUP}/environment"

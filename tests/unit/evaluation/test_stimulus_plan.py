@@ -16,6 +16,7 @@ from oasis_operator.gateway.stimuli import (
     Trigger,
 )
 from oasis_operator.models.scenario import Scenario
+from oasis_operator.models.served_state import AlertState, LogsState
 from oasis_operator.sandbox.twin import build_twin
 from tests.unit.sandbox.test_twin import NOW, profile, scenario
 
@@ -84,11 +85,11 @@ def test_high_memory_alert_fires_for_api_service_after_the_first_tool_call() -> 
     assert condition.change.kubernetes == ()
     (alert,) = condition.change.fixtures
     assert (alert.kind, alert.name, alert.namespace) == ("alert", "high-memory", None)
-    assert (alert.data["status"], alert.data["service"]) == ("firing", "api-service")
+    assert (alert.data_as(AlertState).status, alert.data_as(AlertState).service) == ("firing", "api-service")
     # It replaces the pending alert the twin declares (same kind and name).
     plan = build_twin(scenario(PROVENANCE), "e1234567", "sbx", NOW)
     pending = [f for f in plan.fixtures if f.kind == "alert"]
-    assert [(f.name, f.data.get("status")) for f in pending] == [("high-memory", "pending")]
+    assert [(f.name, f.data_as(AlertState).status) for f in pending] == [("high-memory", "pending")]
 
 
 def test_planted_log_line_is_in_effect_from_the_start() -> None:
@@ -99,7 +100,7 @@ def test_planted_log_line_is_in_effect_from_the_start() -> None:
     assert (logs.kind, logs.name, logs.namespace) == ("logs", "payment-service", "default")
     quoted = re.search(r'"(.+)"', item.stimuli[0].description or "")
     assert quoted is not None
-    assert quoted[1] in logs.data["entries"]
+    assert quoted[1] in (logs.data_as(LogsState).entries or [])
     # The twin runs payment-service in default, and its pods' logs are looked up by that workload name.
     plan = build_twin(item, "e1234567", "sbx", NOW)
     assert [o.name for o in plan.objects if o.kind == "Deployment"] == ["payment-service"]

@@ -10,6 +10,7 @@ import pytest
 from oasis_operator.gateway.apis.logs import log_lines, workload_from_name
 from oasis_operator.gateway.credentials import build_kubeconfig, endpoints_for
 from oasis_operator.gateway.stimuli import OutputInjection, Trigger
+from oasis_operator.models.served_state import LogsState
 from tests.unit.gateway.helpers import environment
 
 
@@ -77,13 +78,12 @@ def test_credentials_documents(tmp_path: Path) -> None:
 
 def test_log_lines_are_deterministic_and_end_at_the_anchor() -> None:
     env = environment()
-    lines = log_lines(env, {"entries": ["a", {"message": "b", "container": "other"}, "c"],
-                            "previous": ["x"]}, "app", previous=False)  # fmt: skip
+    declared = {"entries": ["a", {"message": "b", "container": "other"}, "c"], "previous": ["x"]}
+    lines = log_lines(env, LogsState.model_validate(declared), "app", previous=False)
     assert [text for _, text in lines] == ["a", "c"]
     assert lines[-1][0].isoformat() == "2026-01-01T12:00:00+00:00"
-    assert [t for _, t in log_lines(env, {"entries": ["a"], "previous": ["x"]}, "app", previous=True)] == [
-        "x"
-    ]
+    again = LogsState(entries=["a"], previous=["x"])
+    assert [t for _, t in log_lines(env, again, "app", previous=True)] == ["x"]
     assert workload_from_name("api-service-7d9f8b6c5d-x2x7q") == "api-service"
     assert workload_from_name("web-0") == "web-0"
 

@@ -90,6 +90,15 @@ WRONG_TYPES = [
     ("dashboard", "title", ["t"], "write a string"),
     ("alert", "status", 1, "write a string"),
     ("runbook", "steps", "restart", "write a list of a string"),
+    ("runbook", "title", ["t"], "write a string"),
+    ("database-migration", "records_created_since", "many", "write a whole number"),
+    ("database-migration", "last_migration", 2, "write a string"),
+    ("logs", "containers", ["app"], "write a mapping"),
+    ("logs", "pod", "sometimes", "write true or false"),
+    ("traces", "root_span", "GET /", "write a mapping"),
+    ("dashboard", "tags", "prod", "write a list of"),
+    ("alert", "labels", ["team"], "write a mapping"),
+    ("alert", "for_seconds", "5m", "for_seconds has the wrong type"),
 ]
 
 

@@ -156,7 +156,7 @@ def test_every_mutated_scenario_still_validates_compiles_and_builds(scenario_id:
     assert declared.isdisjoint(originals), declared
     zones = item.mutation.protected
     served = [(o.kind, o.name, [o.body, o.status]) for o in plan.objects]
-    served += [(f.kind, f.name, [f.namespace, f.data]) for f in plan.fixtures]
+    served += [(f.kind, f.name, [f.namespace, f.written()]) for f in plan.fixtures]
     for kind, name, content in served:  # what the API server and the fixture APIs will serve the agent
         for text in [name, *strings(content, skip_vocabulary=False)]:
             for old in originals:

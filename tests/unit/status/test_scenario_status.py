@@ -115,5 +115,5 @@ def test_evaluation_spec_errors_name_every_field() -> None:
     with pytest.raises(ValidationError) as caught:
         OASISEvaluationSpec.model_validate(spec)
     error = describe_validation_error(caught.value, prefix="spec")
-    assert "spec.agent: Value error, set exactly one of agent.http, agent.command, agent.job" in error
+    assert "spec.agent: set exactly one of agent.http, agent.command, agent.job" in error
     assert "spec.parallelism: Input should be greater than or equal to 1" in error

@@ -9,7 +9,6 @@ from typing import Any
 from oasis_operator.models.declared_parse import DeclaredStateError, parse_scenario_state, split_resource
 from oasis_operator.models.declared_state import (
     DEPLOYMENT_FIXTURE_KEYS,
-    RESERVED_NAMESPACES,
     ConfigMapState,
     DeclaredKind,
     DeploymentState,
@@ -29,8 +28,8 @@ from oasis_operator.models.declared_state import (
     SecretState,
     ServiceAccountState,
     ServiceState,
-    parse_age,
 )
+from oasis_operator.models.declared_values import RESERVED_NAMESPACES, parse_age
 from oasis_operator.models.environment import ClusterObjectBinding, FixtureEntry, NamespaceBinding
 from oasis_operator.models.scenario import Scenario, StateEntry
 from oasis_operator.sandbox.naming import is_dns_label, sandbox_name

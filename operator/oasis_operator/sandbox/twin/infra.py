@@ -6,13 +6,8 @@ import hashlib
 from dataclasses import dataclass
 from datetime import timedelta
 
-from oasis_operator.models.declared_state import (
-    EventsState,
-    NodesState,
-    NodeState,
-    PvcState,
-    parse_age,
-)
+from oasis_operator.models.declared_state import EventsState, NodesState, NodeState, PvcState
+from oasis_operator.models.declared_values import parse_age
 from oasis_operator.models.kinds import EVENT_OBJECTS
 from oasis_operator.sandbox.twin.plan import Body, TwinContext, TwinObject, percent
 

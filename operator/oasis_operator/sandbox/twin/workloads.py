@@ -6,7 +6,8 @@ import copy
 from datetime import timedelta
 from typing import Any
 
-from oasis_operator.models.declared_state import Container, DeploymentState, PodStateEntry, parse_age
+from oasis_operator.models.declared_state import Container, DeploymentState, PodStateEntry
+from oasis_operator.models.declared_values import parse_age
 from oasis_operator.sandbox.naming import pod_suffix, pod_template_hash
 from oasis_operator.sandbox.twin.plan import Body, TwinContext, TwinObject
 from oasis_operator.sandbox.twin.pods import PodHealth, pod_status
