@@ -139,6 +139,23 @@ def _row(phase: str, size_mb: float, data: dict[str, list[float]]) -> str:
     )
 
 
+def paired(fresh: dict[str, list[float]], old: dict[str, list[float]]) -> list[str]:
+    """Scenario by scenario (the same scenario ran on both planes, back to back): the median ratio of
+    the history plane's cost to the fresh one's, and on how many scenarios the history plane cost more."""
+    lines = [
+        "| measure | median ratio history / fresh | scenarios costlier with history |",
+        "| --- | --- | --- |",
+    ]
+    for key, label in (("wall", "wall"), ("cpu", "operator CPU"), ("close", "audit close")):
+        if len(fresh[key]) != len(old[key]):
+            lines.append(f"| {label} | not paired: {len(fresh[key])} vs {len(old[key])} values | |")
+            continue
+        pairs = [(f, o) for f, o in zip(fresh[key], old[key], strict=True) if f > 0]
+        ratio = statistics.median(o / f for f, o in pairs)
+        lines.append(f"| {label} | {ratio:.3f} | {sum(o > f for f, o in pairs)} of {len(pairs)} |")
+    return lines
+
+
 def main() -> None:
     if any(a in ("-h", "--help") for a in sys.argv[1:]):
         raise SystemExit(__doc__)
@@ -181,6 +198,8 @@ def main() -> None:
         "| --- | --- | --- | --- | --- | --- | --- |",
         _row("fresh plane", fresh_size, fresh.data),
         _row("after history", old_size, old.data),
+        "",
+        *paired(fresh.data, old.data),
         "",
         "The reader starts at the end of the log and routes only lines that name a running environment,",
         "so history the operator never saw costs nothing, and closing a record costs one fence round trip.",
