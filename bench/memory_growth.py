@@ -103,9 +103,7 @@ def site_growth(work: Path, first: int, last: int, top: int = 25) -> list[str]:
     lines = []
     for stat in after.compare_to(before, "traceback")[:top]:
         frames = [f"{Path(f.filename).name}:{f.lineno}" for f in stat.traceback]
-        lines.append(
-            f"| {stat.size_diff / 1024:+.0f} | {stat.count_diff:+d} | {' < '.join(frames[:6])} |"
-        )
+        lines.append(f"| {stat.size_diff / 1024:+.0f} | {stat.count_diff:+d} | {' < '.join(frames[:6])} |")
     return lines
 
 
@@ -120,11 +118,15 @@ def report(args: argparse.Namespace, rss: list[float], phases: list[str], work: 
         + (f", tracemalloc on ({args.frames} frames: RSS includes its overhead)" if args.frames else "")
         + ".",
         "",
-        "| dump | after | operator RSS (MiB) |",
-        "| --- | --- | --- |",
+        "| dump | after | operator RSS (MiB) | after malloc_trim (MiB) |",
+        "| --- | --- | --- | --- |",
     ]
-    lines += [f"| {i} | {'start' if i == 0 else f'evaluation {i} ({phases[i - 1]})'} | {r:.0f} |"
-              for i, r in enumerate(rss)]  # fmt: skip
+    for i, after_dump in enumerate(rss):
+        trim_file = work / "dumps" / f"{i}.rss.json"
+        trim = json.loads(trim_file.read_text()) if trim_file.exists() else {}
+        before = trim.get("before", after_dump * 1024) / 1024
+        what = "start" if i == 0 else f"evaluation {i} ({phases[i - 1]})"
+        lines.append(f"| {i} | {what} | {before:.0f} | {trim.get('after', after_dump * 1024) / 1024:.0f} |")
     if last > first:
         lines += ["", f"Live objects by type, dump {first} → {last} (top growth):", "",
                   "| type | before | after |", "| --- | --- | --- |"]  # fmt: skip
