@@ -18,6 +18,7 @@ import argparse
 import os
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -40,6 +41,11 @@ BIN = Path(sys.executable).parent
 NAMESPACE = "bench-queue"
 TERMINAL = {"Completed", "Aborted", "Failed"}
 BLOCK = 50
+
+
+def commit() -> str:
+    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
+    return out.stdout.strip() or "an unknown commit"
 
 
 def critical_seconds(row: dict[str, Any]) -> float:
@@ -106,7 +112,8 @@ def report(result: dict[str, Any], floor: dict[str, float], argv: list[str], loa
     lines = [
         "# Flat cost as work grows: a queue of whole-profile evaluations (null agent)",
         "",
-        f"`bench/queue_flat.py {' '.join(argv)}`, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+        f"`bench/queue_flat.py {' '.join(argv)}` on {commit()}, "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
         f"{os.cpu_count()} cores, load average {load:.1f} before the queue. API server floor in the same "
         f"run: ConfigMap create p50 {floor['create'] * 1000:.1f} ms, GET p50 {floor['get'] * 1000:.1f} ms.",
         "",

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    start_http_server,
+)
 
 REGISTRY = CollectorRegistry(auto_describe=True)
+# process_resident_memory_bytes, process_cpu_seconds_total, open fds: the operator's own cost over time.
+ProcessCollector(registry=REGISTRY)
+# Label values are drawn from small fixed sets (classification, result, phase, HTTP code, error kind):
+# never an evaluation, scenario or environment, whose series would grow with every run.
 
 HANDLER_RUNS = Counter(
     "oasis_handler_runs_total",

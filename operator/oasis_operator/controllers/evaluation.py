@@ -15,6 +15,7 @@ from typing import Any
 import kopf
 
 from oasis_operator import API_GROUP, API_VERSION
+from oasis_operator.controllers import heap
 from oasis_operator.controllers.settings import HANDLER_LIMITS, operator_settings
 from oasis_operator.evaluation.cleanup import teardown_evaluation
 from oasis_operator.evaluation.provider_api import ProviderApiServer, start_operator_provider_api
@@ -80,6 +81,7 @@ async def run_evaluation(body: kopf.Body, meta: kopf.Meta, memo: kopf.Memo, **_:
             raise
         finally:
             EVALUATIONS_RUNNING.dec()
+            heap.trim()  # what the run freed goes back to the system, not only to the allocator
         if final.runGeneration is not None:
             return
         # Refused before it started: wait for the user to fix the spec, then judge it again.

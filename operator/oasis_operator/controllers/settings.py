@@ -16,6 +16,7 @@ from typing import Any
 import kopf
 
 from oasis_operator import API_GROUP, __version__
+from oasis_operator.controllers import heap
 from oasis_operator.evaluation.settings import OperatorSettings, SettingsError
 from oasis_operator.profiles import default_profile_path, load_profile
 
@@ -47,6 +48,7 @@ def operator_settings(memo: kopf.Memo) -> OperatorSettings:
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     """Apply the settings every well-behaved kopf operator sets explicitly; load the profile once."""
+    heap.cap_arenas()  # the first start-up handler: before the evaluations' threads make arenas
     memo.profile = load_profile(default_profile_path(operator_settings(memo).profile_dir))
     settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.StatusProgressStorage(field="status.kopf.progress")

@@ -163,7 +163,7 @@ class ScenarioRunner:
                 background = True
             return done
         finally:
-            self.gateway.revoke(env_id)
+            self.gateway.release(env_id)
             if self.apiserver_audit is not None:
                 self.apiserver_audit.discard(env_id)
             if not background:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
@@ -158,3 +159,11 @@ def completion(
         body=body,
         served=served,
     )
+
+
+def api_of(tail: str, apis: Collection[str]) -> tuple[str, str]:
+    """Which API a path below the door belongs to: a registered API's prefix, or the Kubernetes API."""
+    first, _, rest = tail.lstrip("/").partition("/")
+    if first in apis:
+        return first, "/" + rest
+    return "kubernetes", tail

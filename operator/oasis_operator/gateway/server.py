@@ -16,6 +16,7 @@ from aiohttp import web
 
 from oasis_operator.gateway.apis import ApiHandler, install_apis
 from oasis_operator.gateway.attribution import (
+    Attribution,
     Credential,
     attribute,
     presented_credential,
@@ -24,7 +25,7 @@ from oasis_operator.gateway.attribution import (
 )
 from oasis_operator.gateway.credentials import AgentCredentials, build_kubeconfig, endpoints_for, new_token
 from oasis_operator.gateway.doortls import ask_client_certificates, sandbox_ca_pem
-from oasis_operator.gateway.entries import RequestFacts, completion, request_entry
+from oasis_operator.gateway.entries import RequestFacts, api_of, completion, request_entry
 from oasis_operator.gateway.guards import Refusal, body_too_large, malformed_path, read_body
 from oasis_operator.gateway.kubeproxy import CURRENT_SEQ, TAIL_KEY, KubeProxy, Outcome, PodLogHandler
 from oasis_operator.gateway.listener import MAX_REQUEST_BODY, Listener
@@ -56,7 +57,8 @@ __all__ = ["MAX_REQUEST_BODY", "Gateway"]
 
 
 class Gateway:
-    """The agent gateway. `await start()`, `register(env)` per environment, `revoke(env_id)` at teardown.
+    """The agent gateway. `await start()`, `register(env)` per environment, `revoke(env_id)` when its
+    agent is done, `release(env_id)` once its evidence is read.
 
     `rate_limit` applies to each environment separately (None: no limit); `max_body_bytes` to every
     request body. Requests over either are answered 429 / 413 and recorded like every other request.
@@ -99,6 +101,7 @@ class Gateway:
         self.kube = KubeProxy(self._upstream)
         self._envs: dict[str, EnvState] = {}
         self._by_token: dict[bytes, str] = {}  # token digest -> environment id (revoked ones too)
+        self._released: set[str] = set()  # finished environments: only their id and token are kept
         self._stray: Recorder | None = None
         self._apis: dict[str, ApiHandler] = {}
         # The MCP server of each environment, whose tool calls come back in through the private socket.
@@ -184,7 +187,7 @@ class Gateway:
         return key in self._by_token
 
     def has_environment(self, env_id: str) -> bool:
-        return env_id in self._envs
+        return env_id in self._envs or env_id in self._released
 
     # ---- environments -----------------------------------------------------------------------------
 
@@ -230,6 +233,13 @@ class Gateway:
                 state.stimuli.disarm()
             self.mcp.closing(env_id)
 
+    def release(self, env_id: str) -> None:
+        """Forget a finished environment's live state, revoked first; its id and token stay known, so a
+        later request with them is refused (401) and recorded in its record (`evidence` reads it)."""
+        self.revoke(env_id)
+        if self._envs.pop(env_id, None) is not None:
+            self._released.add(env_id)
+
     def evidence(self, env_id: str) -> GatewayRecord:
         """The environment's record as evidence, read once: the audit log (`unreachable` when storage
         failed or a line is corrupt, never empty) and the stimuli that fired."""
@@ -256,11 +266,22 @@ class Gateway:
 
     # ---- requests ---------------------------------------------------------------------------------
 
-    def _owner(self, credential: Credential | None) -> EnvState | None:
-        """The environment whose own token `credential` is, if any (revoked ones included)."""
+    def _attribute(self, door: str | None, credential: Credential | None) -> Attribution:
+        """Whose request this is: the owner of its token (revoked and released ones included) or door."""
         key = credential.token_key if credential is not None else None
-        env_id = self._by_token.get(key) if key is not None else None
-        return self._envs.get(env_id) if env_id is not None else None
+        owner = self._by_token.get(key) if key is not None else None
+        live = self._envs.get(owner) if owner is not None else None
+        known_door = door is not None and self.has_environment(door)
+        return attribute(door, credential, owner, live is None or live.revoked, known_door)
+
+    def _recorder(self, env_id: str | None) -> Recorder | None:
+        """Where a request attributed to `env_id` is recorded: its record (a released environment's is
+        opened again for it), else the shared record of unmatched requests."""
+        if env_id is not None and (state := self._envs.get(env_id)) is not None:
+            return state.recorder
+        if env_id is not None and env_id in self._released:
+            return Recorder(self.data_dir / env_id)
+        return self._stray
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """Every request: attributed by its credential (attribution.py), recorded first, then answered."""
@@ -269,32 +290,25 @@ class Gateway:
         request[TAIL_KEY] = tail
         read = await read_body(request, self.max_body_bytes)
         body = read or b""
-        credential = presented_credential(request)
-        owner = self._owner(credential)
-        who = attribute(
-            door,
-            credential,
-            owner.env.id if owner else None,
-            bool(owner and owner.revoked),
-            door in self._envs,
-        )
+        who = self._attribute(door, presented_credential(request))
         state = self._envs.get(who.env_id) if who.env_id is not None else None
-        api, sub = _api_of(tail, self._apis)
-        info = parse_request(request.method, tail, request.rel_url.raw_query_string)
+        api, sub = api_of(tail, self._apis)
+        query = request.rel_url.raw_query_string
+        info = parse_request(request.method, tail, query)
         malformed = malformed_path(tail, raw_tail)
         facts = RequestFacts(
             method=request.method,
             # Below the door when it is the environment's own; whole otherwise (the door says something).
             path=(raw_tail if door is not None and door == who.env_id else request.rel_url.raw_path)
-            + _query(request),
-            raw_query=request.rel_url.raw_query_string,
+            + (f"?{query}" if query else ""),
+            raw_query=query,
             content_type=request.headers.get("Content-Type"),
             body=body,
             api=api,
             api_path=sub,
             info=info if api == "kubernetes" and not malformed else None,
         )
-        recorder = state.recorder if state is not None else self._stray
+        recorder = self._recorder(who.env_id)
         user = state.env.agent.username if state is not None else ""
         entry = request_entry(facts, who, state.names if state else None, user)
         if not who.serve or state is None:
@@ -385,16 +399,3 @@ class Gateway:
             state.recorder.complete(seq, done)
         except RecordUnavailableError:
             log.exception("gateway record became unavailable env=%s", state.env.id)
-
-
-def _query(request: web.Request) -> str:
-    query = request.rel_url.raw_query_string
-    return f"?{query}" if query else ""
-
-
-def _api_of(tail: str, apis: dict[str, ApiHandler]) -> tuple[str, str]:
-    """Which API a path belongs to: a registered API's prefix, or the Kubernetes API."""
-    first, _, rest = tail.lstrip("/").partition("/")
-    if first in apis:
-        return first, "/" + rest
-    return "kubernetes", tail

@@ -3,6 +3,7 @@ door itself: tokens, revocation, the record as evidence."""
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import http.client
 import json
@@ -19,6 +20,7 @@ from kubernetes import watch
 from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api
 from kubernetes.client.exceptions import ApiException
 
+from oasis_operator.gateway.state import EnvState
 from oasis_operator.kube import api_client
 from tests.cluster_fixtures import KUBECTLS, Cluster, wait_for
 from tests.integration.gateway.conftest import Door, find
@@ -165,6 +167,39 @@ def test_tokens_are_checked_and_die_at_revocation(cluster: Cluster, api: ApiClie
             assert gw.gateway.upstream.config.server not in kubeconfig
             assert "namespace: default" in kubeconfig
             assert creds.endpoints["observability-metrics"] == f"{creds.server}/prometheus"
+    finally:
+        gw.stop()
+
+
+def test_a_released_environment_leaves_no_state_and_its_token_is_still_refused_and_recorded(
+    cluster: Cluster, api: ApiClient, tmp_path: Path
+) -> None:
+    """Issue 21: the gateway kept every finished environment's state (names, fixtures, stimuli,
+    recorder) for the operator's life. Released, only its id and token are left."""
+    gw = GatewayThread(cluster.kubeconfig, tmp_path / "data")
+    try:
+        with built_environment(api) as env:
+            creds = gw.gateway.register(env)
+            ca = gw.gateway.ca_cert
+            url = f"{creds.server}/api/v1/namespaces/default/pods"
+            assert _get(url, creds.token, ca)[0] == 200
+            gw.gateway.release(env.id)
+            with pytest.raises(KeyError):
+                gw.gateway.state(env.id)
+            gc.collect()
+            assert [o for o in gc.get_objects() if isinstance(o, EnvState)] == []
+            assert gw.gateway.has_environment(env.id)
+            assert _get(url, creds.token, ca)[0] == 401
+            assert _get(url, None, ca)[0] == 401
+            # Recorded in the environment's own record, which reads whole (its hash chain continued).
+            entries = gw.gateway.audit_entries(env.id)
+            assert [(e.actor, e.response_code, e.note) for e in entries] == [
+                ("agent", 200, ""),
+                ("agent", 401, "refused: the token was revoked"),
+                ("anonymous", 401, "refused: no credential"),
+            ]
+            assert [e.seq for e in entries] == [1, 2, 3]
+            assert gw.gateway.unmatched_entries() == []
     finally:
         gw.stop()
 

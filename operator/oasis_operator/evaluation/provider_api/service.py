@@ -295,7 +295,7 @@ class ProviderService:
 
     async def teardown(self, env_id: str) -> dict[str, Any]:
         provided = self._provided(env_id)
-        self.gateway.revoke(env_id)
+        self.gateway.release(env_id)
         provided.stop.set()
         if provided.dynamics is not None:
             await provided.dynamics
