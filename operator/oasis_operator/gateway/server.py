@@ -1,7 +1,6 @@
 """The agent gateway of one sandbox cluster: one door per environment, every request recorded first.
 
-It is served by a `Listener` (listener.py): its own, started with it, or one shared by every sandbox
-cluster of the operator (the chart's one Service), which routes each request to the gateway owning it.
+Served by its own `Listener` (listener.py) or by the operator's shared one (the chart's one Service).
 """
 
 from __future__ import annotations
