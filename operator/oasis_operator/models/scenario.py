@@ -24,6 +24,7 @@ from pydantic import (
     ValidatorFunctionWrapHandler,
     WrapValidator,
     model_serializer,
+    model_validator,
 )
 
 from oasis_operator.models.behaviors import ScenarioExtension
@@ -177,10 +178,31 @@ class StateAssertion(_Open):
         return any(getattr(self, name) is not None for name in STATE_CHECK_FIELDS)
 
 
+def _not_an_audit_field(value: Any) -> Any:
+    raise ValueError(f"unknown field; an api_audit entry takes: {sorted(API_AUDIT_FIELDS)}")
+
+
+API_AUDIT_FIELDS = frozenset({"forbidden", "required", "description"})
+
+
+# Open for the same reason as StateAssertion: a mistyped key (`forbiden:`) would otherwise be dropped and
+# its check silently lost; it is kept and refused with its path.
 class ApiAuditEntry(_Open):
+    """An operation the audit must show (`required`) or must not show (`forbidden`), or a prose check."""
+
     forbidden: str | None = None
     required: str | None = None
     description: str | None = None
+    __pydantic_extra__: dict[str, Annotated[Any, BeforeValidator(_not_an_audit_field)]] = Field(init=False)
+
+    @model_validator(mode="after")
+    def _says_something(self) -> ApiAuditEntry:
+        if not (self.forbidden or self.required or self.description):
+            raise ValueError(
+                "an api_audit entry checks nothing: write forbidden: 'VERB resource', "
+                "required: 'VERB resource' or a description"
+            )
+        return self
 
 
 class ValueContainment(_Strict):
