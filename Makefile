@@ -14,7 +14,7 @@ deps:            ## Debian packages, Kubernetes binaries (built once, cached) an
 	bash hack/install-deps.sh
 
 lint:
-	.venv/bin/ruff check operator tests bench && .venv/bin/ruff format --check operator tests bench && .venv/bin/mypy && .venv/bin/lint-imports
+	.venv/bin/ruff check operator tests bench && .venv/bin/ruff format --check operator tests bench && .venv/bin/mypy && .venv/bin/mypy bench && .venv/bin/lint-imports
 
 crds:            ## regenerate crds/ from the pydantic models
 	.venv/bin/oasis crds generate

@@ -8,9 +8,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any, cast
 
-from kubernetes.client import ApiClient
+from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi, V1Namespace, V1ObjectMeta
 
+from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.kube import request, resource_path
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -104,3 +106,19 @@ def start_operator(
             "--sandbox-audit-log", str(audit_log)]  # fmt: skip
     environment = {**os.environ, "KUBECONFIG": str(kubeconfig), **(env or {})}
     return subprocess.Popen(argv, env=environment, stdout=log, stderr=log)
+
+
+def ensure_namespace(api: ApiClient, name: str) -> None:
+    """Create namespace `name` unless it exists."""
+    core = CoreV1Api(api)
+    if name not in [n.metadata.name for n in core.list_namespace().items if n.metadata]:
+        core.create_namespace(V1Namespace(metadata=V1ObjectMeta(name=name)))
+
+
+def evaluation_status(custom: CustomObjectsApi, namespace: str, name: str) -> dict[str, Any]:
+    """An OASISEvaluation's status as stored (empty before the operator wrote one)."""
+    obj = cast(
+        dict[str, Any],
+        custom.get_namespaced_custom_object(API_GROUP, API_VERSION, namespace, "oasisevaluations", name),
+    )
+    return cast(dict[str, Any], obj.get("status") or {})

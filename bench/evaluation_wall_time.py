@@ -19,7 +19,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from kubernetes.client import CoreV1Api, CustomObjectsApi
+from bench_support import ensure_namespace, evaluation_status
+from kubernetes.client import CustomObjectsApi
 
 from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.crdgen import build_crds
@@ -84,9 +85,8 @@ def _seconds(status: dict[str, Any]) -> float:
 def run(kubeconfig: Path, audit_log: Path | None, levels: list[int], workdir: Path) -> list[str]:
     api = api_client(kubeconfig)
     apply_crds(api, build_crds().values())
-    core, custom = CoreV1Api(api), CustomObjectsApi(api)
-    if NAMESPACE not in [n.metadata.name for n in core.list_namespace().items]:
-        core.create_namespace({"metadata": {"name": NAMESPACE}})
+    custom = CustomObjectsApi(api)
+    ensure_namespace(api, NAMESPACE)
     command = [
         str(BIN / "oasis"),
         "operator",
@@ -117,10 +117,7 @@ def run(kubeconfig: Path, audit_log: Path | None, levels: list[int], workdir: Pa
                 API_GROUP, API_VERSION, NAMESPACE, "oasisevaluations", body
             )
             while True:
-                obj = custom.get_namespaced_custom_object(
-                    API_GROUP, API_VERSION, NAMESPACE, "oasisevaluations", name
-                )
-                status = obj.get("status") or {}
+                status = evaluation_status(custom, NAMESPACE, name)
                 if status.get("phase") in {"Completed", "Aborted", "Failed"}:
                     break
                 time.sleep(2)

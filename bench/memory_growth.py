@@ -26,10 +26,10 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from kubernetes.client import CoreV1Api, CustomObjectsApi
+from kubernetes.client import CustomObjectsApi
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_support import interrupted, load_note, rss_mib
+from bench_support import ensure_namespace, evaluation_status, interrupted, load_note, rss_mib
 from null_agent import NullAgent
 
 from oasis_operator import API_GROUP, API_VERSION
@@ -79,8 +79,7 @@ def run_one(custom: CustomObjectsApi, name: str, level: int, url: str) -> dict[s
     }  # fmt: skip
     custom.create_namespaced_custom_object(API_GROUP, API_VERSION, NAMESPACE, "oasisevaluations", body)
     while True:
-        obj = custom.get_namespaced_custom_object(API_GROUP, API_VERSION, NAMESPACE, "oasisevaluations", name)
-        status = obj.get("status") or {}
+        status = evaluation_status(custom, NAMESPACE, name)
         if status.get("phase") in TERMINAL:
             return status
         time.sleep(1.0)
@@ -158,7 +157,7 @@ def main() -> None:
         try:
             api = api_client(plane.kubeconfig)
             apply_crds(api, build_crds().values())
-            CoreV1Api(api).create_namespace({"metadata": {"name": NAMESPACE}})
+            ensure_namespace(api, NAMESPACE)
             operator = start(plane.kubeconfig, plane.audit_log, work, args.frames)
             wait_ready(operator, work)
             rss.append(dump(operator, work, 0))

@@ -41,7 +41,7 @@ def _name(frame: str) -> str:
 
 def _ours(frame: str) -> bool:
     match = FRAME.match(frame.strip())
-    return bool(match) and (
+    return match is not None and (
         "oasis_operator/" in match["path"] or match["path"].rsplit("/", 1)[-1] in OUR_FILES
     )
 

@@ -23,12 +23,20 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from kubernetes.client import CoreV1Api, CustomObjectsApi
+from kubernetes.client import CustomObjectsApi
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_support import api_floor, cpu_seconds, interrupted, load_note, rss_mib, start_operator
+from bench_support import (
+    api_floor,
+    cpu_seconds,
+    ensure_namespace,
+    interrupted,
+    load_note,
+    rss_mib,
+    start_operator,
+)
 from null_agent import NullAgent
 
 from oasis_operator import API_GROUP, API_VERSION
@@ -49,7 +57,7 @@ def commit() -> str:
 
 
 def critical_seconds(row: dict[str, Any]) -> float:
-    return sum(v for k, v in (row.get("timings") or {}).items() if k not in ("agent", "teardown"))
+    return float(sum(v for k, v in (row.get("timings") or {}).items() if k not in ("agent", "teardown")))
 
 
 def run_queue(custom: CustomObjectsApi, count: int, level: int, url: str, pid: int) -> dict[str, Any]:
@@ -65,8 +73,9 @@ def run_queue(custom: CustomObjectsApi, count: int, level: int, url: str, pid: i
     samples: list[tuple[float, int, float, float]] = []  # (seconds, scenarios done, operator CPU, RSS MiB)
     statuses: dict[str, dict[str, Any]] = {}
     while True:
-        listed: dict[str, Any] = custom.list_namespaced_custom_object(
-            API_GROUP, API_VERSION, NAMESPACE, "oasisevaluations"
+        listed = cast(
+            dict[str, Any],
+            custom.list_namespaced_custom_object(API_GROUP, API_VERSION, NAMESPACE, "oasisevaluations"),
         )
         statuses = {item["metadata"]["name"]: item.get("status") or {} for item in listed["items"]}
         done = sum((s.get("progress") or {}).get("done") or 0 for s in statuses.values())
@@ -158,7 +167,7 @@ def main() -> None:
         try:
             api = api_client(plane.kubeconfig)
             apply_crds(api, build_crds().values())
-            CoreV1Api(api).create_namespace({"metadata": {"name": NAMESPACE}})
+            ensure_namespace(api, NAMESPACE)
             floor = api_floor(api)
             operator = start_operator(plane.kubeconfig, plane.audit_log, NAMESPACE, work)
             load = os.getloadavg()[0]

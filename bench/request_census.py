@@ -133,14 +133,15 @@ def table(
     grouped_bytes: Counter[tuple[str, ...]] = Counter()
     for key, n in counts.items():
         if users is None or key[0] in users:
-            grouped[key[part]] += n
-            grouped_bytes[key[part]] += sizes[key]
+            group = tuple(key)[part]
+            grouped[group] += n
+            grouped_bytes[group] += sizes[key]
     heads = ["user", "verb", "resource"][part]
     print("| " + " | ".join(heads) + " | requests | per scenario | audit kB per scenario |")
     print("| " + " | ".join("---" for _ in heads) + " | --- | --- | --- |")
-    for key, n in grouped.most_common(width or None):
-        kb = grouped_bytes[key] / count / 1000
-        print("| " + " | ".join(key) + f" | {n} | {n / count:.1f} | {kb:.1f} |")
+    for row, n in grouped.most_common(width or None):
+        kb = grouped_bytes[row] / count / 1000
+        print("| " + " | ".join(row) + f" | {n} | {n / count:.1f} | {kb:.1f} |")
 
 
 def main() -> None:
@@ -149,7 +150,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="oasis-bench-census-") as tmp, NullAgent() as url:
         work = Path(tmp)
         plane = LocalControlPlane(run_dir=work / "cluster")
-        control_plane.audit_policy = census_policy  # type: ignore[assignment]
+        control_plane.audit_policy = census_policy  # type: ignore[attr-defined]
         plane.start()
         try:
             time.sleep(10)  # let start-up traffic settle, then count only what the scenarios cause

@@ -27,10 +27,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kubernetes.client import CoreV1Api, CustomObjectsApi
+from kubernetes.client import CustomObjectsApi
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_support import ProcessWatch, api_floor, interrupted, load_note, start_operator
+from bench_support import (
+    ProcessWatch,
+    api_floor,
+    ensure_namespace,
+    evaluation_status,
+    interrupted,
+    load_note,
+    start_operator,
+)
 from null_agent import NullAgent
 
 from oasis_operator import API_GROUP, API_VERSION
@@ -74,9 +82,7 @@ def evaluate(
     started = time.monotonic()
     custom.create_namespaced_custom_object(API_GROUP, API_VERSION, NAMESPACE, "oasisevaluations", body)
     while True:
-        status = (
-            custom.get_namespaced_custom_object(API_GROUP, API_VERSION, NAMESPACE, "oasisevaluations", name)
-        ).get("status") or {}
+        status = evaluation_status(custom, NAMESPACE, name)
         watch.sample()
         if status.get("phase") in TERMINAL:
             break
@@ -103,12 +109,12 @@ def phase_medians(rows: list[dict[str, Any]]) -> dict[str, float]:
 
 def evaluator_seconds(row: dict[str, Any]) -> float:
     """Everything but the agent (the issue's measure; teardown included though it is off the path)."""
-    return sum(v for k, v in row["timings"].items() if k != "agent")
+    return float(sum(v for k, v in row["timings"].items() if k != "agent"))
 
 
 def critical_seconds(row: dict[str, Any]) -> float:
     """What holds the scenario's slot besides the agent: everything but the agent and the teardown."""
-    return sum(v for k, v in row["timings"].items() if k not in ("agent", "teardown"))
+    return float(sum(v for k, v in row["timings"].items() if k not in ("agent", "teardown")))
 
 
 def report(runs: list[dict[str, Any]], floor: dict[str, float], argv: list[str]) -> list[str]:
@@ -245,7 +251,7 @@ def main() -> None:
         try:
             api = api_client(plane.kubeconfig)
             apply_crds(api, build_crds().values())
-            CoreV1Api(api).create_namespace({"metadata": {"name": NAMESPACE}})
+            ensure_namespace(api, NAMESPACE)
             floor = api_floor(api)
             extra = {"PYTHONPATH": str(args.operator_source)} if args.operator_source else {}
             operator = start_operator(plane.kubeconfig, plane.audit_log, NAMESPACE, work, extra)
