@@ -278,7 +278,7 @@ class SandboxProvider:
     # --- teardown (sandbox.teardown) ---------------------------------------------------------------
     def teardown(self, env_id: str, wait: bool = True, timeout: float = 120.0) -> TeardownReport:
         """Delete every namespace and cluster-scoped object of the environment; idempotent."""
-        return teardown.remove_environment(self.api, env_id, wait, timeout)
+        return teardown.remove_environment(self.api, env_id, wait, timeout, finalize=self.finalize_pods)
 
     def finalize_pods(self, namespace: str, names: Iterable[str] | None = None) -> None:
         """Delete pods immediately (grace 0), as a kubelet would confirm their shutdown."""

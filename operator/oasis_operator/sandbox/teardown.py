@@ -9,7 +9,7 @@ contents.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from kubernetes.client import ApiClient
@@ -35,13 +35,20 @@ class TeardownReport:
 
 
 def remove_environment(
-    api: ApiClient, env_id: str, wait: bool = True, timeout: float = 120.0
+    api: ApiClient,
+    env_id: str,
+    wait: bool = True,
+    timeout: float = 120.0,
+    finalize: Callable[[str], None] | None = None,
 ) -> TeardownReport:
     """Delete every namespace and cluster-scoped object of the environment; idempotent.
 
     Found by the environment label alone, so it works without the stored record (orphans). Each
     label-selected kind is read once; cluster-scoped kinds go by one collection delete each.
+    `finalize(namespace)` removes a namespace's pods (the provider passes its own `finalize_pods`, so a
+    provider that overrides that step is used here too).
     """
+    finalize = finalize or (lambda namespace: finalize_pods(api, namespace))
     report = TeardownReport(env_id)
     selector = {"labelSelector": f"{ENV_LABEL}={env_id}"}
     namespaces = [
@@ -52,7 +59,7 @@ def remove_environment(
     # No kubelet confirms pod shutdown here, so pods go at once; otherwise their namespaces would wait
     # forever on pods stuck in Terminating.
     for meta in namespaces:
-        finalize_pods(api, meta["name"])
+        finalize(meta["name"])
         for pvc in request(api, "GET", resource_path("PersistentVolumeClaim", meta["name"]))["items"]:
             release_finalizers(api, "PersistentVolumeClaim", meta["name"], pvc["metadata"]["name"])
     for pv in request(api, "GET", resource_path("PersistentVolume"), query=selector)["items"]:
