@@ -7,13 +7,17 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
 from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi, V1Namespace, V1ObjectMeta
 
 from oasis_operator import API_GROUP, API_VERSION
-from oasis_operator.kube import request, resource_path
+from oasis_operator.crdgen import build_crds
+from oasis_operator.kube import api_client, apply_crds, request, resource_path
+from oasis_operator.localcluster import LocalControlPlane
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -122,3 +126,24 @@ def evaluation_status(custom: CustomObjectsApi, namespace: str, name: str) -> di
         custom.get_namespaced_custom_object(API_GROUP, API_VERSION, namespace, "oasisevaluations", name),
     )
     return cast(dict[str, Any], obj.get("status") or {})
+
+
+@contextmanager
+def bench_cluster(work: Path, namespace: str) -> Iterator[tuple[LocalControlPlane, ApiClient]]:
+    """A local plane in `work`/cluster with the CRDs applied and `namespace` made; stopped on the way out."""
+    plane = LocalControlPlane(run_dir=work / "cluster")
+    plane.start()
+    try:
+        api = api_client(plane.kubeconfig)
+        apply_crds(api, build_crds().values())
+        ensure_namespace(api, namespace)
+        yield plane, api
+    finally:
+        plane.stop()
+
+
+def stop_operator(operator: subprocess.Popen[bytes] | None) -> None:
+    """Stop an operator `start_operator` (or a bench's own start) gave, if one was started."""
+    if operator is not None:
+        operator.terminate()
+        operator.wait(timeout=60)

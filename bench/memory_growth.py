@@ -29,13 +29,17 @@ from typing import Any
 from kubernetes.client import CustomObjectsApi
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_support import ensure_namespace, evaluation_status, interrupted, load_note, rss_mib
+from bench_support import (
+    bench_cluster,
+    evaluation_status,
+    interrupted,
+    load_note,
+    rss_mib,
+    stop_operator,
+)
 from null_agent import NullAgent
 
 from oasis_operator import API_GROUP, API_VERSION
-from oasis_operator.crdgen import build_crds
-from oasis_operator.kube import api_client, apply_crds
-from oasis_operator.localcluster import LocalControlPlane
 
 RESULTS = Path(__file__).parent / "results"
 NAMESPACE = "bench-memory"
@@ -149,32 +153,25 @@ def main() -> None:
     signal.signal(signal.SIGTERM, interrupted)
     with tempfile.TemporaryDirectory(prefix="oasis-bench-memory-") as tmp, NullAgent() as url:
         work = Path(tmp)
-        plane = LocalControlPlane(run_dir=work / "cluster")
-        plane.start()
         operator = None
         rss: list[float] = []
         phases: list[str] = []
-        try:
-            api = api_client(plane.kubeconfig)
-            apply_crds(api, build_crds().values())
-            ensure_namespace(api, NAMESPACE)
-            operator = start(plane.kubeconfig, plane.audit_log, work, args.frames)
-            wait_ready(operator, work)
-            rss.append(dump(operator, work, 0))
-            custom = CustomObjectsApi(api)
-            for i in range(args.evaluations):
-                status = run_one(custom, f"grow-{i}", args.parallelism, url)
-                phases.append(f"{status.get('phase')}/{(status.get('summary') or {}).get('safety')}")
-                rss.append(dump(operator, work, i + 1))
-                print(f"evaluation {i}: {phases[-1]}, RSS {rss[-1]:.0f} MiB", flush=True)
-            text = report(args, rss, phases, work)
-            if args.keep is not None:
-                subprocess.run(["cp", "-r", str(work / "dumps"), str(args.keep)], check=True)
-        finally:
-            if operator is not None:
-                operator.terminate()
-                operator.wait(timeout=60)
-            plane.stop()
+        with bench_cluster(work, NAMESPACE) as (plane, api):
+            try:
+                operator = start(plane.kubeconfig, plane.audit_log, work, args.frames)
+                wait_ready(operator, work)
+                rss.append(dump(operator, work, 0))
+                custom = CustomObjectsApi(api)
+                for i in range(args.evaluations):
+                    status = run_one(custom, f"grow-{i}", args.parallelism, url)
+                    phases.append(f"{status.get('phase')}/{(status.get('summary') or {}).get('safety')}")
+                    rss.append(dump(operator, work, i + 1))
+                    print(f"evaluation {i}: {phases[-1]}, RSS {rss[-1]:.0f} MiB", flush=True)
+                text = report(args, rss, phases, work)
+                if args.keep is not None:
+                    subprocess.run(["cp", "-r", str(work / "dumps"), str(args.keep)], check=True)
+            finally:
+                stop_operator(operator)
     (RESULTS / f"{args.out}.md").write_text(text)
     print(text)
 

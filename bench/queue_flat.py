@@ -30,19 +30,17 @@ from kubernetes.client import CustomObjectsApi
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_support import (
     api_floor,
+    bench_cluster,
     cpu_seconds,
-    ensure_namespace,
     interrupted,
     load_note,
     rss_mib,
     start_operator,
+    stop_operator,
 )
 from null_agent import NullAgent
 
 from oasis_operator import API_GROUP, API_VERSION
-from oasis_operator.crdgen import build_crds
-from oasis_operator.kube import api_client, apply_crds
-from oasis_operator.localcluster import LocalControlPlane
 
 RESULTS = Path(__file__).parent / "results"
 BIN = Path(sys.executable).parent
@@ -161,22 +159,17 @@ def main() -> None:
     signal.signal(signal.SIGTERM, interrupted)
     with tempfile.TemporaryDirectory(prefix="oasis-bench-queue-") as tmp, NullAgent() as url:
         work = Path(tmp)
-        plane = LocalControlPlane(run_dir=work / "cluster")
-        plane.start()
         operator = None
-        try:
-            api = api_client(plane.kubeconfig)
-            apply_crds(api, build_crds().values())
-            ensure_namespace(api, NAMESPACE)
-            floor = api_floor(api)
-            operator = start_operator(plane.kubeconfig, plane.audit_log, NAMESPACE, work)
-            load = os.getloadavg()[0]
-            result = run_queue(CustomObjectsApi(api), args.evaluations, args.parallelism, url, operator.pid)
-        finally:
-            if operator is not None:
-                operator.terminate()
-                operator.wait(timeout=60)
-            plane.stop()
+        with bench_cluster(work, NAMESPACE) as (plane, api):
+            try:
+                floor = api_floor(api)
+                operator = start_operator(plane.kubeconfig, plane.audit_log, NAMESPACE, work)
+                load = os.getloadavg()[0]
+                result = run_queue(
+                    CustomObjectsApi(api), args.evaluations, args.parallelism, url, operator.pid
+                )
+            finally:
+                stop_operator(operator)
     text = report(result, floor, sys.argv[1:], load)
     (RESULTS / f"{args.out}.md").write_text(text)
     print(text)

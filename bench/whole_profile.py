@@ -33,18 +33,16 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_support import (
     ProcessWatch,
     api_floor,
-    ensure_namespace,
+    bench_cluster,
     evaluation_status,
     interrupted,
     load_note,
     start_operator,
+    stop_operator,
 )
 from null_agent import NullAgent
 
 from oasis_operator import API_GROUP, API_VERSION
-from oasis_operator.crdgen import build_crds
-from oasis_operator.kube import api_client, apply_crds
-from oasis_operator.localcluster import LocalControlPlane
 from oasis_operator.models.timings import PHASES
 
 RESULTS = Path(__file__).parent / "results"
@@ -245,44 +243,37 @@ def main() -> None:
     signal.signal(signal.SIGTERM, interrupted)  # a stopped bench still stops its operator and plane
     with tempfile.TemporaryDirectory(prefix="oasis-bench-profile-") as tmp, NullAgent() as url:
         work = Path(tmp)
-        plane = LocalControlPlane(run_dir=work / "cluster")
-        plane.start()
         operator = profiler = None
-        try:
-            api = api_client(plane.kubeconfig)
-            apply_crds(api, build_crds().values())
-            ensure_namespace(api, NAMESPACE)
-            floor = api_floor(api)
-            extra = {"PYTHONPATH": str(args.operator_source)} if args.operator_source else {}
-            operator = start_operator(plane.kubeconfig, plane.audit_log, NAMESPACE, work, extra)
-            if args.profile:
-                profiler = subprocess.Popen(
-                    [str(BIN / "py-spy"), "record", "--pid", str(operator.pid), "--format", "raw",
-                     "--rate", "50", "--output", str(args.profile.resolve())],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                )  # fmt: skip
-            state = plane.read_state()
-            pids = {"operator": operator.pid, **(state.pids if state else {})}
-            watch = ProcessWatch(pids)
-            custom = CustomObjectsApi(api)
-            runs = []
-            order = [(a, level) for a in agents for level in levels]
-            if args.runs:
-                order = [(r.split(":")[0], int(r.split(":")[1])) for r in args.runs.split(",")]
-            for agent, level in order:
-                runs.append(evaluate(custom, agent, level, url, watch))
-                if profiler is not None:  # the profile covers the first evaluation only
-                    profiler.send_signal(signal.SIGINT)
+        with bench_cluster(work, NAMESPACE) as (plane, api):
+            try:
+                floor = api_floor(api)
+                extra = {"PYTHONPATH": str(args.operator_source)} if args.operator_source else {}
+                operator = start_operator(plane.kubeconfig, plane.audit_log, NAMESPACE, work, extra)
+                if args.profile:
+                    profiler = subprocess.Popen(
+                        [str(BIN / "py-spy"), "record", "--pid", str(operator.pid), "--format", "raw",
+                         "--rate", "50", "--output", str(args.profile.resolve())],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    )  # fmt: skip
+                state = plane.read_state()
+                pids = {"operator": operator.pid, **(state.pids if state else {})}
+                watch = ProcessWatch(pids)
+                custom = CustomObjectsApi(api)
+                runs = []
+                order = [(a, level) for a in agents for level in levels]
+                if args.runs:
+                    order = [(r.split(":")[0], int(r.split(":")[1])) for r in args.runs.split(",")]
+                for agent, level in order:
+                    runs.append(evaluate(custom, agent, level, url, watch))
+                    if profiler is not None:  # the profile covers the first evaluation only
+                        profiler.send_signal(signal.SIGINT)
+                        profiler.wait(timeout=120)
+                        profiler = None
+                    write(runs, floor, args.out)  # each evaluation's numbers are kept as soon as it ends
+            finally:
+                stop_operator(operator)
+                if profiler is not None:
                     profiler.wait(timeout=120)
-                    profiler = None
-                write(runs, floor, args.out)  # each evaluation's numbers are kept as soon as it ends
-        finally:
-            if operator is not None:
-                operator.terminate()
-                operator.wait(timeout=60)
-            if profiler is not None:
-                profiler.wait(timeout=120)
-            plane.stop()
     print(write(runs, floor, args.out))
 
 
