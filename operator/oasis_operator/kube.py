@@ -25,9 +25,16 @@ TRANSIENT_STATUSES = frozenset({0, 429, 500, 502, 503, 504})
 _SOURCE = "_oasis_kubeconfig_source"  # attribute on clients built from a kubeconfig file
 
 
+POOL_CONNECTIONS = 64
+
+
 def _load(kubeconfig: Path | str | None, context: str | None) -> tuple[kubernetes.client.Configuration, bool]:
     """The client configuration, and whether it came from a kubeconfig file (False: in-cluster)."""
     config = kubernetes.client.Configuration()
+    # Kept connections: the library's default (5 per core) is below the threads one evaluation runs at
+    # once (scenarios, their twin-create waves, background removals), and each connection it then
+    # discards costs a new TLS handshake and client-certificate check on both sides.
+    config.connection_pool_maxsize = POOL_CONNECTIONS
     try:
         kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]
             config_file=str(kubeconfig) if kubeconfig else None, context=context, client_configuration=config

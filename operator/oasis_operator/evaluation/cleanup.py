@@ -32,8 +32,9 @@ def sweep_orphans(
 
 
 def teardown_for(target: SandboxTarget, evaluation: str, scenario_id: str | None = None) -> int:
-    """Tear down the evaluation's environments (of one scenario when given); how many there were."""
-    found = target.provider.environments_of(evaluation, scenario_id)
+    """Tear down the evaluation's environments (of one scenario when given) that are not yet being
+    removed; how many there were. One whose namespaces are all terminating needs nothing more."""
+    found = target.provider.environments_of(evaluation, scenario_id, removing=False)
     for env_id in found:
         target.provider.teardown(env_id, wait=False)
     return len(found)

@@ -297,17 +297,28 @@ class SandboxProvider:
         items = request(self.api, "GET", resource_path("Namespace"), query=query)["items"]
         return sorted((i["metadata"]["labels"][ENV_LABEL], i) for i in items)
 
-    def environments_of(self, evaluation: str, scenario_id: str | None = None) -> list[str]:
-        """Environment ids with any namespace left for the evaluation (and scenario), control or not."""
+    def environments_of(
+        self, evaluation: str, scenario_id: str | None = None, removing: bool = True
+    ) -> list[str]:
+        """Environment ids with any namespace left for the evaluation (and scenario), control or not.
+
+        With `removing=False`, an environment whose namespaces are all terminating is left out: its
+        removal ran to its end (teardown deletes the namespaces last, after the pods, the storage
+        finalizers and the cluster-scoped objects), and only the namespace controller's sweep is left.
+        """
         query = {"labelSelector": ENV_LABEL}
-        found = set()
+        found: set[str] = set()
+        live: set[str] = set()
         for ns in request(self.api, "GET", resource_path("Namespace"), query=query)["items"]:
             annotations = ns["metadata"].get("annotations") or {}
             if annotations.get(EVALUATION_ANNOTATION) != evaluation:
                 continue
             if scenario_id is None or annotations.get(SCENARIO_ANNOTATION) == scenario_id:
-                found.add(ns["metadata"]["labels"][ENV_LABEL])
-        return sorted(found)
+                env_id = ns["metadata"]["labels"][ENV_LABEL]
+                found.add(env_id)
+                if not ns["metadata"].get("deletionTimestamp"):
+                    live.add(env_id)
+        return sorted(found if removing else live)
 
     def collect_orphans(
         self, is_live: Callable[[str], bool], max_age: timedelta = timedelta(hours=6)
