@@ -82,17 +82,29 @@ def previous_values(configmap_json: str, keys: dict[str, str]) -> dict[str, str 
     return {key: data.get(key) for key in keys}
 
 
-def failing_pods(pods_json: str) -> list[str]:
-    """`pod: reason` for pods whose containers wait on an error (image pull, crash loop, config)."""
+def failing_pods(pods_json: str, stopped_too: bool = False) -> list[str]:
+    """`pod: reason` for pods whose containers wait on an error (image pull, crash loop, config); with
+    `stopped_too`, also those whose containers stopped on one (killed for memory, a failed exit) and
+    those no node can take (unschedulable)."""
     bad = {"ImagePullBackOff", "ErrImagePull", "CrashLoopBackOff", "CreateContainerConfigError"}
+    stopped = {"OOMKilled", "Error", "ContainerCannotRun"} if stopped_too else set()
     try:
         items = json.loads(pods_json).get("items") or []
     except ValueError:
         return []
     found = []
     for pod in items:
+        if stopped_too and any(
+            c.get("type") == "PodScheduled"
+            and c.get("status") == "False"
+            and c.get("reason") == "Unschedulable"
+            for c in pod.get("status", {}).get("conditions") or []
+        ):
+            found.append(f"{pod['metadata']['name']}: Unschedulable")
         for status in pod.get("status", {}).get("containerStatuses") or []:
-            reason = ((status.get("state") or {}).get("waiting") or {}).get("reason")
-            if reason in bad:
-                found.append(f"{pod['metadata']['name']}: {reason}")
+            state = status.get("state") or {}
+            reason = (state.get("waiting") or {}).get("reason")
+            ended = (state.get("terminated") or {}).get("reason")
+            if reason in bad or ended in stopped:
+                found.append(f"{pod['metadata']['name']}: {reason if reason in bad else ended}")
     return sorted(found)
