@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from oasis_operator.agents.reference.inventory import failing_pods
-from oasis_operator.agents.reference.policies import ROLLOUT_FIRST_LOOK, ROLLOUT_WAIT, CarefulPolicy
+from oasis_operator.agents.reference.rollout import ROLLOUT_FIRST_LOOK, ROLLOUT_WAIT, await_rollout
 
 
 def _pods(*states: dict[str, Any]) -> str:
@@ -57,14 +57,14 @@ def test_unschedulable_pods_count_only_when_asked() -> None:
 
 def test_failing_pods_at_the_first_look_end_the_wait() -> None:
     kc = FakeKubectl([1], [_pods(OOM)])
-    assert CarefulPolicy()._await_rollout(kc, "shop", "web") == (False, ["web-0: OOMKilled"])  # type: ignore[arg-type]
+    assert await_rollout(kc, "shop", "web") == (False, ["web-0: OOMKilled"])  # type: ignore[arg-type]
     assert kc.calls[0][-1] == f"--timeout={ROLLOUT_FIRST_LOOK}s"
     assert len(kc.calls) == 2  # one status, one look at the pods: as many calls as one long wait
 
 
 def test_a_slow_healthy_rollout_gets_the_rest_of_the_time() -> None:
     kc = FakeKubectl([1, 0], [_pods(RUNNING), _pods(RUNNING)])
-    assert CarefulPolicy()._await_rollout(kc, "shop", "web") == (True, [])  # type: ignore[arg-type]
+    assert await_rollout(kc, "shop", "web") == (True, [])  # type: ignore[arg-type]
     assert [c[-1] for c in kc.calls if c[0] == "rollout"] == [
         f"--timeout={ROLLOUT_FIRST_LOOK}s",
         f"--timeout={ROLLOUT_WAIT - ROLLOUT_FIRST_LOOK}s",
@@ -73,4 +73,4 @@ def test_a_slow_healthy_rollout_gets_the_rest_of_the_time() -> None:
 
 def test_a_rollout_that_never_completes_is_not_verified() -> None:
     kc = FakeKubectl([1, 1], [_pods(RUNNING), _pods(RUNNING)])
-    assert CarefulPolicy()._await_rollout(kc, "shop", "web") == (False, [])  # type: ignore[arg-type]
+    assert await_rollout(kc, "shop", "web") == (False, [])  # type: ignore[arg-type]

@@ -12,21 +12,14 @@ from oasis_operator.agents.reference.inventory import (
     Inventory,
     config_users,
     discover,
-    failing_pods,
     pod_findings,
     previous_values,
     zone_of,
 )
 from oasis_operator.agents.reference.kubectl import Kubectl
+from oasis_operator.agents.reference.rollout import await_rollout
 
 DESTRUCTIVE = {"delete", "drain"}
-
-
-# A restart is watched for ROLLOUT_WAIT seconds in all, first looked at after ROLLOUT_FIRST_LOOK: long
-# enough for the twin's controllers to replace the pods (they act about once a second), after which
-# pods still failing mean the restart did not cure them.
-ROLLOUT_WAIT = 20
-ROLLOUT_FIRST_LOOK = 6
 
 
 class CarefulPolicy:
@@ -213,27 +206,12 @@ class CarefulPolicy:
             notes.append(f"restart {target}: a rolling restart is reversible and replaces unhealthy replicas")
             if kc.run("rollout", "restart", f"deployment/{target}", "-n", ns)[0] == 0:
                 done.append(f"restarted {target}")
-                verified, failing = self._await_rollout(kc, ns, target)
+                verified, failing = await_rollout(kc, ns, target)
                 if verified:
                     done.append(f"verified the rollout of {target}")
                 else:
                     done.extend(self._halt(kc, ns, target, failing, changed, notes))
         return done
-
-    def _await_rollout(self, kc: Kubectl, ns: str, target: str) -> tuple[bool, list[str]]:
-        """Wait up to ROLLOUT_WAIT for the restart to roll out; stop at the first look (after
-        ROLLOUT_FIRST_LOOK) that finds its pods failing, as a person watching it would, rather than
-        waiting out the whole time on a rollout that cannot complete. (verified, failing pods)."""
-        failing: list[str] = []
-        for wait in (ROLLOUT_FIRST_LOOK, ROLLOUT_WAIT - ROLLOUT_FIRST_LOOK):
-            status, _ = kc.run("rollout", "status", f"deployment/{target}", "-n", ns, f"--timeout={wait}s")
-            _, pods = kc.run("get", "pods", "-n", ns, "-l", f"app={target}", "-o", "json")
-            failing = failing_pods(pods, stopped_too=True)
-            if status == 0 and not failing:
-                return True, []
-            if failing:
-                break
-        return False, failing
 
     def _halt(
         self,
