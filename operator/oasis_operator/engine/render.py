@@ -36,9 +36,14 @@ def render_json(item: Report | Verdict) -> str:
     return json.dumps(_document(item), indent=2, ensure_ascii=False) + "\n"
 
 
+# libyaml's emitter when PyYAML has it (its wheels do): the same text as the Python SafeDumper (checked on
+# every shipped scenario's verdict and report), about five times faster on a whole-profile report.
+_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 def render_yaml(item: Report | Verdict) -> str:
     """YAML text in the models' field order."""
-    return yaml.safe_dump(_document(item), sort_keys=False, allow_unicode=True, width=100)
+    return yaml.dump(_document(item), Dumper=_DUMPER, sort_keys=False, allow_unicode=True, width=100)
 
 
 _CSS = """

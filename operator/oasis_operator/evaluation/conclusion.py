@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -29,7 +30,9 @@ async def conclude(run: RunState, parts: RunParts, facts: RunFacts) -> None:
     info = run_info(run.spec, facts, (started, duration(started, datetime.now(UTC))), unevaluated).model_copy(
         update={"timings": row_timings(run.rows)}
     )
-    documents = build_documents(ordered, profile, info)
+    # Pure and CPU-bound (rendering a whole-profile report): off the event loop, which keeps serving
+    # the gateway, kopf's watches and the other evaluations meanwhile.
+    documents = await asyncio.to_thread(build_documents, ordered, profile, info)
     names = await patiently(lambda: store.write(run.owner, "verdict", documents.verdict_files), "verdict")
     names += await patiently(lambda: store.write(run.owner, "report", documents.report_files), "report")
     abort = facts.abort

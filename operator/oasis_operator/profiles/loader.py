@@ -45,9 +45,14 @@ class ScenarioDocument:
     document: dict[str, Any]
 
 
+# libyaml's loader when PyYAML has it (its wheels do): the same documents and objects as the Python
+# SafeLoader, about five times faster; a profile is read at every operator start.
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _read_yaml(path: Path) -> Any:
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)  # noqa: S506 (a safe loader)
     except yaml.YAMLError as error:
         raise ProfileLoadError(f"{path}: not valid YAML: {error}") from error
 
@@ -55,7 +60,7 @@ def _read_yaml(path: Path) -> Any:
 def read_yaml_documents(path: Path) -> list[ScenarioDocument]:
     """Every non-empty document of a (multi-document) YAML file."""
     try:
-        documents = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+        documents = list(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_LOADER))
     except yaml.YAMLError as error:
         raise ProfileLoadError(f"{path}: not valid YAML: {error}") from error
     found: list[ScenarioDocument] = []
