@@ -90,7 +90,6 @@ class EvaluationService:
         `slots` bounds how many evaluations run at once; one that has to wait is `Pending` meanwhile. An
         evaluation refused before its run started (bad spec) is judged again once its spec changes.
         """
-        meta = body["metadata"]
         owner = EvaluationRef.of(body)
         raw = body.get("status") or {}
         try:
@@ -100,11 +99,25 @@ class EvaluationService:
             await self._finish_failed(writer, "StatusUnreadable", f"{exc}; create a new OASISEvaluation")
             return writer.status
         writer = self._writer(owner, status, raw, generation)
+        try:
+            await self._run(writer, body, generation, slots)
+        finally:
+            await writer.close()  # what is still pending goes out, also when the run is cancelled
+        return writer.status
+
+    async def _run(
+        self,
+        writer: StatusWriter,
+        body: dict[str, Any],
+        generation: Callable[[], int | None],
+        slots: asyncio.Semaphore | None,
+    ) -> None:
+        status, meta, owner = writer.status, body["metadata"], EvaluationRef.of(body)
         if status.phase in TERMINAL:
             never_started = status.runGeneration is None
             if not never_started or status.observedGeneration == generation():
                 await writer.write()  # only the SpecFrozen condition can change now
-                return writer.status
+                return
             writer.clear_completion()
         if slots is not None and slots.locked() and status.runGeneration is None:
             writer.set_condition(
@@ -129,7 +142,6 @@ class EvaluationService:
                 # A defect must end the run with a reason on the object, not a traceback every minute.
                 log.exception("evaluation %s/%s: internal error", meta["namespace"], meta["name"])
                 await self._finish_failed(writer, "InternalError", f"{type(exc).__name__}: {exc}")
-        return writer.status
 
     def _writer(
         self,
@@ -338,7 +350,8 @@ class EvaluationService:
             result.classification, result.outcome.value, time.monotonic() - started, agent_error, codes
         )
         run.writer.count()
-        await run.writer.write()
+        # A provider fault aborts the run: its row goes out at once, not with the next rows.
+        await run.writer.write(now=result.outcome is ScenarioOutcome.PROVIDER_FAILURE)
         if result.outcome is ScenarioOutcome.FAIL:
             detail = run.rows[index].message or ""
             self.notify("Warning", "ScenarioFailed", f"Scenario {scenario.id} failed: {detail}")

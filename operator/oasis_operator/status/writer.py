@@ -4,11 +4,19 @@ The writer holds the status as an `OASISEvaluationStatus`; every change goes thr
 methods, and `write` sends the model as the CRD has it (see `status.evaluation`). How a failed write is
 retried and what a phase change is counted as are the caller's (`retry`, `on_phase`): the run waits out
 a short outage of the host API server so its outcome is not lost to it.
+
+When a write goes out is `status.cadence`'s: a change of the rows alone is coalesced with the changes
+that follow it (one write per interval at most), anything else is sent at once, together with whatever
+waited. A deferred write runs in a task of the writer's own; `close` (the run's end, its cancellation,
+the operator's shutdown) sends what is still pending. A deferred write that failed is raised by the next
+`write`, so a failure is never lost either.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -26,11 +34,15 @@ from oasis_operator.models.crd import (
     VerdictSummary,
 )
 from oasis_operator.models.timings import PhaseTimings
+from oasis_operator.status.cadence import Cadence, urgent
 from oasis_operator.status.conditions import now_rfc3339, set_condition, spec_frozen
 from oasis_operator.status.evaluation import merge_patch, ours, to_wire
 from oasis_operator.status.rows import progress
 
+log = logging.getLogger(__name__)
 MERGE = "application/merge-patch+json"
+# How long `close` may take to send what is pending (a cancelled run must not wait out a host outage).
+CLOSE_SECONDS = 10.0
 T = TypeVar("T")
 Retry = Callable[[Callable[[], Any], str], Awaitable[Any]]
 
@@ -52,6 +64,8 @@ class StatusWriter:
         stored: Mapping[str, Any] | None = None,
         retry: Retry = _once,
         on_phase: Callable[[Phase], None] | None = None,
+        cadence: Cadence | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """`status` is the model of `stored`, the status as the API server has it (kopf's part aside)."""
         self.api = api
@@ -66,6 +80,12 @@ class StatusWriter:
         self._server = ours(stored) if stored is not None else to_wire(self._status)
         self._written: dict[str, Any] | None = None
         self._phase = status.phase  # the phase last written, for the transition hook
+        self._cadence = cadence or Cadence()
+        self._clock = clock
+        self._sent_at: float | None = None  # when the last write went out (on `clock`)
+        self._later: asyncio.Task[None] | None = None  # the deferred write, until it is done
+        self._sleeping = False  # the deferred write still waits (cancelling it then loses nothing)
+        self._failure: Exception | None = None  # a deferred write's error, for the next `write`
 
     # --- reading ------------------------------------------------------------------------------------
     @property
@@ -185,18 +205,69 @@ class StatusWriter:
             return None
         return wire, merge_patch(self._server, wire)
 
-    async def write(self) -> None:
-        """Write the status if anything differs from the last write."""
+    async def write(self, *, now: bool = False) -> None:
+        """Write the status if anything differs from the last write: at once when the change is urgent
+        (`status.cadence`) or `now` is set, else within the cadence's interval, with later changes."""
+        self._raise_failure()
         async with self._lock:
             prepared = self._prepare()
             if prepared is None:
                 return
-            # What was sent, taken before the call: a row another task changes meanwhile is still unsent.
-            wire, patch = prepared
-            body = {"status": patch}
-            await self._retry(lambda: request(self.api, "PATCH", self.path, body, None, MERGE), "status")
-            self._written = self._server = wire
-            if self._status.phase != self._phase:
-                self._phase = self._status.phase
-                if self._on_phase is not None and self._phase is not None:
-                    self._on_phase(self._phase)
+            is_urgent = now or urgent(self._written, prepared[0])
+            wait = self._cadence.delay(self._sent_at, self._clock(), urgent=is_urgent)
+            if wait <= 0:
+                await self._send(*prepared)
+                return
+        if self._later is None:
+            self._sleeping = True  # from now: a task that has not run yet is still waiting
+            self._later = asyncio.get_running_loop().create_task(self._deferred(wait))
+
+    async def flush(self) -> None:
+        """Send whatever is pending now."""
+        await self.write(now=True)
+
+    async def close(self) -> None:
+        """Send what is pending and stop the deferred write; never raises (it runs on the way out of a
+        run, also a cancelled one): a write that fails here, or takes over CLOSE_SECONDS, is logged."""
+        later, failure, self._failure = self._later, self._failure, None
+        if later is not None and self._sleeping:
+            later.cancel()
+        if failure is not None:  # the run ended before a write could raise it: the flush tries again
+            log.warning("a deferred status write failed path=%s error=%r", self.path, failure)
+        try:
+            await asyncio.wait_for(self.flush(), CLOSE_SECONDS)
+        except Exception as exc:  # the run's own outcome (or its cancellation) must not be masked
+            log.warning("status not written at close path=%s error=%r", self.path, exc, exc_info=True)
+        if later is not None and not later.done():
+            await asyncio.wait({later})
+        self._later = None
+
+    async def _deferred(self, wait: float) -> None:
+        try:
+            await asyncio.sleep(wait)
+        finally:
+            self._sleeping = False
+        try:
+            async with self._lock:
+                self._later = None  # changes from here on schedule a write of their own
+                prepared = self._prepare()
+                if prepared is not None:
+                    await self._send(*prepared)
+        except Exception as exc:  # noqa: BLE001 - kept and raised by the next write
+            self._failure = exc
+
+    def _raise_failure(self) -> None:
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise failure
+
+    async def _send(self, wire: dict[str, Any], patch: dict[str, Any]) -> None:
+        # What was sent, taken before the call: a row another task changes meanwhile is still unsent.
+        body = {"status": patch}
+        await self._retry(lambda: request(self.api, "PATCH", self.path, body, None, MERGE), "status")
+        self._written = self._server = wire
+        self._sent_at = self._clock()
+        if self._status.phase != self._phase:
+            self._phase = self._status.phase
+            if self._on_phase is not None and self._phase is not None:
+                self._on_phase(self._phase)
