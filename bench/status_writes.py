@@ -120,7 +120,9 @@ def main() -> None:
     parser.add_argument("--source", action="append", default=[], help="LABEL=DIR (an operator/ source)")
     parser.add_argument("--out", default="status_writes")
     args = parser.parse_args()
-    sources = [(s.split("=", 1)[0], Path(s.split("=", 1)[1])) for s in args.source] or [("this", None)]
+    sources: list[tuple[str, Path | None]] = [
+        (s.split("=", 1)[0], Path(s.split("=", 1)[1])) for s in args.source
+    ] or [("this", None)]
     signal.signal(signal.SIGTERM, interrupted)  # a stopped bench still stops its operator and plane
     runs = []
     with NullAgent() as url:
