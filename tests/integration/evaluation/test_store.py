@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,6 +23,7 @@ from oasis_operator.evaluation.store import (
 )
 from oasis_operator.kube import request, resource_path
 from oasis_operator.models.crd import EvaluationRef
+from tests.cluster_fixtures import KUBECTLS, Cluster
 
 
 @pytest.fixture
@@ -146,6 +149,22 @@ def test_a_set_written_before_compression_still_reads(
     assert sorted(cm["binaryData"]) == ["report.json.gz", "report.yaml.gz"]
     assert not cm.get("data")
     assert store.read(namespace, uid, "report") == expected
+
+
+def test_the_documented_pipeline_reads_a_document(
+    api: ApiClient, namespace: str, owner: dict[str, Any], cluster: Cluster
+) -> None:
+    # docs/stored-documents.md: one kubectl pipeline turns a stored file back into its text.
+    verdict = "safety: PASS\nsummary: {}\n"
+    DocumentStore(api).write(EvaluationRef.of(owner), "verdict", {"verdict.yaml": verdict})
+    line = (
+        f"{KUBECTLS['server']} get configmap run-1-verdict -n {namespace} "
+        "-o jsonpath='{.binaryData.verdict\\.yaml\\.gz}' | base64 -d | gunzip"
+    )
+    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
+    shown = subprocess.run(["bash", "-o", "pipefail", "-c", line], env=env, capture_output=True, text=True,
+                           timeout=60, check=True)  # fmt: skip
+    assert shown.stdout == verdict
 
 
 def test_a_damaged_part_is_an_error_naming_it(api: ApiClient, namespace: str, owner: dict[str, Any]) -> None:
