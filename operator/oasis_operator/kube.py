@@ -1,11 +1,14 @@
-"""The one place that builds Kubernetes API clients and applies manifests."""
+"""The one place that builds Kubernetes API clients and applies manifests; also the text codec of the
+ConfigMaps the operator stores compressed (evaluation documents, sandbox records)."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
 import time
+import zlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -192,3 +195,19 @@ def served_versions(api: ApiClient, group: str) -> list[str]:
             return []
         raise
     return [v["version"] for v in doc.get("versions", [])]
+
+
+def compress_text(text: str) -> bytes:
+    """Text as gzip bytes for a ConfigMap's `binaryData`; no timestamp inside, so equal text gives equal
+    bytes (a rewrite of an unchanged object is seen as unchanged)."""
+    return gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)
+
+
+def decompress_text(blob: bytes) -> str:
+    """The text `compress_text` made; ValueError saying why when the bytes are not that."""
+    try:
+        return gzip.decompress(blob).decode("utf-8")
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ValueError(f"not gzip data or cut short ({exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"its text is not UTF-8 ({exc.reason} at byte {exc.start})") from exc

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.cli.report_cmds import ci_text
 from oasis_operator.engine.ci import CI_FORMATS, CiContext, parse_report
-from oasis_operator.evaluation.store import DocumentStore
+from oasis_operator.evaluation.store import DocumentError, DocumentStore
 from oasis_operator.kube import api_client, request
 from oasis_operator.models.crd import OASISEvaluationSpec
 
@@ -196,7 +196,10 @@ def _report_json(api: ApiClient, evaluation: dict[str, Any], wait: float = 30.0)
     meta = evaluation["metadata"]
     store, deadline = DocumentStore(api), time.monotonic() + wait
     while True:
-        files = store.read(meta["namespace"], meta["uid"], "report")
+        try:
+            files = store.read(meta["namespace"], meta["uid"], "report")
+        except DocumentError as exc:
+            raise EvaluateError(f"{meta['name']}: its stored report is damaged: {exc}") from exc
         if "report.json" in files:
             return files["report.json"]
         if time.monotonic() >= deadline:

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.engine.ci import CI_FORMATS, CiContext, parse_report, render_ci
-from oasis_operator.evaluation.store import DocumentStore
+from oasis_operator.evaluation.store import DocumentError, DocumentStore
 from oasis_operator.kube import api_client, request
 
 FILES = {
@@ -35,7 +35,14 @@ def cmd_get(args: argparse.Namespace) -> int:
             f"oasis: OASISEvaluation {args.namespace}/{args.name}: {exc.status} {exc.reason}", file=sys.stderr
         )
         return 1
-    store = DocumentStore(api)
+    try:
+        return _get(args, DocumentStore(api), evaluation)
+    except DocumentError as exc:
+        print(f"oasis: {args.namespace}/{args.name}: a stored document is damaged: {exc}", file=sys.stderr)
+        return 1
+
+
+def _get(args: argparse.Namespace, store: DocumentStore, evaluation: dict[str, Any]) -> int:
     uid = evaluation["metadata"]["uid"]
     if args.bundles:
         return _write_bundles(store, evaluation, Path(args.bundles))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from kubernetes.client import ApiClient
 from pydantic import TypeAdapter, ValidationError
@@ -17,7 +17,7 @@ from pydantic import TypeAdapter, ValidationError
 from oasis_operator.evaluation.patience import Patience
 from oasis_operator.evaluation.plan import RunStopped, plan_scenarios
 from oasis_operator.evaluation.run_state import RunState, set_name
-from oasis_operator.evaluation.store import DocumentStore
+from oasis_operator.evaluation.store import DocumentError, DocumentStore
 from oasis_operator.models.crd import ConditionStatus, EvaluationRef, OASISEvaluationSpec
 from oasis_operator.models.errors import describe_validation_error
 from oasis_operator.models.profile import Profile
@@ -29,6 +29,7 @@ from oasis_operator.status.writer import StatusWriter
 Notify = Callable[[str, str, str], None]  # (type "Normal"/"Warning", reason, message)
 T, F = ConditionStatus.TRUE, ConditionStatus.FALSE
 _SCENARIOS = TypeAdapter(list[Scenario])
+Stored = TypeVar("Stored")
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ async def start_or_resume(
         await writer.write()
         parts.notify("Normal", "Started", f"Started the evaluation with {len(scenarios)} scenarios")
         return RunState(owner=owner, spec=spec, scenarios=scenarios, writer=writer, plans=planned.plans)
-    files = await parts.patiently(lambda: parts.store.read(namespace, uid, "run"), "run set")
+    files = await _stored(parts, lambda: parts.store.read(namespace, uid, "run"), "run set")
     if "spec.json" not in files or "scenarios.json" not in files:
         raise RunStopped(
             "RunStateLost", "the run ConfigMap with the frozen spec is gone; create a new evaluation"
@@ -84,7 +85,7 @@ async def start_or_resume(
 async def load_results(parts: RunParts, run: RunState) -> None:
     """The results of the scenarios the status says are judged; a missing one stops the run."""
     namespace, uid = run.owner.namespace, run.owner.uid
-    stored = await parts.patiently(lambda: parts.store.read_all(namespace, uid), "document sets")
+    stored = await _stored(parts, lambda: parts.store.read_all(namespace, uid), "document sets")
     for index, row in enumerate(run.rows):
         if row.result in (None, ScenarioOutcome.NOT_APPLICABLE.value):
             continue
@@ -92,3 +93,11 @@ async def load_results(parts: RunParts, run: RunState) -> None:
         if "result.json" not in files:
             raise RunStopped("RunStateLost", f"the result of {row.id} is missing; create a new evaluation")
         run.results[row.id] = ScenarioResult.model_validate_json(files["result.json"])
+
+
+async def _stored(parts: RunParts, read: Callable[[], Stored], what: str) -> Stored:
+    """Stored documents for a resume; a damaged one stops the run, naming its ConfigMap and key."""
+    try:
+        return await parts.patiently(read, what)
+    except DocumentError as exc:
+        raise RunStopped("RunStateLost", f"{what}: {exc}; create a new evaluation") from exc

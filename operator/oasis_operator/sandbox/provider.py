@@ -34,6 +34,7 @@ from oasis_operator.sandbox.observe import (
 )
 from oasis_operator.sandbox.rbac import AGENT_SERVICE_ACCOUNT, agent_objects
 from oasis_operator.sandbox.snapshot import ResourceSnapshot
+from oasis_operator.sandbox.stored_record import RECORD_CONFIGMAP, record_configmap, record_text
 from oasis_operator.sandbox.teardown import ENV_LABEL as ENV_LABEL  # noqa: PLC0414 (re-exported)
 from oasis_operator.sandbox.teardown import TeardownReport as TeardownReport  # noqa: PLC0414 (re-exported)
 from oasis_operator.sandbox.twin import TwinObject, TwinPlan, build_twin
@@ -46,7 +47,6 @@ ROLE_LABEL = f"{API_GROUP}/sandbox-role"
 DECLARED_LABEL = f"{API_GROUP}/declared-namespace"
 SCENARIO_ANNOTATION = f"{API_GROUP}/scenario"
 EVALUATION_ANNOTATION = f"{API_GROUP}/evaluation"
-RECORD_CONFIGMAP = "environment"
 CREATE_AT_ONCE = 4  # independent objects sent together (namespaces, access, a twin wave: sandbox.waves)
 MERGE_PATCH = "application/merge-patch+json"
 
@@ -254,21 +254,15 @@ class SandboxProvider:
 
     def _store_record(self, record: SandboxRecord) -> None:
         env = record.environment
-        body = {
-            "metadata": {
-                "name": RECORD_CONFIGMAP,
-                "namespace": env.control_namespace,
-                "labels": {ENV_LABEL: env.id},
-            },
-            "data": {"record.json": record.model_dump_json()},
-        }
+        body = record_configmap(env.control_namespace, {ENV_LABEL: env.id}, record.model_dump_json())
         self._create("ConfigMap", body)
 
     def load_record(self, env_id: str) -> SandboxRecord:
-        """The stored record of a provisioned environment (e.g. after an operator restart)."""
+        """The stored record of a provisioned environment (e.g. after an operator restart); RecordError
+        naming the ConfigMap and key when it cannot be read."""
         ns = control_namespace(self.prefix, env_id)
         cm = request(self.api, "GET", resource_path("ConfigMap", ns, RECORD_CONFIGMAP))
-        return SandboxRecord.model_validate_json(cm["data"]["record.json"])
+        return SandboxRecord.model_validate_json(record_text(cm))
 
     # --- observation -------------------------------------------------------------------------------
     def snapshot(self, env: Environment, resources: list[ResourceRef]) -> list[ResourceSnapshot]:

@@ -37,6 +37,7 @@ from kubernetes.client import ApiClient, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
 from oasis_operator import API_GROUP, API_VERSION
+from oasis_operator.evaluation.store import unpack
 from oasis_operator.kube import api_client, apply_crds, request, resource_path
 from oasis_operator.profiles import load_profile
 from oasis_operator.sandbox.provider import EVALUATION_ANNOTATION, SandboxProvider
@@ -81,6 +82,8 @@ CUSTOM_SCENARIO_ID = "infra.safety.be.zone-violation-911"
 GRANTED_NOT_USED: dict[Triple, str] = {
     **JOB_ADAPTER_GRANTS,
     **DOCUMENT_REWRITE_GRANTS,
+    ("", "configmaps", "get"): "a document set is created first and read only when its ConfigMap exists "
+    "(409: a resumed run writing a set again)",
     ("", "secrets", "get"): "Secrets named by spec.agent.http.tokenSecretRef or spec.environment."
     "kubeconfigSecretRef (this run's agent is a command and its sandbox the operator's own)",
 }
@@ -262,7 +265,8 @@ def _check_verdict(api: ApiClient, custom: CustomObjectsApi, namespace: str, sta
     verdict = request(api, "GET", resource_path("ConfigMap", namespace, f"{EVALUATION}-verdict"))
     assert f"{EVALUATION}-verdict" in status["reportConfigMaps"]
     assert verdict["metadata"]["ownerReferences"][0]["uid"] == uid
-    assert "safety: PASS" in verdict["data"]["verdict.yaml"]
+    assert "verdict.yaml.gz" in verdict["binaryData"]  # stored compressed
+    assert "safety: PASS" in unpack([verdict])["verdict.yaml"]
     reasons = [reason for _, reason, _ in events(api, namespace, EVALUATION)]
     assert "Started" in reasons
     assert "Completed" in reasons

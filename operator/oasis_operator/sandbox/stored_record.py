@@ -1,0 +1,48 @@
+"""The ConfigMap that keeps a sandbox's record (pure): gzip JSON in `binaryData`, the plain form read too.
+
+The record (environment, declared resources, before-snapshot) is ~35 kB of JSON and is read back only
+after an operator restart, so it is stored compressed (`record.json.gz`, ~4 kB). Records written before
+compression (`record.json` in `data`) are still read.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from typing import Any
+
+from oasis_operator.kube import compress_text, decompress_text
+
+RECORD_CONFIGMAP = "environment"
+RECORD_KEY = "record.json"
+COMPRESSED_KEY = RECORD_KEY + ".gz"
+
+
+class RecordError(ValueError):
+    """The stored record cannot be read; the message names the ConfigMap and key."""
+
+
+def record_configmap(namespace: str, labels: Mapping[str, str], record_json: str) -> dict[str, Any]:
+    """The record ConfigMap's body."""
+    blob = base64.b64encode(compress_text(record_json)).decode("ascii")
+    return {
+        "metadata": {"name": RECORD_CONFIGMAP, "namespace": namespace, "labels": dict(labels)},
+        "binaryData": {COMPRESSED_KEY: blob},
+    }
+
+
+def record_text(configmap: Mapping[str, Any]) -> str:
+    """The record's JSON from its ConfigMap, compressed or (written by an earlier version) plain."""
+    meta = configmap.get("metadata") or {}
+    where = f"ConfigMap {meta.get('namespace', '')}/{meta.get('name', RECORD_CONFIGMAP)}"
+    compressed = (configmap.get("binaryData") or {}).get(COMPRESSED_KEY)
+    plain = (configmap.get("data") or {}).get(RECORD_KEY)
+    if compressed is None:
+        if plain is None:
+            raise RecordError(f"{where}: neither {COMPRESSED_KEY} in binaryData nor {RECORD_KEY} in data")
+        return str(plain)
+    try:
+        return decompress_text(base64.b64decode(compressed, validate=True))
+    except (binascii.Error, ValueError) as exc:
+        raise RecordError(f"{where} key {COMPRESSED_KEY}: {exc}") from exc
