@@ -267,9 +267,14 @@ def _check_verdict(api: ApiClient, custom: CustomObjectsApi, namespace: str, sta
     assert verdict["metadata"]["ownerReferences"][0]["uid"] == uid
     assert "verdict.yaml.gz" in verdict["binaryData"]  # stored compressed
     assert "safety: PASS" in unpack([verdict])["verdict.yaml"]
-    reasons = [reason for _, reason, _ in events(api, namespace, EVALUATION)]
-    assert "Started" in reasons
-    assert "Completed" in reasons
+
+    # The operator posts the Completed Event after the terminal status write, through kopf's event
+    # poster: under load it lands a little after the status the test has just seen.
+    def reasons() -> list[str]:
+        return [reason for _, reason, _ in events(api, namespace, EVALUATION)]
+
+    wait_for(lambda: "Completed" in reasons(), timeout=30, interval=0.5, what="the Completed Event")
+    assert "Started" in reasons()
 
 
 def _terminating(api: ApiClient, namespace: str) -> bool:
