@@ -13,6 +13,10 @@ CONTROLLERS = (
     "serviceaccount-token-controller"
 )
 SERVICE_CIDR = "10.96.0.0/16"
+# NodeTaint admission taints every new Node not-ready, for a node lifecycle controller to lift once its
+# kubelet reports Ready; neither runs here, and only the twin creates Nodes (the agent may not), each
+# with the taints its declared conditions imply. Without the plugin a twin Node is one write, not two.
+DISABLED_ADMISSION = "TaintNodesByCondition"
 
 
 def etcd_args(pki: Pki, data_dir: Path, client_port: int, peer_port: int) -> list[str]:
@@ -60,6 +64,7 @@ def apiserver_args(
         f"--service-cluster-ip-range={SERVICE_CIDR}",
         "--authorization-mode=RBAC",
         "--endpoint-reconciler-type=none",
+        f"--disable-admission-plugins={DISABLED_ADMISSION}",
         *apiserver_audit_args(policy_file, audit_log),
         "--v=1",
     ]

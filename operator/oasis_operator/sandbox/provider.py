@@ -21,7 +21,14 @@ from oasis_operator.kube import apply_crds, request, resource_path, served_versi
 from oasis_operator.models.environment import AgentIdentity, Environment
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.sandbox import teardown
-from oasis_operator.sandbox.admission import ensure_default_service_account, settle_node_taints
+from oasis_operator.sandbox.admission import (
+    ensure_default_service_account,
+    node_create_body,
+    node_taints_of,
+    settle_node_taints,
+    status_kept,
+    taints_to_write,
+)
 from oasis_operator.sandbox.argo import ARGO_APPLICATION_CRD
 from oasis_operator.sandbox.faults import WorkloadFault, faults_from_scenario
 from oasis_operator.sandbox.naming import control_namespace, new_environment_id
@@ -169,10 +176,7 @@ class SandboxProvider:
             [functools.partial(create, "Namespace", obj.body) for obj in namespaces],
             self.create_at_once,
         )
-        access: list[Callable[[], object]] = [
-            functools.partial(ensure_default_service_account, self.api, ns)
-            for ns in [env.control_namespace, *declared]
-        ]
+        roles: list[Callable[[], object]] = []
         bindings: list[Callable[[], object]] = []
         for kind, body in agent_objects(env):
             if kind in ("ClusterRole", "ClusterRoleBinding"):
@@ -180,16 +184,30 @@ class SandboxProvider:
                 body["metadata"]["ownerReferences"] = [owner]
             # A binding after its role: without the bind verb, the API server checks the creator holds
             # the role's rights, and a role it cannot find yet refuses the binding (404).
-            (bindings if kind.endswith("Binding") else access).append(functools.partial(create, kind, body))
-        run_together(access, self.create_at_once)
-        run_together(bindings, self.create_at_once)
-        self._ensure_crds(plan)
+            (bindings if kind.endswith("Binding") else roles).append(functools.partial(create, kind, body))
+        # Only where the twin creates pods, before them: elsewhere the controller's `default` serves
+        # (sandbox.admission).
+        with_pods = sorted({obj.namespace for obj in plan.objects if obj.kind == "Pod" and obj.namespace})
+        defaults: list[Callable[[], object]] = [
+            functools.partial(ensure_default_service_account, self.api, ns) for ns in with_pods
+        ]
         twin = [obj for obj in plan.objects if obj.kind != "Namespace"]
-        create_in_waves(
-            twin,
-            lambda obj: self._create_twin_object(obj, labels, owner, uids, written),
-            self.create_at_once,
-        )
+
+        def agent_access() -> None:
+            run_together(roles, self.create_at_once)
+            run_together(bindings, self.create_at_once)
+
+        def twin_objects() -> None:
+            run_together(defaults, self.create_at_once)
+            self._ensure_crds(plan)
+            create_in_waves(
+                twin,
+                lambda obj: self._create_twin_object(obj, labels, owner, uids, written),
+                self.create_at_once,
+            )
+
+        # The agent's access and the twin admit nothing of each other: they are built side by side.
+        run_together([agent_access, twin_objects], 2 if self.create_at_once > 1 else 1)
         return written
 
     def _create_twin_object(
@@ -220,14 +238,18 @@ class SandboxProvider:
             ]
         api_version = obj.api_version
         body = {"apiVersion": api_version, "kind": obj.kind, **body}
+        if obj.kind == "Node":  # created whole, status and taints included (sandbox.admission)
+            body = node_create_body(body, obj.status)
         created = self._create(obj.kind, body, api_version=api_version, written=written)
         uids[obj.key] = created["metadata"]["uid"]
         key = (obj.kind, obj.namespace, obj.name)
-        if obj.status is not None:
+        if not status_kept(created, obj.status):
             path = resource_path(obj.kind, obj.namespace, obj.name, api_version=api_version) + "/status"
             written[key] = request(self.api, "PATCH", path, {"status": obj.status}, content_type=MERGE_PATCH)
         if obj.kind == "Node":
-            written[key] = settle_node_taints(self.api, obj.name, obj.status)
+            taints = taints_to_write(written[key], node_taints_of(body, obj.status))
+            if taints is not None:
+                written[key] = settle_node_taints(self.api, obj.name, taints)
 
     def _create(
         self, kind: str, body: Body, api_version: str | None = None, written: Written | None = None

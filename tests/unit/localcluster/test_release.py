@@ -89,6 +89,8 @@ def test_flags_of_the_current_release(tmp_path: Path) -> None:
     api_args = apiserver_args(current.pki, 2, 1, tmp_path / "policy.yaml", tmp_path / "audit.log")
     assert "--secure-port=1" in api_args
     assert not any(a.startswith("--insecure-port") for a in api_args)  # removed in 1.24
+    # Twin Nodes are created with their own taints; no admission-time not-ready taint to patch away.
+    assert "--disable-admission-plugins=TaintNodesByCondition" in api_args
     cm_current = controller_manager_args(current.pki, tmp_path / "kc")
     assert "--secure-port=0" in cm_current
     assert not any(a.startswith("--port") for a in cm_current)  # removed in 1.24
