@@ -26,6 +26,7 @@ from typing import Any
 
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
+from kubernetes.utils import parse_quantity
 
 from oasis_operator.kube import request, resource_path
 from oasis_operator.sandbox.scheduling import node_taints
@@ -62,11 +63,25 @@ def node_create_body(body: Body, status: Body | None) -> Body:
     return node
 
 
-def _holds(stored: Any, declared: Any) -> bool:
-    """True when `stored` has every declared value (maps: key by key; defaults the server added aside)."""
+QUANTITY_MAPS = frozenset({"capacity", "allocatable"})
+
+
+def _same_quantity(stored: Any, declared: Any) -> bool:
+    """True when two resource quantities are one amount (the server keeps `4000m` as `4`)."""
+    try:
+        return bool(parse_quantity(stored) == parse_quantity(declared))  # type: ignore[no-untyped-call]
+    except (TypeError, ValueError):
+        return False
+
+
+def _holds(stored: Any, declared: Any, quantities: bool = False) -> bool:
+    """True when `stored` has every declared value (maps: key by key; defaults the server added aside;
+    resource quantities by amount, as the server writes them in canonical form)."""
     if isinstance(declared, dict):
-        return isinstance(stored, dict) and all(_holds(stored.get(k), v) for k, v in declared.items())
-    return bool(stored == declared)
+        return isinstance(stored, dict) and all(
+            _holds(stored.get(k), v, quantities or k in QUANTITY_MAPS) for k, v in declared.items()
+        )
+    return bool(stored == declared) or (quantities and _same_quantity(stored, declared))
 
 
 def status_kept(answer: Body, status: Body | None) -> bool:

@@ -67,6 +67,12 @@ def test_status_is_kept_only_when_the_answer_holds_every_declared_value() -> Non
     assert not status_kept({}, declared)
     changed = {**declared, "capacity": {"cpu": "4", "pods": "100"}}
     assert not status_kept({"status": changed}, declared)
+    # Quantities are kept in canonical form: 4000m is stored as 4, the same amount.
+    millis = {**declared, "capacity": {"cpu": "4000m", "pods": "110"}}
+    assert status_kept({"status": declared}, millis)
+    assert not status_kept({"status": declared}, {**declared, "capacity": {"cpu": "3900m", "pods": "110"}})
+    # Only resource amounts compare by amount; elsewhere a different spelling is a different value.
+    assert not status_kept({"status": {"phase": "4"}}, {"phase": "4000m"})
     # Lists compare whole: one condition missing or changed is a status still to write.
     fewer = {**declared, "conditions": declared["conditions"][:0]}  # type: ignore[index]
     assert not status_kept({"status": fewer}, declared)
