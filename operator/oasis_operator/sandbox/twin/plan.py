@@ -25,7 +25,8 @@ class TwinError(ValueError):
 
 @dataclass
 class TwinObject:
-    """One API object to create; `status` is written afterwards through the status subresource."""
+    """One API object to create; `status` is written afterwards through the status subresource (a Node's
+    goes with its create where the server keeps it: sandbox.admission)."""
 
     api_version: str
     kind: str
