@@ -8,6 +8,7 @@ contents.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -19,8 +20,11 @@ from oasis_operator import API_GROUP
 from oasis_operator.kube import request, resource_path
 from oasis_operator.models.declared_values import RESERVED_NAMESPACES
 from oasis_operator.sandbox.admission import MERGE_PATCH
+from oasis_operator.sandbox.waves import run_together
 
 ENV_LABEL = f"{API_GROUP}/environment"
+CLUSTER_KINDS = ("ClusterRoleBinding", "ClusterRole", "Node", "PersistentVolume")
+AT_ONCE = 4  # removal requests sent together within a stage
 
 
 @dataclass
@@ -56,26 +60,46 @@ def remove_environment(
         for ns in request(api, "GET", resource_path("Namespace"), query=selector)["items"]
         if ns["metadata"]["name"] not in RESERVED_NAMESPACES
     ]
-    # No kubelet confirms pod shutdown here, so pods go at once; otherwise their namespaces would wait
-    # forever on pods stuck in Terminating.
-    for meta in namespaces:
-        finalize(meta["name"])
-        for pvc in request(api, "GET", resource_path("PersistentVolumeClaim", meta["name"]))["items"]:
-            release_finalizers(api, "PersistentVolumeClaim", meta["name"], pvc["metadata"]["name"])
-    for pv in request(api, "GET", resource_path("PersistentVolume"), query=selector)["items"]:
-        release_finalizers(api, "PersistentVolume", None, pv["metadata"]["name"])
-    for kind in ("ClusterRoleBinding", "ClusterRole", "Node", "PersistentVolume"):
-        gone = request(api, "DELETE", resource_path(kind), query=selector)["items"]
-        report.deleted += [f"{kind}/{item['metadata']['name']}" for item in gone]
-    for meta in namespaces:
-        if meta.get("deletionTimestamp"):
-            continue  # already going (an earlier teardown); deleting a terminating namespace is a 409
+
+    # Three stages, each one's requests sent together (they are independent), in an order that matters:
+    # pods and storage finalizers first (no kubelet confirms pod shutdown here, so pods go at once;
+    # otherwise their namespaces would wait forever on pods stuck in Terminating), then the
+    # cluster-scoped objects, and the namespaces last, so an environment whose namespaces are all
+    # terminating has nothing else left (`environments_of(removing=False)` relies on it).
+    def prepare(namespace: str) -> None:
+        finalize(namespace)
+        for pvc in request(api, "GET", resource_path("PersistentVolumeClaim", namespace))["items"]:
+            release_finalizers(api, "PersistentVolumeClaim", namespace, pvc["metadata"]["name"])
+
+    def release_volumes() -> None:
+        for pv in request(api, "GET", resource_path("PersistentVolume"), query=selector)["items"]:
+            release_finalizers(api, "PersistentVolume", None, pv["metadata"]["name"])
+
+    prepared: list[Callable[[], object]] = [functools.partial(prepare, m["name"]) for m in namespaces]
+    run_together([*prepared, release_volumes], AT_ONCE)
+    gone: dict[str, list[str]] = {}
+
+    def delete_kind(kind: str) -> None:
+        items = request(api, "DELETE", resource_path(kind), query=selector)["items"]
+        gone[kind] = [f"{kind}/{item['metadata']['name']}" for item in items]
+
+    run_together([functools.partial(delete_kind, kind) for kind in CLUSTER_KINDS], AT_ONCE)
+    for kind in CLUSTER_KINDS:
+        report.deleted += gone[kind]
+    deleted: dict[str, bool] = {}
+
+    def delete_namespace(name: str) -> None:
         try:
-            request(api, "DELETE", resource_path("Namespace", None, meta["name"]))
-            report.deleted.append(f"Namespace/{meta['name']}")
+            request(api, "DELETE", resource_path("Namespace", None, name))
+            deleted[name] = True
         except ApiException as exc:
             if exc.status not in (404, 409):  # gone, or being removed by a teardown beside us
                 raise
+
+    # A namespace already going (an earlier teardown) is left alone: deleting it again is a 409.
+    going = [m["name"] for m in namespaces if not m.get("deletionTimestamp")]
+    run_together([functools.partial(delete_namespace, name) for name in going], AT_ONCE)
+    report.deleted += [f"Namespace/{name}" for name in going if deleted.get(name)]
     if wait:
         deadline = time.monotonic() + timeout
         while True:
