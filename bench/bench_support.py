@@ -20,6 +20,7 @@ from oasis_operator.kube import api_client, apply_crds, request, resource_path
 from oasis_operator.localcluster import LocalControlPlane
 
 TICKS = os.sysconf("SC_CLK_TCK")
+TERMINAL = frozenset({"Completed", "Aborted", "Failed"})  # an OASISEvaluation phase a run ends in
 
 
 def cpu_seconds(pid: int) -> float:

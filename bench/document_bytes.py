@@ -32,6 +32,7 @@ from kubernetes.client import ApiClient, CustomObjectsApi
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_support import (
+    TERMINAL,
     ProcessWatch,
     bench_cluster,
     evaluation_status,
@@ -50,7 +51,6 @@ from oasis_operator.sandbox.provider import ENV_LABEL, SandboxProvider
 RESULTS = Path(__file__).parent / "results"
 NAMESPACE = "bench-documents"
 RECORD = "environment"
-TERMINAL = {"Completed", "Aborted", "Failed"}
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 

@@ -29,6 +29,7 @@ from kubernetes.client import CustomObjectsApi
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_support import (
+    TERMINAL,
     api_floor,
     bench_cluster,
     cpu_seconds,
@@ -45,7 +46,6 @@ from oasis_operator import API_GROUP, API_VERSION
 RESULTS = Path(__file__).parent / "results"
 BIN = Path(sys.executable).parent
 NAMESPACE = "bench-queue"
-TERMINAL = {"Completed", "Aborted", "Failed"}
 BLOCK = 50
 
 

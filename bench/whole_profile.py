@@ -31,6 +31,7 @@ from kubernetes.client import CustomObjectsApi
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_support import (
+    TERMINAL,
     ProcessWatch,
     api_floor,
     bench_cluster,
@@ -48,7 +49,6 @@ from oasis_operator.models.timings import PHASES
 RESULTS = Path(__file__).parent / "results"
 BIN = Path(sys.executable).parent
 NAMESPACE = "bench-profile"
-TERMINAL = {"Completed", "Aborted", "Failed"}
 TARGETS = {  # issue 21
     "evaluator p50 wall per scenario (s)": 0.5,
     "operator CPU per scenario (s)": 0.3,
