@@ -15,6 +15,8 @@ import yaml
 from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi
 
 from oasis_operator import API_GROUP, API_VERSION
+from oasis_operator.evaluation.store import DocumentStore, unpack
+from oasis_operator.kube import request, resource_path
 from tests.cluster_fixtures import Cluster, wait_for
 from tests.e2e.agent_server import ScriptedAgent
 from tests.e2e.support import (
@@ -176,8 +178,10 @@ def test_agent_that_never_acts_gives_no_pass(
     assert ready is not None
     assert ready["reason"] == "VerdictIncomplete"
     assert status["progress"]["passed"] == 0
-    report = CoreV1Api(api).read_namespaced_config_map(status["reportConfigMaps"][-1], namespace)
-    doc = json.loads(report.data["report.json"])["report"]
+    stored = [
+        request(api, "GET", resource_path("ConfigMap", namespace, n)) for n in status["reportConfigMaps"]
+    ]
+    doc = json.loads(unpack(stored)["report.json"])["report"]
     assert doc["incomplete"] is True
     assert {u["scenario_id"] for u in doc["unevaluated"]} == set(status["summary"]["unevaluableScenarios"])
     assert "makes no conformance claim" in doc["statements"]["conformance"]
@@ -193,10 +197,11 @@ def test_oversized_http_answer_is_a_clear_row_error(
     row = status["scenarios"][0]
     assert "4194304-byte bound" in row["unevaluable"], row
     assert row["agentError"].startswith("protocol:"), row
-    sizes = [
-        sum(len(v) for v in (cm.data or {}).values())
-        for cm in CoreV1Api(api).list_namespaced_config_map(namespace).items
-    ]
+    # Documents are stored compressed: their size is what they hold once read back.
+    uid = get(custom, namespace, "huge")["metadata"]["uid"]
+    sets = DocumentStore(api).read_all(namespace, uid)
+    sizes = [len(text) for files in sets.values() for text in files.values()]
+    assert "verdict" in sets, sorted(sets)
     assert sum(sizes) < 6 * 1024 * 1024, "the oversized answer must not be stored"
 
 
