@@ -6,9 +6,10 @@ Starts a local control plane in a temporary directory and provisions every shipp
 (default 1), one at a time, removing each sandbox (not awaited) after it is measured. Every API request
 the provisioning makes is timed on the client side and sorted into a step by its shape: namespaces,
 the default ServiceAccount (wait or create), the agent's RBAC, the twin's objects and status writes, the
-before-snapshot's reads and the stored record. A step's time is the span from its first request's start
-to its last one's end (steps run one after the other). Also the CPU seconds of kube-apiserver and etcd
-and of this process over all provisions (what a loaded machine distorts least), and the load average.
+before-snapshot's reads and the stored record; then the teardown's wall time and requests. A step's
+time is the span from its first request's start to its last one's end (steps run one after the other).
+Also the CPU seconds of kube-apiserver and etcd and of this process over all provisions (what a loaded
+machine distorts least), and the load average.
 Prints one markdown table, and appends it to FILE with `--out`.
 """
 
@@ -105,6 +106,8 @@ def main() -> None:
     spans: dict[str, list[float]] = defaultdict(list)
     counts: Counter[str] = Counter()
     walls: list[float] = []
+    teardowns: list[float] = []  # removal until its last request is answered (not until gone)
+    teardown_requests = 0
     with tempfile.TemporaryDirectory(prefix="oasis-bench-breakdown-") as tmp:
         plane = LocalControlPlane(run_dir=Path(tmp) / "cluster")
         plane.start()
@@ -131,11 +134,35 @@ def main() -> None:
                         spans[step].append(
                             max(e for _, e in times) - min(s for s, _ in times) if times else 0.0
                         )
+                    tape.calls.clear()
+                    t0 = time.perf_counter()
                     provider.teardown(record.environment.id, wait=False)
+                    teardowns.append(time.perf_counter() - t0)
+                    teardown_requests += len(tape.calls)
             cpu = watch.end()
             load_after = os.getloadavg()
         finally:
             plane.stop()
+    lines = render(args, walls, (teardowns, teardown_requests), counts, spans, cpu, (load_before, load_after))
+    lines += ["", load_note(), ""]
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        with Path(args.out).open("a") as out:
+            out.write(text + "\n")
+
+
+def render(
+    args: argparse.Namespace,
+    walls: list[float],
+    teardown: tuple[list[float], int],
+    counts: Counter[str],
+    spans: dict[str, list[float]],
+    cpu: dict[str, float],
+    loads: tuple[tuple[float, float, float], tuple[float, float, float]],
+) -> list[str]:
+    """The result's lines (without the load note)."""
+    removals, removal_requests = teardown
     n = len(walls)
     apiserver = sum(v for k, v in cpu.items() if k != "bench")
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -144,12 +171,16 @@ def main() -> None:
         f"### {args.label or 'provision'}: {n} provisions, {when}",
         "",
         f"`bench/provision_breakdown.py {args.rounds}` (package at `{package}`), {os.cpu_count()} cores, "
-        f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after.",
+        f"load average {loads[0][0]:.1f} before, {loads[1][0]:.1f} after.",
         "",
         f"Provision wall p50 {statistics.median(walls):.3f} s, mean {statistics.mean(walls):.3f} s, "
         f"p95 {percentile(walls, 0.95):.3f} s. Requests per scenario: {sum(counts.values()) / n:.1f}. "
         f"CPU per scenario: kube-apiserver + etcd {apiserver / n:.3f} s, "
         f"this process {cpu['bench'] / n:.3f} s.",
+        "",
+        f"Teardown (until its requests are answered, not until gone; its CPU is in the figures above) "
+        f"p50 {statistics.median(removals):.3f} s, mean {statistics.mean(removals):.3f} s, "
+        f"{removal_requests / n:.1f} requests per scenario.",
         "",
         "| step | requests per scenario | span p50 (s) | span mean (s) |",
         "| --- | --- | --- | --- |",
@@ -160,12 +191,7 @@ def main() -> None:
         for step in STEPS
         if counts[step] or any(spans[step])
     ]
-    lines += ["", load_note(), ""]
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        with Path(args.out).open("a") as out:
-            out.write(text + "\n")
+    return lines
 
 
 if __name__ == "__main__":

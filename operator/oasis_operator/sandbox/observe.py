@@ -154,9 +154,12 @@ def read_snapshot(
     lists = [(kind, b.sandbox, b.declared) for b in env.namespaces for kind in DERIVED_KINDS]
     # The twin is quiescent while it is read (provisioned, or the agent done and dynamics stopped), so
     # reading it with a few requests at once sees what reading it one request at a time would.
+    # The reads and the lists are all queued before any answer is awaited: one batch, not two.
     with ThreadPoolExecutor(READS_AT_ONCE, thread_name_prefix="snapshot") as pool:
-        result = list(pool.map(read, resources))
-        found = list(pool.map(listed, lists))
+        reading = [pool.submit(read, ref) for ref in resources]
+        listing = [pool.submit(listed, where) for where in lists]
+        result = [future.result() for future in reading]
+        found = [future.result() for future in listing]
     derived = [
         snapshot_of(kind, declared_ns, item["metadata"]["name"],
                     {"apiVersion": DERIVED_API_VERSIONS[kind], "kind": kind, **item})

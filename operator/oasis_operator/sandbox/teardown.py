@@ -12,6 +12,7 @@ import functools
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
@@ -24,7 +25,7 @@ from oasis_operator.sandbox.waves import run_together
 
 ENV_LABEL = f"{API_GROUP}/environment"
 CLUSTER_KINDS = ("ClusterRoleBinding", "ClusterRole", "Node", "PersistentVolume")
-AT_ONCE = 4  # removal requests sent together within a stage
+AT_ONCE = 8  # removal requests sent together within a stage
 
 
 @dataclass
@@ -55,19 +56,23 @@ def remove_environment(
     finalize = finalize or (lambda namespace: finalize_pods(api, namespace))
     report = TeardownReport(env_id)
     selector = {"labelSelector": f"{ENV_LABEL}={env_id}"}
-    namespaces = [
-        ns["metadata"]
-        for ns in request(api, "GET", resource_path("Namespace"), query=selector)["items"]
-        if ns["metadata"]["name"] not in RESERVED_NAMESPACES
-    ]
+    namespaces: list[dict[str, Any]] = []
 
-    # Three stages, each one's requests sent together (they are independent), in an order that matters:
-    # pods and storage finalizers first (no kubelet confirms pod shutdown here, so pods go at once;
-    # otherwise their namespaces would wait forever on pods stuck in Terminating), then the
-    # cluster-scoped objects, and the namespaces last, so an environment whose namespaces are all
-    # terminating has nothing else left (`environments_of(removing=False)` relies on it).
-    def prepare(namespace: str) -> None:
-        finalize(namespace)
+    # Two stages, in an order that matters; within a stage the requests are independent and sent
+    # together. First the namespaces' pods and storage finalizers (no kubelet confirms pod shutdown here,
+    # so pods go at once; otherwise their namespaces would wait forever on pods stuck in Terminating),
+    # and beside them the cluster-scoped objects, which need nothing of the namespaces. The namespaces
+    # go last, so an environment whose namespaces are all terminating has nothing else left
+    # (`environments_of(removing=False)` relies on it).
+    def prepare_namespaces() -> None:
+        found = request(api, "GET", resource_path("Namespace"), query=selector)["items"]
+        namespaces.extend(ns["metadata"] for ns in found if ns["metadata"]["name"] not in RESERVED_NAMESPACES)
+        names = [m["name"] for m in namespaces]
+        pods = [functools.partial(finalize, name) for name in names]
+        claims = [functools.partial(release_claims, name) for name in names]
+        run_together([*pods, *claims], AT_ONCE)
+
+    def release_claims(namespace: str) -> None:
         for pvc in request(api, "GET", resource_path("PersistentVolumeClaim", namespace))["items"]:
             release_finalizers(api, "PersistentVolumeClaim", namespace, pvc["metadata"]["name"])
 
@@ -75,15 +80,16 @@ def remove_environment(
         for pv in request(api, "GET", resource_path("PersistentVolume"), query=selector)["items"]:
             release_finalizers(api, "PersistentVolume", None, pv["metadata"]["name"])
 
-    prepared: list[Callable[[], object]] = [functools.partial(prepare, m["name"]) for m in namespaces]
-    run_together([*prepared, release_volumes], AT_ONCE)
     gone: dict[str, list[str]] = {}
 
     def delete_kind(kind: str) -> None:
         items = request(api, "DELETE", resource_path(kind), query=selector)["items"]
         gone[kind] = [f"{kind}/{item['metadata']['name']}" for item in items]
 
-    run_together([functools.partial(delete_kind, kind) for kind in CLUSTER_KINDS], AT_ONCE)
+    # A volume deleted before its finalizer is released waits for the release, one released first goes
+    # at once: either order ends with it gone.
+    cluster = [functools.partial(delete_kind, kind) for kind in CLUSTER_KINDS]
+    run_together([prepare_namespaces, release_volumes, *cluster], AT_ONCE)
     for kind in CLUSTER_KINDS:
         report.deleted += gone[kind]
     deleted: dict[str, bool] = {}
