@@ -251,6 +251,7 @@ def read_record(
     except integrity.BrokenChainError as exc:
         return unreachable(f"{path}: the record is not intact: {exc}")
     requests: dict[int, dict[str, Any]] = {}
+    responses: dict[int, dict[str, Any]] = {}  # the last response line of each request, whole
     stimuli: list[StimulusEvent] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -263,13 +264,15 @@ def read_record(
             elif kind == "response":
                 seq = record.pop("seq")
                 if seq in requests:
-                    requests[seq].update(record)
+                    responses[seq] = record  # replaces an earlier one (a watch's "stream open") entirely
             elif kind == "stimulus":
                 stimuli.append(StimulusEvent.model_validate(record))
         except (ValueError, KeyError, AttributeError, TypeError):
             return unreachable(f"{path}: record line {number} is corrupt")
     try:
-        entries = [AuditEntry.model_validate(requests[seq]) for seq in sorted(requests)]
+        entries = [
+            AuditEntry.model_validate({**requests[seq], **responses.get(seq, {})}) for seq in sorted(requests)
+        ]
     except ValueError as exc:
         return unreachable(f"{path}: an entry does not match the audit entry model: {exc}")
     source = EvidenceSource(type=SOURCE_TYPE, status=SourceStatus.AVAILABLE)

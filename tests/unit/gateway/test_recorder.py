@@ -37,6 +37,18 @@ def test_entries_are_written_before_and_completed_after(tmp_path: Path) -> None:
     assert again.begin(_entry(method="GET", path="/api")) == 2  # numbering survives a restart
 
 
+def test_a_later_response_line_replaces_the_earlier_one_whole(tmp_path: Path) -> None:
+    """A watch is answered twice: "stream open" when it starts, then its closing line (no note)."""
+    recorder = Recorder(tmp_path / "env")
+    seq = recorder.begin(_entry(method="GET", verb="watch", path="/api/v1/pods", query={"watch": "true"}))
+    recorder.complete(seq, Completion(200, 0, "stream open"))
+    (opened,) = read_record(recorder.path).entries
+    assert (opened.response_code, opened.response_bytes, opened.note) == (200, 0, "stream open")
+    recorder.complete(seq, Completion(200, 5120))
+    (closed,) = read_record(recorder.path).entries
+    assert (closed.response_code, closed.response_bytes, closed.note) == (200, 5120, "")
+
+
 def test_foreign_attribution_survives_the_round_trip(tmp_path: Path) -> None:
     recorder = Recorder(tmp_path / "env")
     seq = recorder.begin(_entry(actor=Actor.FOREIGN, credential="sha256:0123456789abcdef"))
