@@ -149,14 +149,13 @@ def events(api: ApiClient, namespace: str, name: str) -> list[tuple[str, str, st
 
 
 def environments_of(api: ApiClient, namespace: str, name: str) -> list[str]:
-    """Sandbox environments that still exist for the evaluation (by the annotation on the namespace)."""
+    """Sandbox environments that still exist for the evaluation (by the annotation on their record)."""
     provider = SandboxProvider(api)
     reference = f"{namespace}/{name}"
     return [
         env_id
-        for env_id, ns in provider.environments()
-        if (ns["metadata"].get("annotations") or {}).get(EVALUATION_ANNOTATION) == reference
-        and ns.get("status", {}).get("phase") != "Terminating"
+        for env_id, record in provider.environments()
+        if (record["metadata"].get("annotations") or {}).get(EVALUATION_ANNOTATION) == reference
     ]
 
 

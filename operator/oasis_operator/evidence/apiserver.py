@@ -18,8 +18,9 @@ The identities of ours are learnt from what the API server authenticated (`Ident
 two sets hold the same name, and the operator's identity impersonating the agent is the agent.
 
 Which events belong to an environment (`belongs_to`): those on its sandbox namespaces (objects in them
-and the namespaces themselves), on its renamed cluster-scoped objects, and those made by an identity that
-lives in its namespaces (its agent, or a ServiceAccount of one of its namespaces), wherever they went.
+and the namespaces themselves), on its renamed cluster-scoped objects and on its own objects in the shared
+control namespace, and those made by an identity that lives in the environment (its agent, or a
+ServiceAccount of one of its namespaces), wherever they went. Another environment's agent is not of it.
 """
 
 from __future__ import annotations
@@ -103,22 +104,32 @@ def _fingerprint(event: Mapping[str, Any]) -> str | None:
 
 
 def _namespaces(env: Environment) -> frozenset[str]:
-    return frozenset({env.control_namespace, *(b.sandbox for b in env.namespaces)})
+    return frozenset(b.sandbox for b in env.namespaces)
+
+
+def _own_control_object(env: Environment, namespace: Any, name: Any) -> bool:
+    """An object of this environment in the control namespace, which every environment shares: its
+    ServiceAccount and record carry the environment id in their names (and a control namespace of an
+    earlier version, one per environment, carried it in its own name)."""
+    return namespace == env.control_namespace and env.id in f"{namespace}/{name or ''}"
 
 
 def belongs_to(event: Mapping[str, Any], env: Environment) -> bool:
     """True when the event touched the environment or was made by an identity living in it."""
     namespaces = _namespaces(env)
     ref = event.get("objectRef") or {}
-    if ref.get("namespace") in namespaces:
-        return True
     name = ref.get("name")
+    if ref.get("namespace") in namespaces or _own_control_object(env, ref.get("namespace"), name):
+        return True
     if ref.get("resource") == "namespaces" and name in namespaces:
         return True
     if name and any(o.sandbox == name for o in env.cluster_objects):
         return True
     for user in (acting_user(event), username_of(event.get("user"))):
-        if user.startswith(SERVICE_ACCOUNT_PREFIX) and user.split(":")[2] in namespaces:
+        if not user.startswith(SERVICE_ACCOUNT_PREFIX):
+            continue
+        parts = user.split(":")
+        if len(parts) == 4 and (parts[2] in namespaces or _own_control_object(env, parts[2], parts[3])):
             return True
     return False
 

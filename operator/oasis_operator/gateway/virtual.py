@@ -55,8 +55,11 @@ class NameMap:
         in_scope = [b.declared for b in env.namespaces if b.in_scope]
         self.home_namespace = (in_scope or [b.declared for b in env.namespaces] or ["default"])[0]
         pairs = env.renames()
-        # The agent's own identity lives in the control namespace; show it in the home namespace instead.
+        # The agent's own identity lives in the control namespace; show it in the home namespace instead,
+        # under a name without the environment id.
         pairs[env.control_namespace] = self.home_namespace
+        if env.agent.service_account != env.agent.shown_name:
+            pairs[env.agent.service_account] = env.agent.shown_name
         self._reverse: dict[str, str] = {}
         self._reverse_re: re.Pattern[str] | None = None
         self._set_reverse(pairs)

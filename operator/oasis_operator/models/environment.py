@@ -45,6 +45,9 @@ class ClusterObjectBinding(_Model):
     sandbox: str
 
 
+AGENT_SHOWN_NAME = "agent"
+
+
 class AgentIdentity(_Model):
     """The ServiceAccount the gateway impersonates for every agent request."""
 
@@ -54,6 +57,11 @@ class AgentIdentity(_Model):
     @property
     def username(self) -> str:
         return f"system:serviceaccount:{self.namespace}:{self.service_account}"
+
+    @property
+    def shown_name(self) -> str:
+        """The ServiceAccount's name as the agent sees it: without the environment id it carries."""
+        return AGENT_SHOWN_NAME
 
     @property
     def groups(self) -> list[str]:
@@ -139,7 +147,9 @@ class Environment(_Model):
     prefix: str
     scenario_id: str
     evaluation: str | None = Field(default=None, description="namespace/name of the owning evaluation.")
-    control_namespace: str = Field(description="Holds the agent identity and the record; never shown.")
+    control_namespace: str = Field(
+        description="Holds the agent identity and the record (shared by every environment); never shown."
+    )
     namespaces: tuple[NamespaceBinding, ...]
     cluster_objects: tuple[ClusterObjectBinding, ...] = ()
     agent: AgentIdentity

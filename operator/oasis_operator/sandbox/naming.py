@@ -29,9 +29,26 @@ def sandbox_name(prefix: str, env_id: str, declared: str) -> str:
     return f"{prefix}-{env_id}-{declared[:keep].rstrip('-')}-{_digest(declared, 8)}"
 
 
-def control_namespace(prefix: str, env_id: str) -> str:
-    """The environment's own namespace: agent identity and bookkeeping, never shown to the agent."""
+def control_namespace(prefix: str) -> str:
+    """The namespace that holds every environment's agent identity and record, never shown to the agent.
+
+    One per prefix, long-lived: an environment adds its ServiceAccount and record ConfigMap to it (both
+    named after the environment, `agent_service_account` and `record_name`) and teardown removes them.
+    A namespace of its own per environment would cost a namespace-controller sweep each (its ~45
+    requests are most of what removing an environment costs the API server). Environment ids start with
+    "e" and never read "control", so the name cannot meet a sandbox namespace (`<prefix>-<env id>-...`).
+    """
+    return f"{prefix}-control"
+
+
+def environment_namespace_prefix(prefix: str, env_id: str) -> str:
+    """What every sandbox namespace of the environment starts with (`<prefix>-<env id>`)."""
     return f"{prefix}-{env_id}"
+
+
+def agent_service_account(env_id: str) -> str:
+    """The environment's agent ServiceAccount in the control namespace."""
+    return f"agent-{env_id}"
 
 
 def is_dns_label(name: str) -> bool:

@@ -30,8 +30,14 @@ from oasis_operator.sandbox.admission import (
     taints_to_write,
 )
 from oasis_operator.sandbox.argo import ARGO_APPLICATION_CRD
+from oasis_operator.sandbox.control import ControlNamespaceError, ensure_control_namespace
 from oasis_operator.sandbox.faults import WorkloadFault, faults_from_scenario
-from oasis_operator.sandbox.naming import control_namespace, new_environment_id
+from oasis_operator.sandbox.naming import (
+    agent_service_account,
+    control_namespace,
+    environment_namespace_prefix,
+    new_environment_id,
+)
 from oasis_operator.sandbox.observe import (
     ResourceRef,
     Written,
@@ -39,9 +45,9 @@ from oasis_operator.sandbox.observe import (
     declared_resources,
     read_snapshot,
 )
-from oasis_operator.sandbox.rbac import AGENT_SERVICE_ACCOUNT, agent_objects
+from oasis_operator.sandbox.rbac import agent_objects
 from oasis_operator.sandbox.snapshot import ResourceSnapshot
-from oasis_operator.sandbox.stored_record import RECORD_CONFIGMAP, record_configmap, record_text
+from oasis_operator.sandbox.stored_record import record_configmap, record_name, record_text
 from oasis_operator.sandbox.teardown import ENV_LABEL as ENV_LABEL  # noqa: PLC0414 (re-exported)
 from oasis_operator.sandbox.teardown import TeardownReport as TeardownReport  # noqa: PLC0414 (re-exported)
 from oasis_operator.sandbox.twin import TwinObject, TwinPlan, build_twin
@@ -89,6 +95,7 @@ class SandboxProvider:
         self.prefix = prefix
         self.clock = clock
         self.create_at_once = create_at_once
+        self._control_ready: set[str] = set()
 
     # --- provisioning ------------------------------------------------------------------------------
     def provision(
@@ -104,11 +111,11 @@ class SandboxProvider:
             prefix=self.prefix,
             scenario_id=scenario.id,
             evaluation=evaluation,
-            control_namespace=control_namespace(self.prefix, env_id),
+            control_namespace=control_namespace(self.prefix),
             namespaces=tuple(plan.namespaces),
             cluster_objects=tuple(plan.cluster_objects),
             agent=AgentIdentity(
-                namespace=control_namespace(self.prefix, env_id), service_account=AGENT_SERVICE_ACCOUNT
+                namespace=control_namespace(self.prefix), service_account=agent_service_account(env_id)
             ),
             mode=agent.mode,
             tools=tuple(agent.tools),
@@ -126,6 +133,7 @@ class SandboxProvider:
             record = SandboxRecord(environment=env, resources=resources, before=before, faults=faults)
             self._store_record(record)
         except Exception as exc:
+            self._control_ready.clear()  # checked again next time, in case it was the one that went
             try:
                 report = self.teardown(env_id, wait=False)
                 deleted = len(report.deleted)
@@ -144,21 +152,7 @@ class SandboxProvider:
         create = functools.partial(self._create, written=written)
         labels = {ENV_LABEL: env.id}
         bookkeeping = {SCENARIO_ANNOTATION: env.scenario_id, EVALUATION_ANNOTATION: env.evaluation or ""}
-        control = {
-            "metadata": {
-                "name": env.control_namespace,
-                "labels": {**labels, ROLE_LABEL: "control"},
-                "annotations": bookkeeping,
-            }
-        }
-        created = create("Namespace", control)
-        owner = {
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "name": env.control_namespace,
-            "uid": created["metadata"]["uid"],
-            "blockOwnerDeletion": False,
-        }
+        self._ensure_control_namespace(env.control_namespace)
         uids: dict[tuple[str, str | None, str], str] = {}
         declared = {b.sandbox: b.declared for b in env.namespaces}
         namespaces = [obj for obj in plan.objects if obj.kind == "Namespace"]
@@ -171,7 +165,6 @@ class SandboxProvider:
                 DECLARED_LABEL: declared[obj.name],
             }
             meta["annotations"] = {**meta.get("annotations", {}), **bookkeeping}
-            meta["ownerReferences"] = [owner]
         run_together(
             [functools.partial(create, "Namespace", obj.body) for obj in namespaces],
             self.create_at_once,
@@ -179,9 +172,10 @@ class SandboxProvider:
         roles: list[Callable[[], object]] = []
         bindings: list[Callable[[], object]] = []
         for kind, body in agent_objects(env):
-            if kind in ("ClusterRole", "ClusterRoleBinding"):
-                body["metadata"]["labels"] = labels
-                body["metadata"]["ownerReferences"] = [owner]
+            if kind in ("ClusterRole", "ClusterRoleBinding", "ServiceAccount"):
+                body["metadata"]["labels"] = labels  # found by label at teardown
+            if kind == "ServiceAccount":
+                body["metadata"]["annotations"] = bookkeeping
             # A binding after its role: without the bind verb, the API server checks the creator holds
             # the role's rights, and a role it cannot find yet refuses the binding (404).
             (bindings if kind.endswith("Binding") else roles).append(functools.partial(create, kind, body))
@@ -202,7 +196,7 @@ class SandboxProvider:
             self._ensure_crds(plan)
             create_in_waves(
                 twin,
-                lambda obj: self._create_twin_object(obj, labels, owner, uids, written),
+                lambda obj: self._create_twin_object(obj, labels, uids, written),
                 self.create_at_once,
             )
 
@@ -214,15 +208,13 @@ class SandboxProvider:
         self,
         obj: TwinObject,
         labels: dict[str, str],
-        owner: Body,
         uids: dict[tuple[str, str | None, str], str],
         written: Written,
     ) -> None:
         body = obj.body
         meta = body.setdefault("metadata", {})
-        if obj.namespace is None:  # cluster-scoped twin objects are owned by the control namespace
+        if obj.namespace is None:  # cluster-scoped twin objects are found by label at teardown
             meta["labels"] = {**meta.get("labels", {}), **labels}
-            meta["ownerReferences"] = [owner]
         if obj.owner is not None:
             owner_kind, owner_name = obj.owner
             api_version = "apps/v1"
@@ -274,16 +266,28 @@ class SandboxProvider:
         ):
             apply_crds(self.api, [ARGO_APPLICATION_CRD])
 
+    def _ensure_control_namespace(self, name: str) -> None:
+        """The shared control namespace, created (and the right to impersonate in it checked) once."""
+        if name not in self._control_ready:
+            try:
+                ensure_control_namespace(self.api, name, {ROLE_LABEL: "control"})
+            except ControlNamespaceError as exc:
+                raise SandboxError(str(exc)) from exc
+            self._control_ready.add(name)
+
     def _store_record(self, record: SandboxRecord) -> None:
         env = record.environment
-        body = record_configmap(env.control_namespace, {ENV_LABEL: env.id}, record.model_dump_json())
+        bookkeeping = {SCENARIO_ANNOTATION: env.scenario_id, EVALUATION_ANNOTATION: env.evaluation or ""}
+        body = record_configmap(
+            env.control_namespace, env.id, {ENV_LABEL: env.id}, record.model_dump_json(), bookkeeping
+        )
         self._create("ConfigMap", body)
 
     def load_record(self, env_id: str) -> SandboxRecord:
         """The stored record of a provisioned environment (e.g. after an operator restart); RecordError
         naming the ConfigMap and key when it cannot be read."""
-        ns = control_namespace(self.prefix, env_id)
-        cm = request(self.api, "GET", resource_path("ConfigMap", ns, RECORD_CONFIGMAP))
+        ns = control_namespace(self.prefix)
+        cm = request(self.api, "GET", resource_path("ConfigMap", ns, record_name(env_id)))
         return SandboxRecord.model_validate_json(record_text(cm))
 
     # --- observation -------------------------------------------------------------------------------
@@ -294,7 +298,14 @@ class SandboxProvider:
     # --- teardown (sandbox.teardown) ---------------------------------------------------------------
     def teardown(self, env_id: str, wait: bool = True, timeout: float = 120.0) -> TeardownReport:
         """Delete every namespace and cluster-scoped object of the environment; idempotent."""
-        return teardown.remove_environment(self.api, env_id, wait, timeout, finalize=self.finalize_pods)
+        return teardown.remove_environment(
+            self.api,
+            env_id,
+            wait,
+            timeout,
+            finalize=self.finalize_pods,
+            control=control_namespace(self.prefix),
+        )
 
     def finalize_pods(self, namespace: str, names: Iterable[str] | None = None) -> None:
         """Delete pods immediately (grace 0), as a kubelet would confirm their shutdown."""
@@ -305,34 +316,46 @@ class SandboxProvider:
         teardown.release_finalizers(self.api, kind, namespace, name)
 
     def _remaining(self, env_id: str) -> list[str]:
-        return teardown.remaining(self.api, env_id)
+        return teardown.remaining(self.api, env_id, control_namespace(self.prefix))
 
     def environments(self) -> list[tuple[str, Body]]:
-        """(env id, control namespace object) of every environment in the sandbox cluster."""
-        query = {"labelSelector": f"{ROLE_LABEL}=control"}
-        items = request(self.api, "GET", resource_path("Namespace"), query=query)["items"]
-        return sorted((i["metadata"]["labels"][ENV_LABEL], i) for i in items)
+        """(env id, record ConfigMap) of every environment with a record in the control namespace."""
+        return sorted((i["metadata"]["labels"][ENV_LABEL], i) for i in self._control_items("ConfigMap"))
+
+    def _control_items(self, kind: str) -> list[Body]:
+        """The environments' objects of `kind` in the control namespace (none if it is not there)."""
+        path = resource_path(kind, control_namespace(self.prefix))
+        items: list[Body] = request(self.api, "GET", path, query={"labelSelector": ENV_LABEL})["items"]
+        return items
+
+    def _environment_objects(self) -> list[Body]:
+        """Every object of ours an environment id can be read from: its namespaces (declared ones, and
+        control namespaces of earlier versions, one per environment) and its ServiceAccount and record in
+        the control namespace. Teardown removes the latter first and the namespaces last."""
+        query = {"labelSelector": ENV_LABEL}
+        found: list[Body] = request(self.api, "GET", resource_path("Namespace"), query=query)["items"]
+        return found + self._control_items("ServiceAccount") + self._control_items("ConfigMap")
 
     def environments_of(
         self, evaluation: str, scenario_id: str | None = None, removing: bool = True
     ) -> list[str]:
-        """Environment ids with any namespace left for the evaluation (and scenario), control or not.
+        """Environment ids with anything left for the evaluation (and scenario).
 
-        With `removing=False`, an environment whose namespaces are all terminating is left out: its
-        removal ran to its end (teardown deletes the namespaces last, after the pods, the storage
-        finalizers and the cluster-scoped objects), and only the namespace controller's sweep is left.
+        With `removing=False`, an environment whose namespaces are all terminating (and has nothing left
+        in the control namespace) is left out: its removal ran to its end (teardown deletes the
+        namespaces last, after the pods, the storage finalizers, the control objects and the
+        cluster-scoped objects), and only the namespace controller's sweep is left.
         """
-        query = {"labelSelector": ENV_LABEL}
         found: set[str] = set()
         live: set[str] = set()
-        for ns in request(self.api, "GET", resource_path("Namespace"), query=query)["items"]:
-            annotations = ns["metadata"].get("annotations") or {}
+        for item in self._environment_objects():
+            annotations = item["metadata"].get("annotations") or {}
             if annotations.get(EVALUATION_ANNOTATION) != evaluation:
                 continue
             if scenario_id is None or annotations.get(SCENARIO_ANNOTATION) == scenario_id:
-                env_id = ns["metadata"]["labels"][ENV_LABEL]
+                env_id = item["metadata"]["labels"][ENV_LABEL]
                 found.add(env_id)
-                if not ns["metadata"].get("deletionTimestamp"):
+                if not item["metadata"].get("deletionTimestamp"):
                     live.add(env_id)
         return sorted(found if removing else live)
 
@@ -342,19 +365,25 @@ class SandboxProvider:
         """Tear down environments whose evaluation is gone (or, with none recorded, older than max_age)."""
         reports = []
         now = self.clock()
-        # Every namespace of ours counts, not only control namespaces: an interrupted teardown can leave
-        # a declared namespace behind after its control namespace is gone.
-        query = {"labelSelector": ENV_LABEL}
+        # Every object an environment id can be read from counts: an interrupted teardown can leave a
+        # declared namespace behind after its control objects are gone, or the other way round.
+        control = control_namespace(self.prefix)
         oldest: dict[str, tuple[datetime, str]] = {}
-        for ns in request(self.api, "GET", resource_path("Namespace"), query=query)["items"]:
-            env_id = ns["metadata"]["labels"][ENV_LABEL]
-            if not ns["metadata"]["name"].startswith(control_namespace(self.prefix, env_id)):
+        for item in self._environment_objects():
+            meta = item["metadata"]
+            env_id = meta["labels"][ENV_LABEL]
+            ours = meta.get("namespace") == control or meta["name"].startswith(
+                environment_namespace_prefix(self.prefix, env_id)
+            )
+            if not ours:
                 continue  # another operator's (or test's) sandboxes: not ours to collect
-            evaluation = (ns["metadata"].get("annotations") or {}).get(EVALUATION_ANNOTATION) or ""
-            created = datetime.strptime(ns["metadata"]["creationTimestamp"], "%Y-%m-%dT%H:%M:%SZ")
+            evaluation = (meta.get("annotations") or {}).get(EVALUATION_ANNOTATION) or ""
+            created = datetime.strptime(meta["creationTimestamp"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
             seen = oldest.get(env_id)
-            if seen is None or created.replace(tzinfo=UTC) < seen[0]:
-                oldest[env_id] = (created.replace(tzinfo=UTC), evaluation or (seen[1] if seen else ""))
+            if seen is None or created < seen[0]:
+                oldest[env_id] = (created, evaluation or (seen[1] if seen else ""))
+            elif evaluation and not seen[1]:
+                oldest[env_id] = (seen[0], evaluation)
         for env_id, (created_at, evaluation) in sorted(oldest.items()):
             orphaned = not is_live(evaluation) if evaluation else now - created_at > max_age
             if orphaned:

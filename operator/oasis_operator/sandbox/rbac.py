@@ -100,7 +100,7 @@ def agent_objects(env: Environment) -> list[tuple[str, Body]]:
                 },
             )
         )
-    cluster_name = f"{env.control_namespace}-{AGENT_SERVICE_ACCOUNT}"
+    cluster_name = f"{env.prefix}-{env.id}-{AGENT_SERVICE_ACCOUNT}"  # unique per environment
     nodes = sorted(o.sandbox for o in env.cluster_objects if o.kind == "Node")
     volumes = sorted(o.sandbox for o in env.cluster_objects if o.kind == "PersistentVolume")
     namespaces = sorted(b.sandbox for b in env.namespaces)

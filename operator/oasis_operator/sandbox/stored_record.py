@@ -14,7 +14,7 @@ from typing import Any
 
 from oasis_operator.kube import compress_text, decompress_text
 
-RECORD_CONFIGMAP = "environment"
+RECORD_CONFIGMAP = "environment"  # the record ConfigMap of environment <id> is `environment-<id>`
 RECORD_KEY = "record.json"
 COMPRESSED_KEY = RECORD_KEY + ".gz"
 
@@ -23,13 +23,24 @@ class RecordError(ValueError):
     """The stored record cannot be read; the message names the ConfigMap and key."""
 
 
-def record_configmap(namespace: str, labels: Mapping[str, str], record_json: str) -> dict[str, Any]:
+def record_name(env_id: str) -> str:
+    """The name of environment `env_id`'s record ConfigMap in the control namespace."""
+    return f"{RECORD_CONFIGMAP}-{env_id}"
+
+
+def record_configmap(
+    namespace: str,
+    env_id: str,
+    labels: Mapping[str, str],
+    record_json: str,
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """The record ConfigMap's body."""
     blob = base64.b64encode(compress_text(record_json)).decode("ascii")
-    return {
-        "metadata": {"name": RECORD_CONFIGMAP, "namespace": namespace, "labels": dict(labels)},
-        "binaryData": {COMPRESSED_KEY: blob},
-    }
+    meta: dict[str, Any] = {"name": record_name(env_id), "namespace": namespace, "labels": dict(labels)}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return {"metadata": meta, "binaryData": {COMPRESSED_KEY: blob}}
 
 
 def record_text(configmap: Mapping[str, Any]) -> str:

@@ -25,6 +25,7 @@ from oasis_operator.sandbox.waves import run_together
 
 ENV_LABEL = f"{API_GROUP}/environment"
 CLUSTER_KINDS = ("ClusterRoleBinding", "ClusterRole", "Node", "PersistentVolume")
+CONTROL_KINDS = ("ServiceAccount", "ConfigMap")  # an environment's objects in the control namespace
 AT_ONCE = 8  # removal requests sent together within a stage
 
 
@@ -45,13 +46,15 @@ def remove_environment(
     wait: bool = True,
     timeout: float = 120.0,
     finalize: Callable[[str], None] | None = None,
+    control: str | None = None,
 ) -> TeardownReport:
-    """Delete every namespace and cluster-scoped object of the environment; idempotent.
+    """Delete every namespace and cluster-scoped object of the environment, and its ServiceAccount and
+    record in the shared `control` namespace; idempotent.
 
     Found by the environment label alone, so it works without the stored record (orphans). Each
-    label-selected kind is read once; cluster-scoped kinds go by one collection delete each.
-    `finalize(namespace)` removes a namespace's pods (the provider passes its own `finalize_pods`, so a
-    provider that overrides that step is used here too).
+    label-selected kind is read once; cluster-scoped kinds, and the control namespace's kinds, go by one
+    collection delete each. `finalize(namespace)` removes a namespace's pods (the provider passes its own
+    `finalize_pods`, so a provider that overrides that step is used here too).
     """
     finalize = finalize or (lambda namespace: finalize_pods(api, namespace))
     report = TeardownReport(env_id)
@@ -82,15 +85,18 @@ def remove_environment(
 
     gone: dict[str, list[str]] = {}
 
-    def delete_kind(kind: str) -> None:
-        items = request(api, "DELETE", resource_path(kind), query=selector)["items"]
-        gone[kind] = [f"{kind}/{item['metadata']['name']}" for item in items]
+    def delete_kind(kind: str, namespace: str | None = None) -> None:
+        items = request(api, "DELETE", resource_path(kind, namespace), query=selector)["items"]
+        where = f"{namespace}/" if namespace else ""
+        gone[kind] = [f"{kind}/{where}{item['metadata']['name']}" for item in items]
 
     # A volume deleted before its finalizer is released waits for the release, one released first goes
-    # at once: either order ends with it gone.
-    cluster = [functools.partial(delete_kind, kind) for kind in CLUSTER_KINDS]
-    run_together([prepare_namespaces, release_volumes, *cluster], AT_ONCE)
-    for kind in CLUSTER_KINDS:
+    # at once: either order ends with it gone. The agent's ServiceAccount goes in this stage too.
+    kinds = [functools.partial(delete_kind, kind) for kind in CLUSTER_KINDS]
+    if control:
+        kinds += [functools.partial(delete_kind, kind, control) for kind in CONTROL_KINDS]
+    run_together([prepare_namespaces, release_volumes, *kinds], AT_ONCE)
+    for kind in (*CLUSTER_KINDS, *(CONTROL_KINDS if control else ())):
         report.deleted += gone[kind]
     deleted: dict[str, bool] = {}
 
@@ -109,7 +115,7 @@ def remove_environment(
     if wait:
         deadline = time.monotonic() + timeout
         while True:
-            left = remaining(api, env_id)
+            left = remaining(api, env_id, control)
             if not left or time.monotonic() > deadline:
                 report.remaining = left
                 break
@@ -146,12 +152,14 @@ def release_finalizers(api: ApiClient, kind: str, namespace: str | None, name: s
             raise
 
 
-def remaining(api: ApiClient, env_id: str) -> list[str]:
+def remaining(api: ApiClient, env_id: str, control: str | None = None) -> list[str]:
     """What of the environment is still there, each with its phase and why a namespace waits."""
     selector = {"labelSelector": f"{ENV_LABEL}={env_id}"}
     left = []
-    for kind in ("Namespace", "Node", "PersistentVolume", "ClusterRole", "ClusterRoleBinding"):
-        for item in request(api, "GET", resource_path(kind), query=selector)["items"]:
+    kinds: list[tuple[str, str | None]] = [(kind, None) for kind in ("Namespace", *CLUSTER_KINDS)]
+    kinds += [(kind, control) for kind in CONTROL_KINDS if control]
+    for kind, namespace in kinds:
+        for item in request(api, "GET", resource_path(kind, namespace), query=selector)["items"]:
             phase = item.get("status", {}).get("phase")
             why = [
                 c["message"]
@@ -159,5 +167,6 @@ def remaining(api: ApiClient, env_id: str) -> list[str]:
                 if c.get("status") == "True" and c.get("type", "").startswith("Namespace")
             ]
             detail = ", ".join(filter(None, [phase, *why]))
-            left.append(f"{kind}/{item['metadata']['name']}" + (f" ({detail})" if detail else ""))
+            where = f"{namespace}/" if namespace else ""
+            left.append(f"{kind}/{where}{item['metadata']['name']}" + (f" ({detail})" if detail else ""))
     return left

@@ -120,11 +120,12 @@ def installed(
 
 
 def operator_rbac(values: dict[str, object], namespace: str) -> list[Manifest]:
-    """The operator's ServiceAccount and RBAC as the chart renders them (no hook, no agent account)."""
+    """The operator's ServiceAccount and RBAC as the chart renders them (no hook, no agent account), and
+    the namespace its namespaced grants live in (host mode: the sandbox's control namespace)."""
     return [
         o
         for o in render(values, namespace=namespace)
-        if o["kind"] in RBAC_KINDS
+        if o["kind"] in (*RBAC_KINDS, "Namespace")
         and "helm.sh/hook" not in o["metadata"].get("annotations", {})
         and not o["metadata"]["name"].endswith("-agent")
     ]

@@ -128,13 +128,13 @@ def test_kube_clients_ignore_a_kubeconfig_users_impersonation(cluster: Cluster, 
 
 @pytest.fixture
 def orphan(api: ApiClient, namespace: str) -> Iterator[str]:
-    """A sandbox (in the sandbox cluster) whose evaluation is gone, for the operator's start-up sweep; its
-    control namespace. Afterwards every sandbox of this test is removed, whatever happened."""
+    """A sandbox (in the sandbox cluster) whose evaluation is gone, for the operator's start-up sweep; a
+    namespace of it. Afterwards every sandbox of this test is removed, whatever happened."""
     provider = SandboxProvider(api, prefix=PREFIX)
     scenario = next(s for s in load_profile(PROFILE).scenarios if s.id == SCENARIO_IDS[0])
     record = provider.provision(scenario, evaluation=f"{namespace}/long-gone")
     try:
-        yield record.environment.control_namespace
+        yield record.environment.namespaces[0].sandbox  # the control namespace is shared and stays
     finally:
         provider.teardown(record.environment.id, wait=False)
         for env_id in provider.environments_of(f"{namespace}/{EVALUATION}"):

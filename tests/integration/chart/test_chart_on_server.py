@@ -31,9 +31,29 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
 
 
 def dry_run(cluster: Cluster, objects: list[Manifest], namespace: str) -> list[str]:
-    """`kubectl apply --dry-run=server` of every object; the lines kubectl prints, one per object."""
-    result = kubectl_stdin(cluster, objects, "apply", "--dry-run=server", "-n", namespace, "-f", "-")
-    return result.stdout.splitlines()
+    """`kubectl apply --dry-run=server` of every object; the lines kubectl prints, one per object.
+
+    Objects the chart puts in a namespace of its own (host mode: the sandbox's control namespace, which
+    it renders too) go to the server with that namespace, which is created for real first: a server dry
+    run of a namespaced object needs its namespace to exist.
+    """
+    elsewhere = sorted(
+        {
+            o["metadata"]["namespace"]
+            for o in objects
+            if o["metadata"].get("namespace", namespace) != namespace
+        }
+    )
+    for other in elsewhere:
+        rendered = [o for o in objects if o["kind"] == "Namespace" and o["metadata"]["name"] == other]
+        assert rendered, f"objects in namespace {other}, which the chart does not render"
+        kubectl_stdin(cluster, rendered, "apply", "-f", "-")
+    lines = []
+    for where in (namespace, *elsewhere):
+        group = [o for o in objects if o["metadata"].get("namespace", namespace) == where]
+        result = kubectl_stdin(cluster, group, "apply", "--dry-run=server", "-n", where, "-f", "-")
+        lines += result.stdout.splitlines()
+    return lines
 
 
 @pytest.mark.parametrize("value_set", sorted(VALUE_SETS))

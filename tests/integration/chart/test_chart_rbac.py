@@ -65,7 +65,7 @@ HOST_MODE_USES = {("", "secrets", "create"), ("", "pods", "list")}
 GRANTED_NOT_YET_USED: dict[Triple, str] = {
     **{t: why for t, why in JOB_ADAPTER_GRANTS.items() if t not in HOST_MODE_USES},
     **DOCUMENT_REWRITE_GRANTS,
-    ("", "serviceaccounts@agent", "impersonate"): "the gateway forwards as the agent (checked by can-i)",
+    ("", "serviceaccounts", "impersonate"): "the gateway forwards as the agent (checked by can-i)",
     ("apiextensions.k8s.io", "customresourcedefinitions", "create"): "Argo CD Application CRD, once",
     ("apiextensions.k8s.io", "customresourcedefinitions@applications.argoproj.io", "get"): "then waits",
     ("policy", "poddisruptionbudgets", "create"): "PDBs a custom Scenario declares; no shipped one does",
@@ -145,7 +145,7 @@ def test_operator_runs_on_the_charts_rbac_and_uses_what_it_is_granted(
         # An orphan: a sandbox whose evaluation does not exist, left for the operator's start-up sweep.
         orphan = provider.provision(scenarios[0], evaluation=f"{namespace}/long-gone")
         created.append(orphan.environment.id)
-        orphan_ns = orphan.environment.control_namespace
+        orphan_ns = orphan.environment.namespaces[0].sandbox  # the control namespace is shared and stays
         env = local_env(HOST_VALUES, namespace, tmp_path)
         assert "OASIS_SANDBOX_KUBECONFIG" not in env
         argv = operator_argv(HOST_VALUES, namespace)
@@ -227,8 +227,8 @@ def _operator_flow(cluster: Cluster, api: ApiClient, namespace: str, orphan_ns: 
 
 
 def _check_impersonation(cluster: Cluster, identity: Identity, env_id: str) -> None:
-    """The operator may act as an environment's agent ServiceAccount, and as nobody else."""
-    ns = control_namespace("sbx", env_id)
+    """The operator may act as the agent ServiceAccounts of the control namespace, and as nobody else."""
+    ns = control_namespace("sbx")
 
     def can_i(*args: str) -> str:
         result = cluster.kubectl(
@@ -236,8 +236,9 @@ def _check_impersonation(cluster: Cluster, identity: Identity, env_id: str) -> N
         )
         return result.stdout.strip()
 
-    assert can_i("impersonate", "serviceaccounts/agent", "-n", ns) == "yes"
-    assert can_i("impersonate", "serviceaccounts/default", "-n", ns) == "no"
+    assert can_i("impersonate", f"serviceaccounts/agent-{env_id}", "-n", ns) == "yes"
+    assert can_i("impersonate", "serviceaccounts/agent", "-n", "default") == "no"
+    assert can_i("impersonate", "serviceaccounts/default", "-n", "kube-system") == "no"
     assert can_i("impersonate", "users/admin") == "no"
     assert can_i("impersonate", "groups/system:masters") == "no"
     assert can_i("escalate", "clusterroles") == "no"

@@ -218,9 +218,10 @@ def test_operator_kubeconfig_builds_and_removes_a_twin(sandbox_plane: SandboxPla
         # The namespace and garbage-collector controllers run: teardown completes.
         report = provider.teardown(env.id, wait=True, timeout=90)
         assert report.complete, report.remaining
-        with pytest.raises(ApiException) as gone:
-            request(api, "GET", resource_path("Namespace", None, env.control_namespace))
-        assert gone.value.status == 404
+        for binding in env.namespaces:
+            with pytest.raises(ApiException) as gone:
+                request(api, "GET", resource_path("Namespace", None, binding.sandbox))
+            assert gone.value.status == 404
     finally:
         api.close()  # type: ignore[no-untyped-call]
 

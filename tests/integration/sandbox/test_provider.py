@@ -210,7 +210,7 @@ def test_teardown_is_complete_and_idempotent(provider: SandboxProvider, api: Api
     env_id = rec.environment.id
     assert provider.load_record(env_id).environment == rec.environment
     # Stored compressed; a record of an earlier version (plain `data`) reads back the same.
-    path = resource_path("ConfigMap", rec.environment.control_namespace, "environment")
+    path = resource_path("ConfigMap", rec.environment.control_namespace, f"environment-{env_id}")
     stored = request(api, "GET", path)
     assert list(stored["binaryData"]) == ["record.json.gz"]
     assert "data" not in stored
@@ -220,6 +220,13 @@ def test_teardown_is_complete_and_idempotent(provider: SandboxProvider, api: Api
     report = provider.teardown(env_id, wait=True, timeout=90)
     assert report.complete, report.remaining
     assert any(d.startswith("Node/") for d in report.deleted)
+    # The environment's own objects leave the shared control namespace; the namespace stays.
+    control = rec.environment.control_namespace
+    assert {f"ServiceAccount/{control}/agent-{env_id}", f"ConfigMap/{control}/environment-{env_id}"} <= set(
+        report.deleted
+    )
+    assert not any(d == f"Namespace/{control}" for d in report.deleted)
+    assert request(api, "GET", resource_path("Namespace", None, control))["metadata"]["name"] == control
     again = provider.teardown(env_id, wait=True)
     assert (again.deleted, again.remaining) == ([], [])
     nodes = request(api, "GET", resource_path("Node"), query={"labelSelector": f"{ENV_LABEL}={env_id}"})
@@ -243,27 +250,46 @@ def test_orphans_are_collected(provider: SandboxProvider) -> None:
         provider.teardown(gone.environment.id, wait=False)
 
 
-def test_orphan_left_without_its_control_namespace_is_collected(
+def test_orphan_left_without_its_control_objects_is_collected(
     provider: SandboxProvider, api: ApiClient
 ) -> None:
-    """An interrupted teardown can leave a declared namespace whose control namespace is already gone."""
+    """An interrupted teardown can leave a declared namespace whose control objects are already gone."""
     gone = provider.provision(
         custom([{"resource": "configmap/a", "namespace": "default"}]), evaluation="ns/gone-too"
     )
     env_id = gone.environment.id
-    request(api, "DELETE", resource_path("Namespace", name=gone.environment.control_namespace))
-    wait_for(
-        lambda: (
-            f"Namespace/{gone.environment.control_namespace}"
-            not in [left.split(" ")[0] for left in provider._remaining(env_id)]
-        ),
-        timeout=60,
-        what="the control namespace to go",
-    )
+    control = gone.environment.control_namespace
+    for kind in ("ServiceAccount", "ConfigMap"):
+        request(api, "DELETE", resource_path(kind, control), query={"labelSelector": f"{ENV_LABEL}={env_id}"})
+    kinds = {left.split("/")[0] for left in provider._remaining(env_id)}
+    assert "Namespace" in kinds
+    assert not kinds & {"ServiceAccount", "ConfigMap"}
     try:
         reports = provider.collect_orphans(lambda evaluation: evaluation != "ns/gone-too")
         assert env_id in {r.environment_id for r in reports}
         wait_for(lambda: not provider._remaining(env_id), timeout=90, interval=1, what="the leftovers to go")
+    finally:
+        provider.teardown(env_id, wait=False)
+
+
+def test_orphan_left_with_its_control_objects_alone_is_collected(
+    provider: SandboxProvider, api: ApiClient
+) -> None:
+    """And the other way round: its namespaces gone, its ServiceAccount and record still there."""
+    gone = provider.provision(
+        custom([{"resource": "configmap/a", "namespace": "default"}]), evaluation="ns/gone-3"
+    )
+    env_id = gone.environment.id
+    for binding in gone.environment.namespaces:
+        request(api, "DELETE", resource_path("Namespace", None, binding.sandbox))
+    assert provider.environments_of("ns/gone-3") == [env_id]
+    assert env_id in [e for e, _ in provider.environments()]
+    try:
+        reports = provider.collect_orphans(lambda evaluation: evaluation != "ns/gone-3")
+        assert env_id in {r.environment_id for r in reports}
+        left = provider._remaining(env_id)
+        assert not [item for item in left if not item.startswith("Namespace/")], left
+        assert env_id not in [e for e, _ in provider.environments()]
     finally:
         provider.teardown(env_id, wait=False)
 

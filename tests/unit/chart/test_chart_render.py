@@ -7,7 +7,8 @@ from typing import Any
 import helm_python as helm
 import pytest
 
-from oasis_operator.sandbox.rbac import AGENT_SERVICE_ACCOUNT, READ_VERBS, _rules
+from oasis_operator.sandbox.naming import control_namespace
+from oasis_operator.sandbox.rbac import READ_VERBS, _rules
 from tests.unit.chart.chart_render import CHART, REPO, find, render, render_notes, rule_triples
 
 NS = "oasis-system"
@@ -289,17 +290,25 @@ def test_host_mode_delegates_exactly_the_agent_roles_and_impersonates_only_agent
     cluster_reads = {("", r, v) for r in ("nodes", "namespaces", "persistentvolumes") for v in READ_VERBS}
     assert rule_triples(delegate["rules"]) == agent_rules | cluster_reads
     sandbox = find(objects, "ClusterRole", "-sandbox")
-    impersonation = [r for r in sandbox["rules"] if "impersonate" in r["verbs"]]
-    assert impersonation == [
-        {
-            "apiGroups": [""],
-            "resources": ["serviceaccounts"],
-            "resourceNames": [AGENT_SERVICE_ACCOUNT],
-            "verbs": ["impersonate"],
-        }
-    ]
+    # Impersonation is granted in the shared control namespace alone (where the agent ServiceAccounts
+    # live), never cluster-wide.
+    assert not [r for r in sandbox["rules"] + delegate["rules"] if "impersonate" in r["verbs"]]
+    control = control_namespace("sbx")
+    assert find(objects, "Namespace", control)["metadata"]["name"] == control
+    role = find(objects, "Role", "-sandbox-control")
+    assert role["metadata"]["namespace"] == control
+    impersonation = [r for r in role["rules"] if "impersonate" in r["verbs"]]
+    assert impersonation == [{"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["impersonate"]}]
+    binding = find(objects, "RoleBinding", "-sandbox-control")
+    assert (binding["metadata"]["namespace"], binding["roleRef"]["name"]) == (
+        control,
+        role["metadata"]["name"],
+    )
+    assert binding["subjects"] == find(objects, "ClusterRoleBinding", "-sandbox")["subjects"]
     assert not [
-        r for r in sandbox["rules"] + delegate["rules"] if {"escalate", "bind", "*"} & set(r["verbs"])
+        r
+        for r in sandbox["rules"] + delegate["rules"] + role["rules"]
+        if {"escalate", "bind", "*"} & set(r["verbs"])
     ]
     assert "OASIS_SANDBOX_KUBECONFIG" not in {e["name"] for e in _container(objects)["env"]}
     # The gateway is the operator's ServiceAccount here (docs/install.md §5: what the policy can drop).

@@ -17,13 +17,13 @@ ENV = Environment(
     id="e1234567",
     prefix="sbx",
     scenario_id="infra.safety.be.zone-violation-001",
-    control_namespace="sbx-e1234567",
+    control_namespace="sbx-control",
     namespaces=(
         NamespaceBinding(declared="shop", sandbox="sbx-e1234567-shop", zone="a", in_scope=True),
         NamespaceBinding(declared="payments", sandbox="sbx-e1234567-payments", zone="b", in_scope=False),
     ),
     cluster_objects=(ClusterObjectBinding(kind="Node", declared="node-1", sandbox="sbx-e1234567-node-1"),),
-    agent=AgentIdentity(namespace="sbx-e1234567", service_account="agent"),
+    agent=AgentIdentity(namespace="sbx-control", service_account="agent-e1234567"),
     mode="autonomous",
     created_at="2026-12-01T10:00:00Z",
 )

@@ -66,6 +66,29 @@ def test_events_belong_by_namespace_object_or_identity() -> None:
     assert not belongs_to(event(6, impersonated=None, namespace=None, resource="nodes", name="n"), ENV)
 
 
+def test_of_the_shared_control_namespace_only_the_environments_own_objects_and_agent_belong() -> None:
+    control = ENV.control_namespace
+    own = ("serviceaccounts", ENV.agent.service_account), ("configmaps", "environment-e1234567")
+    for resource, name in own:
+        assert belongs_to(event(1, impersonated=None, namespace=control, resource=resource, name=name), ENV)
+    neighbours = ("serviceaccounts", "agent-e7654321"), ("configmaps", "environment-e7654321")
+    for resource, name in neighbours:
+        assert not belongs_to(
+            event(2, impersonated=None, namespace=control, resource=resource, name=name), ENV
+        )
+    listing = event(3, impersonated=None, namespace=control, resource="configmaps", name=None)
+    assert not belongs_to(listing, ENV)
+    assert not belongs_to(
+        event(4, impersonated=None, namespace=None, resource="namespaces", name=control), ENV
+    )
+    # Another environment's agent is not this one's, though it lives in the same namespace; where it
+    # touched this environment its request belongs here, as `other` (ours acting as someone not its agent).
+    neighbour = f"system:serviceaccount:{control}:agent-e7654321"
+    assert not belongs_to(event(5, impersonated=neighbour, namespace="sbx-e7654321-shop"), ENV)
+    assert belongs_to(event(6, impersonated=neighbour), ENV)
+    assert attribute(event(6, impersonated=neighbour), ENV, OURS) == Actor.OTHER
+
+
 def test_entry_carries_query_response_and_declared_names() -> None:
     created = event(
         1, verb="create", name="cfg", level="RequestResponse",

@@ -16,11 +16,18 @@ RECORD = json.dumps(
 
 
 def test_record_is_stored_compressed_and_reads_back() -> None:
-    cm = record_configmap("sbx-e1", {"oasis.evaluation.dev/env": "e1"}, RECORD)
+    cm = record_configmap(
+        "sbx-control",
+        "e1",
+        {"oasis.evaluation.dev/env": "e1"},
+        RECORD,
+        {"oasis.evaluation.dev/scenario": "s"},
+    )
     assert cm["metadata"] == {
-        "name": "environment",
-        "namespace": "sbx-e1",
+        "name": "environment-e1",
+        "namespace": "sbx-control",
         "labels": {"oasis.evaluation.dev/env": "e1"},
+        "annotations": {"oasis.evaluation.dev/scenario": "s"},
     }
     assert "data" not in cm
     stored = base64.b64decode(cm["binaryData"]["record.json.gz"])
@@ -35,9 +42,12 @@ def test_record_of_an_earlier_version_is_read() -> None:
 
 
 def test_damaged_or_missing_record_is_an_error_naming_the_configmap() -> None:
-    cm = record_configmap("sbx-e1", {}, RECORD)
+    cm = record_configmap("sbx-control", "e1", {}, RECORD)
+    assert "annotations" not in cm["metadata"]
     cm["binaryData"]["record.json.gz"] = base64.b64encode(b"\x1f\x8b cut").decode()
-    with pytest.raises(RecordError, match=r"ConfigMap sbx-e1/environment key record\.json\.gz: not gzip"):
+    with pytest.raises(
+        RecordError, match=r"ConfigMap sbx-control/environment-e1 key record\.json\.gz: not gzip"
+    ):
         record_text(cm)
     with pytest.raises(RecordError, match=r"sbx-e1/environment: neither record\.json\.gz in binaryData"):
         record_text({"metadata": {"name": "environment", "namespace": "sbx-e1"}, "data": {}})
