@@ -10,6 +10,8 @@ import pytest
 from kubernetes.client import ApiClient
 
 from oasis_operator.kube import request, resource_path
+from oasis_operator.sandbox.naming import control_namespace
+from oasis_operator.sandbox.teardown import ENV_LABEL
 from tests.cluster_fixtures import KUBECTLS, Cluster
 
 pytestmark = pytest.mark.cluster
@@ -52,10 +54,15 @@ def test_probe_prints_the_table_and_leaves_nothing_behind(
     assert rows["encoded-slash"][2:] == ["400", "self: 400", "unchanged", "contained |"]
     assert rows["list-nodes"][2:] == ["only its own", "self: 200", "unchanged", "contained |"]
     assert lines[-1] == "3 probes: 3 contained, 0 ESCAPED, 0 skipped"
-    # Both sandboxes were torn down (their namespaces are deleted or terminating).
+    # Both sandboxes were torn down: their namespaces are deleted or terminating, and of the control
+    # namespace every sandbox of the prefix shares (which stays) nothing of theirs is left.
+    control = control_namespace("cp")
     left = [
         n
-        for n in sandboxes() - before
+        for n in sandboxes() - before - {control}
         if request(api, "GET", resource_path("Namespace", None, n))["status"]["phase"] != "Terminating"
     ]
     assert left == []
+    for kind in ("ServiceAccount", "ConfigMap"):
+        labelled = request(api, "GET", resource_path(kind, control), query={"labelSelector": ENV_LABEL})
+        assert labelled["items"] == [], kind
