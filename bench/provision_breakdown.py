@@ -51,7 +51,7 @@ def step_of(method: str, path: str, body: Any) -> str:
         return "serviceaccount"
     if method == "POST" and tail.endswith(RBAC):
         return "rbac"
-    if method == "POST" and tail.endswith("/configmaps") and _name(body) == "environment":
+    if method == "POST" and tail.endswith("/configmaps") and (_name(body) or "").startswith("environment"):
         return "record"
     if method in ("POST", "PATCH", "PUT"):
         return "twin"
