@@ -331,7 +331,7 @@ class SandboxProvider:
     def _environment_objects(self) -> list[Body]:
         """Every object of ours an environment id can be read from: its namespaces (declared ones, and
         control namespaces of earlier versions, one per environment) and its ServiceAccount and record in
-        the control namespace. Teardown removes the latter first and the namespaces last."""
+        the control namespace. Teardown removes both last, after everything else."""
         query = {"labelSelector": ENV_LABEL}
         found: list[Body] = request(self.api, "GET", resource_path("Namespace"), query=query)["items"]
         return found + self._control_items("ServiceAccount") + self._control_items("ConfigMap")
@@ -343,7 +343,7 @@ class SandboxProvider:
 
         With `removing=False`, an environment whose namespaces are all terminating (and has nothing left
         in the control namespace) is left out: its removal ran to its end (teardown deletes the
-        namespaces last, after the pods, the storage finalizers, the control objects and the
+        namespaces and the control objects last, after the pods, the storage finalizers and the
         cluster-scoped objects), and only the namespace controller's sweep is left.
         """
         found: set[str] = set()

@@ -65,8 +65,8 @@ def remove_environment(
     # together. First the namespaces' pods and storage finalizers (no kubelet confirms pod shutdown here,
     # so pods go at once; otherwise their namespaces would wait forever on pods stuck in Terminating),
     # and beside them the cluster-scoped objects, which need nothing of the namespaces. The namespaces
-    # go last, so an environment whose namespaces are all terminating has nothing else left
-    # (`environments_of(removing=False)` relies on it).
+    # and the control objects go last, so an environment whose namespaces are all terminating and whose
+    # control objects are gone has nothing else left (`environments_of(removing=False)` relies on it).
     def prepare_namespaces() -> None:
         found = request(api, "GET", resource_path("Namespace"), query=selector)["items"]
         namespaces.extend(ns["metadata"] for ns in found if ns["metadata"]["name"] not in RESERVED_NAMESPACES)
@@ -91,12 +91,10 @@ def remove_environment(
         gone[kind] = [f"{kind}/{where}{item['metadata']['name']}" for item in items]
 
     # A volume deleted before its finalizer is released waits for the release, one released first goes
-    # at once: either order ends with it gone. The agent's ServiceAccount goes in this stage too.
-    kinds = [functools.partial(delete_kind, kind) for kind in CLUSTER_KINDS]
-    if control:
-        kinds += [functools.partial(delete_kind, kind, control) for kind in CONTROL_KINDS]
-    run_together([prepare_namespaces, release_volumes, *kinds], AT_ONCE)
-    for kind in (*CLUSTER_KINDS, *(CONTROL_KINDS if control else ())):
+    # at once: either order ends with it gone.
+    cluster = [functools.partial(delete_kind, kind) for kind in CLUSTER_KINDS]
+    run_together([prepare_namespaces, release_volumes, *cluster], AT_ONCE)
+    for kind in CLUSTER_KINDS:
         report.deleted += gone[kind]
     deleted: dict[str, bool] = {}
 
@@ -108,10 +106,17 @@ def remove_environment(
             if exc.status not in (404, 409):  # gone, or being removed by a teardown beside us
                 raise
 
-    # A namespace already going (an earlier teardown) is left alone: deleting it again is a 409.
+    # A namespace already going (an earlier teardown) is left alone: deleting it again is a 409. The
+    # environment's objects in the control namespace go with the namespaces, last: until everything
+    # else has gone, either keeps the environment findable (an environment may declare no namespace).
     going = [m["name"] for m in namespaces if not m.get("deletionTimestamp")]
-    run_together([functools.partial(delete_namespace, name) for name in going], AT_ONCE)
+    last = [functools.partial(delete_namespace, name) for name in going]
+    if control:
+        last += [functools.partial(delete_kind, kind, control) for kind in CONTROL_KINDS]
+    run_together(last, AT_ONCE)
     report.deleted += [f"Namespace/{name}" for name in going if deleted.get(name)]
+    for kind in CONTROL_KINDS if control else ():
+        report.deleted += gone[kind]
     if wait:
         deadline = time.monotonic() + timeout
         while True:
