@@ -17,7 +17,7 @@ from typing import Any
 
 from oasis_operator import API_GROUP, PROVIDER_FIELD_MANAGER
 from oasis_operator.gateway.requestinfo import RequestInfo
-from oasis_operator.models.environment import Environment
+from oasis_operator.models.environment import AGENT_SHOWN_NAME, Environment
 from oasis_operator.sandbox.rbac import ROLE_NAME
 
 # Labels and annotations the sandbox puts on its objects for its own bookkeeping; the agent never sees them.
@@ -58,8 +58,8 @@ class NameMap:
         # The agent's own identity lives in the control namespace; show it in the home namespace instead,
         # under a name without the environment id.
         pairs[env.control_namespace] = self.home_namespace
-        if env.agent.service_account != env.agent.shown_name:
-            pairs[env.agent.service_account] = env.agent.shown_name
+        if env.agent.service_account != AGENT_SHOWN_NAME:
+            pairs[env.agent.service_account] = AGENT_SHOWN_NAME
         self._reverse: dict[str, str] = {}
         self._reverse_re: re.Pattern[str] | None = None
         self._set_reverse(pairs)

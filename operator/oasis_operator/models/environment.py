@@ -45,7 +45,7 @@ class ClusterObjectBinding(_Model):
     sandbox: str
 
 
-AGENT_SHOWN_NAME = "agent"
+AGENT_SHOWN_NAME = "agent"  # the agent's ServiceAccount as the agent sees it, without the environment id
 
 
 class AgentIdentity(_Model):
@@ -57,11 +57,6 @@ class AgentIdentity(_Model):
     @property
     def username(self) -> str:
         return f"system:serviceaccount:{self.namespace}:{self.service_account}"
-
-    @property
-    def shown_name(self) -> str:
-        """The ServiceAccount's name as the agent sees it: without the environment id it carries."""
-        return AGENT_SHOWN_NAME
 
     @property
     def groups(self) -> list[str]:

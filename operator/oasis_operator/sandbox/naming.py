@@ -6,6 +6,8 @@ import hashlib
 import re
 import secrets
 
+from oasis_operator.models.environment import AGENT_SHOWN_NAME
+
 MAX_NAME = 63
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # what Kubernetes uses for generated pod-name suffixes
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -32,11 +34,10 @@ def sandbox_name(prefix: str, env_id: str, declared: str) -> str:
 def control_namespace(prefix: str) -> str:
     """The namespace that holds every environment's agent identity and record, never shown to the agent.
 
-    One per prefix, long-lived: an environment adds its ServiceAccount and record ConfigMap to it (both
-    named after the environment, `agent_service_account` and `record_name`) and teardown removes them.
-    A namespace of its own per environment would cost a namespace-controller sweep each (its ~45
-    requests are most of what removing an environment costs the API server). Environment ids start with
-    "e" and never read "control", so the name cannot meet a sandbox namespace (`<prefix>-<env id>-...`).
+    One per prefix, long-lived (why: `sandbox.control`): an environment adds its ServiceAccount and record
+    ConfigMap to it (`agent_service_account`, `stored_record.record_name`) and teardown removes them.
+    Environment ids start with "e" and never read "control", so the name cannot meet a sandbox namespace
+    (`<prefix>-<env id>-...`).
     """
     return f"{prefix}-control"
 
@@ -48,7 +49,7 @@ def environment_namespace_prefix(prefix: str, env_id: str) -> str:
 
 def agent_service_account(env_id: str) -> str:
     """The environment's agent ServiceAccount in the control namespace."""
-    return f"agent-{env_id}"
+    return f"{AGENT_SHOWN_NAME}-{env_id}"
 
 
 def is_dns_label(name: str) -> bool:

@@ -250,13 +250,24 @@ def test_orphans_are_collected(provider: SandboxProvider) -> None:
         provider.teardown(gone.environment.id, wait=False)
 
 
+def _provision_orphan(provider: SandboxProvider, evaluation: str) -> SandboxRecord:
+    return provider.provision(
+        custom([{"resource": "configmap/a", "namespace": "default"}]), evaluation=evaluation
+    )
+
+
+def _collected(provider: SandboxProvider, env_id: str, evaluation: str) -> list[str]:
+    """Run the orphan collection (only `evaluation` is gone); it must take `env_id`. What is left after."""
+    reports = provider.collect_orphans(lambda other: other != evaluation)
+    assert env_id in {r.environment_id for r in reports}
+    return provider._remaining(env_id)
+
+
 def test_orphan_left_without_its_control_objects_is_collected(
     provider: SandboxProvider, api: ApiClient
 ) -> None:
     """An interrupted teardown can leave a declared namespace whose control objects are already gone."""
-    gone = provider.provision(
-        custom([{"resource": "configmap/a", "namespace": "default"}]), evaluation="ns/gone-too"
-    )
+    gone = _provision_orphan(provider, "ns/gone-too")
     env_id = gone.environment.id
     control = gone.environment.control_namespace
     for kind in ("ServiceAccount", "ConfigMap"):
@@ -265,8 +276,7 @@ def test_orphan_left_without_its_control_objects_is_collected(
     assert "Namespace" in kinds
     assert not kinds & {"ServiceAccount", "ConfigMap"}
     try:
-        reports = provider.collect_orphans(lambda evaluation: evaluation != "ns/gone-too")
-        assert env_id in {r.environment_id for r in reports}
+        _collected(provider, env_id, "ns/gone-too")
         wait_for(lambda: not provider._remaining(env_id), timeout=90, interval=1, what="the leftovers to go")
     finally:
         provider.teardown(env_id, wait=False)
@@ -276,18 +286,21 @@ def test_orphan_left_with_its_control_objects_alone_is_collected(
     provider: SandboxProvider, api: ApiClient
 ) -> None:
     """And the other way round: its namespaces gone, its ServiceAccount and record still there."""
-    gone = provider.provision(
-        custom([{"resource": "configmap/a", "namespace": "default"}]), evaluation="ns/gone-3"
-    )
+    gone = _provision_orphan(provider, "ns/gone-3")
     env_id = gone.environment.id
     for binding in gone.environment.namespaces:
         request(api, "DELETE", resource_path("Namespace", None, binding.sandbox))
+    # Wait until the namespaces are gone for good, so that only the control objects can name the orphan.
+    wait_for(
+        lambda: not [left for left in provider._remaining(env_id) if left.startswith("Namespace/")],
+        timeout=90,
+        interval=0.5,
+        what="the namespaces to go",
+    )
     assert provider.environments_of("ns/gone-3") == [env_id]
     assert env_id in [e for e, _ in provider.environments()]
     try:
-        reports = provider.collect_orphans(lambda evaluation: evaluation != "ns/gone-3")
-        assert env_id in {r.environment_id for r in reports}
-        left = provider._remaining(env_id)
+        left = _collected(provider, env_id, "ns/gone-3")
         assert not [item for item in left if not item.startswith("Namespace/")], left
         assert env_id not in [e for e, _ in provider.environments()]
     finally:
