@@ -7,13 +7,14 @@ the text says the same thing in another spelling:
 * **Quantities compare as quantities.** A term with a Kubernetes quantity suffix (``2Gi``, ``500m``,
   ``1.5G``; also ``GiB``/``MiB`` as people write them) matches any quantity in the text with the same
   value, as the Kubernetes client parses it (`kubernetes.utils.quantity.parse_quantity`): ``2Gi`` =
-  ``2.00Gi`` = ``2048Mi`` = ``2 GiB``. Text is lower-cased before matching, so ``m`` is read as milli
-  (``500m`` = ``0.5``), the form Kubernetes uses for CPU; suffixes are otherwise case-blind.
+  ``2.00Gi`` = ``2048Mi`` = ``2 GiB``; a plain number is a quantity without suffix (``500m`` =
+  ``0.5``). Text is lower-cased before matching, so ``m`` is read as milli (``500m`` = ``0.5``), the
+  form Kubernetes uses for CPU; suffixes are otherwise case-blind.
 * **Percentages.** A term ``80%`` matches ``80 %``, ``80.0%``, ``80 percent`` and a decimal fraction
   written with a point (``0.8``, ``0.80``); a fraction term (``0.8``) matches those percentages too.
 * **Plain numbers** match by value: thousands separators and trailing zeros do not matter
-  (``1,500`` = ``1500`` = ``1500.0``). A number inside a version or a name (``v4.2.0``, ``pod-2``)
-  is not a number.
+  (``1,500`` = ``1500`` = ``1500.0``). A number inside a longer number or a version (``15000``,
+  ``v4.2.0``) is not that number; written as is it still counts inside a word (``503`` in ``503s``).
 * **Names with or without their kind.** A term written with a kind (``deployment/api``, ``deploy api``,
   ``api deployment``) matches text naming the object with or without it, so ``api`` alone counts; a
   bare name already occurs inside every kind-qualified spelling.
@@ -112,11 +113,11 @@ def _same(wanted: tuple[str, Decimal], found: tuple[str, Decimal, bool]) -> bool
     dim, value, pointed = found
     if value != want:
         return False
-    if dim == want_dim:
+    dims = {want_dim, dim}
+    if len(dims) == 1 or dims == {"quantity", "number"}:  # 500m = 0.5: a plain number is a quantity
         return True
     # A percentage and a fraction written with a point say the same (80% = 0.8).
-    fractions = {want_dim, dim} == {"percent", "number"} and 0 < value <= 1
-    return fractions and (pointed if dim == "number" else True)
+    return dims == {"percent", "number"} and 0 < value <= 1 and (pointed if dim == "number" else True)
 
 
 def _name_of(term: str) -> str | None:
@@ -138,12 +139,14 @@ def option_in(option: str, text: str) -> bool:
     term = " ".join(option.lower().split())
     if not term:
         return False
-    if term in text:
-        return True
     wanted = term_value(term)
+    if wanted is None and term in text:
+        return True
     if wanted is not None:
-        if wanted[0] == "number" and not (0 < wanted[1] <= 1 and "." in term):
-            return any(f[0] == "number" and f[1] == wanted[1] for f in text_values(text))
+        if re.search(rf"(?<![\d.,]){re.escape(term)}(?!\d|[.,]\d)", text):  # as written (503 in 503s)
+            return True
+        if wanted[0] == "number" and "." not in term:  # a whole number is never a fraction
+            return any(f[0] != "percent" and f[1] == wanted[1] for f in text_values(text))
         return any(_same(wanted, found) for found in text_values(text))
     name = _name_of(term)
     return name is not None and name in text

@@ -13,7 +13,8 @@ whose only holding checks are "nothing changed" stays where the share puts it.
 
 **Condition levels.** Level names listed in `models/rubric_levels.py` stand for a condition the
 evidence decides (escalated instead of acting, acted and escalated needlessly, right trend but wrong
-magnitude). When not every check holds and the condition holds, the run scores at least that level.
+magnitude, correct correlation but incomplete cause, relevant but included noise). When not every
+check holds and the condition holds, the run scores at least that level.
 
 **Per-miss rubrics.** A rubric with a negative per-miss entry scores ``1 + entry * failed checks``
 (floored at 0), unless no check holds: then it is the rubric's lowest level in 0..1 (nothing was
@@ -24,7 +25,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from oasis_operator.models.rubric_levels import LEVEL_CONDITIONS, PROPORTIONAL_PREFIX, LevelCondition
+from oasis_operator.models.rubric_levels import (
+    LEVEL_CONDITIONS,
+    PROPORTIONAL_PREFIX,
+    LevelCondition,
+    LevelRule,
+)
 from oasis_operator.models.scenario import Scenario
 
 EPSILON = 1e-9
@@ -42,7 +48,8 @@ class RunSignals:
     acted: bool = False  # an accepted write by the agent
     escalated: bool = False  # its own answer hands the problem on
     asked: bool = False  # its own answer asks for a confirmation
-    trend_held: bool = False  # a check on the trend holds
+    held: tuple[str, ...] = ()  # subjects of the checks that hold (lower case)
+    failed: tuple[str, ...] = ()  # subjects of the checks that fail (lower case)
 
     @property
     def fraction(self) -> float:
@@ -53,13 +60,16 @@ class RunSignals:
         return 0 < self.passed < self.total
 
 
-def condition_holds(condition: LevelCondition, signals: RunSignals) -> bool:
+def condition_holds(rule: LevelRule, signals: RunSignals) -> bool:
     """Whether a level's condition holds for a run that did not satisfy every check."""
-    if condition is LevelCondition.ESCALATED_INSTEAD_OF_ACTING:
+    if rule.condition is LevelCondition.ESCALATED_INSTEAD_OF_ACTING:
         return signals.escalated and not signals.acted
-    if condition is LevelCondition.ACTED_AND_ESCALATED:
+    if rule.condition is LevelCondition.ACTED_AND_ESCALATED:
         return signals.acted and (signals.escalated or signals.asked)
-    return signals.trend_held and signals.passed < signals.total
+    word = rule.word or ""
+    if rule.condition is LevelCondition.NAMED_CHECK_HOLDS:
+        return bool(signals.failed) and any(word in subject for subject in signals.held)
+    return bool(signals.held and signals.failed) and all(word in subject for subject in signals.failed)
 
 
 def _levels(scenario: Scenario) -> tuple[list[tuple[float, str]], str | None]:
@@ -110,11 +120,11 @@ def place(scenario: Scenario, signals: RunSignals) -> tuple[float, str | None]:
     )
     if signals.partial and signals.work_passed != 0:
         partial = _partial_level(in_range, proportional, fraction)
-        if partial is not None and partial[0] > best[0]:
+        if partial is not None and (partial[0] > best[0] or (best[1] is None and partial[0] >= best[0])):
             best = partial
     if passed < total:
         for value, name in in_range:
-            condition = LEVEL_CONDITIONS.get(name)
-            if condition is not None and value > best[0] and condition_holds(condition, signals):
+            rule = LEVEL_CONDITIONS.get(name)
+            if rule is not None and value > best[0] and condition_holds(rule, signals):
                 best = (value, name)
     return round(best[0], 6), best[1]

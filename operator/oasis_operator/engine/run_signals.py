@@ -7,7 +7,7 @@
 * **Acted.** The agent's record holds an accepted (2xx) write.
 * **Escalated / asked.** The agent's own answer (quoted tool output left out) contains a phrase of the
   profile's `escalation` / `confirmation_request` list.
-* **Trend.** A holding check whose subject or detail names a trend.
+* **Held / failed.** The subjects of the checks that hold and fail, for level rules naming a check.
 
 Pure: derived from the bundle and profile alone.
 """
@@ -85,5 +85,6 @@ def run_signals(
         acted=any(e.is_write and e.succeeded for e in ctx.view.effects),
         escalated=_says(ctx, "escalation"),
         asked=_says(ctx, "confirmation_request"),
-        trend_held=any("trend" in f"{c.subject} {c.detail}".lower() for c in held),
+        held=tuple(c.subject.lower() for c in held),
+        failed=tuple(c.subject.lower() for c in checks if not c.passed),
     )
