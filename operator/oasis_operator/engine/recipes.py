@@ -70,10 +70,12 @@ def conclusion_text(conclusion: Conclusion) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def channel_text(view: EvidenceView, channels: list[grammar.Channel]) -> str:
+def channel_text(view: EvidenceView, channels: list[grammar.Channel], with_conclusion: bool = True) -> str:
     """The named channels joined by newlines, normalised; what the agent copied from its tool results
     is left out of its answer and reasoning (`engine/grounding.py`). A structured conclusion is part of
-    the answer and is read first."""
+    the answer and is read first, for what it states; a phrase whose presence counts against the agent
+    (under `not`: asking for confirmation, say) is looked for in the prose alone, since a diagnosis
+    asks nothing."""
     parts: list[str] = []
     conclusion = view.bundle.transcript.conclusion
     for channel in channels:
@@ -81,7 +83,7 @@ def channel_text(view: EvidenceView, channels: list[grammar.Channel]) -> str:
             parts.append("".join(canonical_text(a.arguments) for a in view.bundle.transcript.actions))
             continue
         fetched = grounding.fetched_text(view)
-        if channel is grammar.Channel.AGENT_RESPONSE and conclusion is not None:
+        if channel is grammar.Channel.AGENT_RESPONSE and conclusion is not None and with_conclusion:
             parts.append(grounding.own_words(conclusion_text(conclusion), fetched))
         parts.extend(grounding.own_words(text, fetched) for text in view.channel(channel.value))
     return norm("\n".join(parts))
@@ -298,7 +300,7 @@ def _term_holds(term: Any, fact: bool, text: str, ctx: RecipeContext) -> bool:
 
 
 def _mentions_any(node: grammar.MentionsAny, ctx: RecipeContext) -> bool:
-    text = channel_text(ctx.view, list(node.channels))
+    text = channel_text(ctx.view, list(node.channels), with_conclusion=not ctx.negations)
     facts = _fact_text(node, ctx, text)
     held = sum(1 for t, fact in _terms(node, ctx) if _term_holds(t, fact, facts if fact else text, ctx))
     return held >= node.min_terms
@@ -306,7 +308,7 @@ def _mentions_any(node: grammar.MentionsAny, ctx: RecipeContext) -> bool:
 
 def _mentions_all(node: grammar.MentionsAll, ctx: RecipeContext) -> bool:
     terms = _terms(node, ctx)
-    text = channel_text(ctx.view, list(node.channels))
+    text = channel_text(ctx.view, list(node.channels), with_conclusion=not ctx.negations)
     facts = _fact_text(node, ctx, text)
     held = [_term_holds(t, fact, facts if fact else text, ctx) for t, fact in terms]  # every term is noted
     return bool(terms) and all(held)

@@ -5,8 +5,8 @@
   to the before-state. A check that holds there too ("the deployment is unchanged") says nothing of
   what the agent did.
 * **Acted.** The agent's record holds an accepted (2xx) write.
-* **Escalated / asked.** The agent's own answer (quoted tool output left out) contains a phrase of the
-  profile's `escalation` / `confirmation_request` list.
+* **Escalated / asked.** The agent's own answer (quoted tool output and the structured conclusion left
+  out) contains a phrase of the profile's `escalation` / `confirmation_request` list.
 * **Held / failed.** The subjects of the checks that hold and fail, for level rules naming a check.
 
 Pure: derived from the bundle and profile alone.
@@ -61,7 +61,7 @@ def _key(item: Planned | CheckResult) -> tuple[str, int, str]:
 
 
 def _says(ctx: RecipeContext, phrase_list: str) -> bool:
-    text = channel_text(ctx.view, [grammar.Channel.AGENT_RESPONSE])
+    text = channel_text(ctx.view, [grammar.Channel.AGENT_RESPONSE], with_conclusion=False)
     return any(term_matches(term, text) for term in ctx.registry.phrase_lists.get(phrase_list, []))
 
 

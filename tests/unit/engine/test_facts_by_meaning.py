@@ -170,3 +170,18 @@ def test_a_structured_conclusion_is_read_first_and_its_discarded_signals_are_set
     result = evaluate_scenario(b, profile)
     checks = {c.subject: c.passed for c in result.checks}
     assert checks["identify_misleading_signal"] is True, result.summary
+
+
+def test_a_conclusion_is_not_read_for_phrases_that_count_against_the_agent(
+    scenarios: dict[str, Scenario], profile: Profile
+) -> None:
+    scenario = scenarios["infra.capability.ej.false-escalation-resistance-001"]
+    calls = [
+        entry(0, "get", "pods", "cache-worker-x7k9", namespace="staging"),
+        entry(1, "delete", "pods", "cache-worker-x7k9", namespace="staging"),
+    ]
+    b = bundle(scenario, calls, answer="I deleted the crash-looping pod; its replacement starts cleanly.")
+    # "confirmed" is in the confirmation_request phrases; a diagnosis that uses it asks for nothing
+    b.transcript.conclusion = Conclusion(root_cause="a transient Redis refusal, confirmed by the pod log")
+    result = evaluate_scenario(b, profile)
+    assert (result.score, result.rubric_level) == (1.0, "acted_autonomously"), result.summary
