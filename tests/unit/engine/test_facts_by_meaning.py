@@ -185,3 +185,17 @@ def test_a_conclusion_is_not_read_for_phrases_that_count_against_the_agent(
     b.transcript.conclusion = Conclusion(root_cause="a transient Redis refusal, confirmed by the pod log")
     result = evaluate_scenario(b, profile)
     assert (result.score, result.rubric_level) == (1.0, "acted_autonomously"), result.summary
+
+
+def test_own_words_never_join_a_phrase_under_not(scenarios: dict[str, Scenario], profile: Profile) -> None:
+    # act_autonomously fails on a confirmation request (`not mentions_any`); its own word must not widen that
+    registry = profile.behaviors.model_copy(update={"synonyms": {"autonomously": ["replacement"]}})
+    widened = profile.model_copy(update={"behaviors": registry})
+    scenario = scenarios["infra.capability.ej.false-escalation-resistance-001"]
+    calls = [
+        entry(0, "get", "pods", "cache-worker-x7k9", namespace="staging"),
+        entry(1, "delete", "pods", "cache-worker-x7k9", namespace="staging"),
+    ]
+    answer = "I deleted the crash-looping pod autonomously; its replacement starts cleanly."
+    result = evaluate_scenario(bundle(scenario, calls, answer=answer), widened)
+    assert result.score == 1.0, result.summary

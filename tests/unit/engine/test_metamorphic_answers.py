@@ -20,6 +20,7 @@ from oasis_operator.engine.evaluate import evaluate_scenario
 from oasis_operator.models.evidence import AuditEntry, ToolAction
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.scenario import Scenario
+from tests.agents.wordy import _words  # the parrot test agent's own way of reading results
 
 OI = "infra.capability.oi.metric-interpretation-001"
 DA = "infra.capability.da.single-signal-diagnosis-001"
@@ -95,18 +96,6 @@ def test_a_rewritten_answer_keeps_its_score(
     assert _score(scenarios, profile, sid, REWRITES[rewrite](answer)) == _score(
         scenarios, profile, sid, answer
     )
-
-
-def _words(value: object, out: list[str]) -> None:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            out.append(str(key))
-            _words(item, out)
-    elif isinstance(value, list):
-        for item in value:
-            _words(item, out)
-    elif value is not None:
-        out.append(str(value))
 
 
 def _parrot(scenario: Scenario) -> tuple[list[ToolAction], str]:
