@@ -259,8 +259,10 @@ def _terms(node: grammar.MentionsAny | grammar.MentionsAll, ctx: RecipeContext) 
         terms.extend((t, False) for t in ctx.registry.phrase_lists.get(node.phrase_list, []))
     if isinstance(node, grammar.MentionsAny) and (node.phrases or node.phrase_list) and not ctx.negations:
         # The behaviour's own words and their synonyms say what its phrases say (registry `synonyms`).
+        # One term of alternatives, so synonyms of one word never count as several terms (`min_terms`).
         own = ctx.registry.own_words(ctx.behavior) if ctx.behavior else []
-        terms.extend((t, False) for t in own)
+        if own:
+            terms.append((own, False))
     return terms
 
 
