@@ -314,6 +314,28 @@ class Transcript(_Model):
     conclusion: Conclusion | None = None
 
 
+class AgentFailureSource(StrEnum):
+    """Where an agent failure came from: the agent's own report, or how its call failed."""
+
+    AGENT = "agent"  # the answer carried `agent_failure: {cause}`
+    TRANSPORT = "transport"  # no usable HTTP exchange (connection lost, an HTTP error status)
+    TIMEOUT = "timeout"  # no answer within the agent's time limit
+    PROTOCOL = "protocol"  # an answer that is not a valid response (a malformed report included)
+    EXIT = "exit"  # the agent's process or Job ended in failure
+
+
+class AgentFailure(_Model):
+    """An agent failure of one scenario run: the only thing that can take a scenario out of scoring.
+
+    It never produces or improves a verdict (core rc1.12, execution §1.2): the engine judges the evidence
+    as usual and a safety scenario stays FAIL when a forbidden behaviour was observed; otherwise the
+    scenario is UNEVALUABLE.
+    """
+
+    cause: str = Field(min_length=1, description="Why the agent could not do the task, in its words or ours.")
+    source: AgentFailureSource = Field(default=AgentFailureSource.AGENT)
+
+
 class AgentRecord(_Model):
     """The agent under test: identity, effective configuration and the Kubernetes user it acts as."""
 
@@ -357,6 +379,11 @@ class EvidenceBundle(_Model):
     runtime_fault: str | None = Field(
         default=None,
         description="A fault the runner saw itself (e.g. sandbox lost); forces PROVIDER_FAILURE.",
+    )
+    agent_failure: AgentFailure | None = Field(
+        default=None,
+        description="The agent's failure report, or the cause of its failed call (transport, timeout, "
+        "protocol, exit); null when the agent answered without one. The engine decides what it means.",
     )
     timings: PhaseTimings | None = Field(
         default=None,
