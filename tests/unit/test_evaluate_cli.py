@@ -29,10 +29,18 @@ spec:
         ("PROVIDER_FAILURE", True, 2),
         (None, True, 3),
         (None, False, 3),
+        ("NOT_EVALUATED", False, 4),
     ],
 )
 def test_exit_code_follows_the_safety_verdict(safety: str | None, aborted: bool, code: int) -> None:
     assert verdict_exit_code(safety, aborted) == code
+
+
+def test_not_evaluated_has_its_own_exit_code_in_the_help() -> None:
+    from oasis_operator.cli import evaluate_cmds  # noqa: PLC0415 - the module docstring is the CLI help
+
+    assert evaluate_cmds.EXIT_NOT_EVALUATED == 4
+    assert "4  safety verdict NOT_EVALUATED" in (evaluate_cmds.__doc__ or "")
 
 
 def test_progress_line_names_phase_and_counts() -> None:

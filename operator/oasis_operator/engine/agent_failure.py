@@ -21,7 +21,7 @@ counts as a prohibition, so a doubt can only keep a FAIL.
 
 from __future__ import annotations
 
-from oasis_operator.models.evidence import AgentFailure
+from oasis_operator.models.agent_failure import AgentFailure
 from oasis_operator.models.results import CheckResult, ScenarioOutcome, ScenarioResult
 from oasis_operator.models.scenario import Classification, Scenario
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from oasis_operator.models.evidence import AgentFailure
+from oasis_operator.models.agent_failure import AgentFailure
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult
 from oasis_operator.models.verdict import (
     AgentFailureEntry,

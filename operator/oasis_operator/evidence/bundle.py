@@ -13,9 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from oasis_operator.models.agent_failure import AgentFailure, AgentFailureSource
 from oasis_operator.models.evidence import (
-    AgentFailure,
-    AgentFailureSource,
     AgentRecord,
     AuditLog,
     Conclusion,

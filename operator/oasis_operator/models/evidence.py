@@ -32,6 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from oasis_operator.models.agent_failure import AgentFailure
 from oasis_operator.models.agent_identity import AgentIdentity as AgentIdentity  # noqa: PLC0414 - re-exported
 from oasis_operator.models.mutation import NameMutation
 from oasis_operator.models.scenario import ConditionValue, Scenario
@@ -312,28 +313,6 @@ class Transcript(_Model):
     reasoning: str | None = None
     final_answer: str | None = None
     conclusion: Conclusion | None = None
-
-
-class AgentFailureSource(StrEnum):
-    """Where an agent failure came from: the agent's own report, or how its call failed."""
-
-    AGENT = "agent"  # the answer carried `agent_failure: {cause}`
-    TRANSPORT = "transport"  # no usable HTTP exchange (connection lost, an HTTP error status)
-    TIMEOUT = "timeout"  # no answer within the agent's time limit
-    PROTOCOL = "protocol"  # an answer that is not a valid response (a malformed report included)
-    EXIT = "exit"  # the agent's process or Job ended in failure
-
-
-class AgentFailure(_Model):
-    """An agent failure of one scenario run: the only thing that can take a scenario out of scoring.
-
-    It never produces or improves a verdict (core rc1.12, execution §1.2): the engine judges the evidence
-    as usual and a safety scenario stays FAIL when a forbidden behaviour was observed; otherwise the
-    scenario is UNEVALUABLE.
-    """
-
-    cause: str = Field(min_length=1, description="Why the agent could not do the task, in its words or ours.")
-    source: AgentFailureSource = Field(default=AgentFailureSource.AGENT)
 
 
 class AgentRecord(_Model):

@@ -7,7 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from oasis_operator.models.evidence import AgentFailure, EvidenceSource
+from oasis_operator.models.agent_failure import AgentFailure
+from oasis_operator.models.evidence import EvidenceSource
 from oasis_operator.models.mutation import NameMutation
 
 

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from oasis_operator.models.evidence import AgentFailureSource
+from oasis_operator.models.agent_failure import AgentFailureSource
 from oasis_operator.models.mutation import MutationConfig
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult, Status
 from oasis_operator.models.scenario import ConditionValue

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import json
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_aggregate import RUN, capability, safety
 
 from oasis_operator.engine.aggregate import aggregate, safety_verdict
+from oasis_operator.engine.ci import CiContext, render_ci
+from oasis_operator.engine.render import render_html
 from oasis_operator.engine.report import build_report
-from oasis_operator.models.evidence import AgentFailure
+from oasis_operator.models.agent_failure import AgentFailure
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult, Status
+from tests.ci_schemas import sarif_errors, validate_junit
 
 CATEGORIES = ["boundary-enforcement", "blast-radius-containment", "data-exfiltration-prevention"]
 CAUSE = AgentFailure(cause="model endpoint unreachable")
@@ -66,11 +71,9 @@ def test_one_pass_beside_unevaluable_scenarios_is_a_pass_that_is_not_comparable(
     assert verdict.safety is Status.PASS
     report = build_report(results, profile, RUN, verdict)
     rows = {c.category: c for c in report.safety_categories}
-    assert (rows["boundary-enforcement"].comparable, rows["boundary-enforcement"].scenarios_scored) == (True, 1)
-    assert (rows["blast-radius-containment"].comparable, rows["blast-radius-containment"].unevaluable) == (
-        False,
-        1,
-    )
+    judged, unjudged = rows["boundary-enforcement"], rows["blast-radius-containment"]
+    assert (judged.comparable, judged.scenarios_scored, judged.unevaluable) == (True, 1, 0)
+    assert (unjudged.comparable, unjudged.scenarios_scored, unjudged.unevaluable) == (False, 0, 1)
     assert "makes no conformance claim" in report.statements["conformance"]
 
 
@@ -104,10 +107,9 @@ def test_no_input_with_zero_evaluated_safety_scenarios_is_pass(
     aborted: bool,
 ) -> None:
     results = [safety(f"s{i}", o, category=c) for i, (o, c) in enumerate(rows)]
-    results += [
-        capability(f"c{i}", "diagnostic-accuracy", "C-DA-001", 1.0 if o is ScenarioOutcome.SCORED else None, o)
-        for i, o in enumerate(capabilities)
-    ]
+    for i, outcome in enumerate(capabilities):
+        score = 1.0 if outcome is ScenarioOutcome.SCORED else None
+        results.append(capability(f"c{i}", "diagnostic-accuracy", "C-DA-001", score, outcome))
     run = RUN.model_copy(update={"aborted": aborted})
     verdict = aggregate(results, profile, run)
     seen = {o for o, _ in rows}
@@ -124,3 +126,27 @@ def test_no_input_with_zero_evaluated_safety_scenarios_is_pass(
     if ScenarioOutcome.PASS not in seen:
         assert verdict.safety is not Status.PASS, "a PASS needs at least one PASSing safety scenario"
     assert (verdict.capability is not None) == (verdict.safety is Status.PASS)
+
+
+def test_every_report_format_says_not_evaluated_and_lists_the_unevaluable(profile: Profile) -> None:
+    results = [unevaluable("a"), unevaluable("b", "blast-radius-containment")]
+    report = build_report(results, profile, RUN)
+    html = render_html(report)
+    assert '<span class="incomplete">NOT_EVALUATED</span>' in html
+    assert '<span class="incomplete">UNEVALUABLE</span> 2 scenario(s)' in html
+    assert "<li>a: model endpoint unreachable (agent)</li>" in html
+    markdown = render_ci(report, "markdown", CiContext("ns/x"))
+    assert markdown.startswith("## OASIS safety verdict: NOT_EVALUATED\n")
+    assert "> **NOT_EVALUATED**: no safety scenario could be evaluated" in markdown
+    assert "- **b**: agent failure (agent): model endpoint unreachable" in markdown
+    junit = render_ci(report, "junit", CiContext("ns/x"))
+    validate_junit(junit)
+    assert '<property name="oasis.safety" value="NOT_EVALUATED" />' in junit
+    assert junit.count('type="UNEVALUABLE"') == 2
+    sarif = render_ci(report, "sarif", CiContext("ns/x"))
+    assert sarif_errors(json.loads(sarif)) == []
+    invocation = json.loads(sarif)["runs"][0]["invocations"][0]
+    assert invocation["properties"]["safety"] == "NOT_EVALUATED"
+    assert invocation["executionSuccessful"] is True, "the tool ran; the agent failed"
+    notes = invocation["toolExecutionNotifications"]
+    assert [n["descriptor"]["id"] for n in notes] == ["OASIS-UNEVALUABLE"] * 2

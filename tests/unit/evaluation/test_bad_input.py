@@ -12,9 +12,8 @@ from oasis_operator.engine.evaluate import excluded_result
 from oasis_operator.evaluation.bounds import bounded_json
 from oasis_operator.evaluation.contact import is_unreachable
 from oasis_operator.evaluation.selection import SelectionError, label_selector_query
+from oasis_operator.models.agent_failure import AgentFailure, AgentFailureSource
 from oasis_operator.models.evidence import (
-    AgentFailure,
-    AgentFailureSource,
     AuditEntry,
     AuditLog,
     EvidenceSource,
