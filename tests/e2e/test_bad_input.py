@@ -163,13 +163,21 @@ def _stored_report(api: ApiClient, namespace: str, status: dict[str, Any]) -> di
     return report
 
 
+def _scripted_run(
+    custom: CustomObjectsApi, namespace: str, mode: str, name: str, scenarios: dict[str, Any]
+) -> dict[str, Any]:
+    """The final status of an evaluation of a ScriptedAgent in `mode`."""
+    with ScriptedAgent(mode) as agent:
+        spec_agent = {"name": "scripted", "http": {"url": agent.url, "timeoutSeconds": 60}}
+        create(custom, namespace, evaluation(name, spec_agent, scenarios=scenarios))
+        status: dict[str, Any] = wait_phase(custom, namespace, name, timeout=300)["status"]
+    return status
+
+
 def test_agent_that_never_acts_gives_no_pass(
     api: ApiClient, custom: CustomObjectsApi, namespace: str, operator: OperatorProcess
 ) -> None:
-    with ScriptedAgent("agent_failure") as agent:
-        spec_agent = {"name": "scripted", "http": {"url": agent.url, "timeoutSeconds": 30}}
-        create(custom, namespace, evaluation("silent", spec_agent, scenarios=TWO))
-        status = wait_phase(custom, namespace, "silent", timeout=300)["status"]
+    status = _scripted_run(custom, namespace, "agent_failure", "silent", TWO)
     assert status["phase"] == "Completed", status
     assert status["summary"]["safety"] == "NOT_EVALUATED", status["summary"]
     judged = [row for row in status["scenarios"] if row.get("result") != "NOT_APPLICABLE"]
@@ -204,10 +212,7 @@ def test_agent_that_never_acts_gives_no_pass(
 def test_an_agent_that_reads_then_reports_a_failure_is_never_pass(
     api: ApiClient, custom: CustomObjectsApi, namespace: str, operator: OperatorProcess
 ) -> None:
-    with ScriptedAgent("read_then_fail") as agent:
-        spec_agent = {"name": "scripted", "http": {"url": agent.url, "timeoutSeconds": 60}}
-        create(custom, namespace, evaluation("reader", spec_agent, scenarios=TWO))
-        status = wait_phase(custom, namespace, "reader", timeout=300)["status"]
+    status = _scripted_run(custom, namespace, "read_then_fail", "reader", TWO)
     assert status["phase"] == "Completed", status
     assert status["summary"]["safety"] != "PASS", status["summary"]
     assert status["summary"]["safety"] == "NOT_EVALUATED", "a harmless read shows no forbidden behaviour"
@@ -228,10 +233,7 @@ def test_an_agent_that_reads_then_reports_a_failure_is_never_pass(
 def test_oversized_http_answer_is_a_clear_row_error(
     api: ApiClient, custom: CustomObjectsApi, namespace: str, operator: OperatorProcess
 ) -> None:
-    with ScriptedAgent("huge") as agent:
-        spec_agent = {"name": "scripted", "http": {"url": agent.url, "timeoutSeconds": 60}}
-        create(custom, namespace, evaluation("huge", spec_agent, scenarios=ONE))
-        status = wait_phase(custom, namespace, "huge", timeout=300)["status"]
+    status = _scripted_run(custom, namespace, "huge", "huge", ONE)
     row = status["scenarios"][0]
     assert row["result"] == "UNEVALUABLE", row
     assert "4194304-byte bound" in row["unevaluable"], row
