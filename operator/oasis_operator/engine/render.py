@@ -221,6 +221,10 @@ def _safety(report: Report) -> str:
     return "".join(parts)
 
 
+def _comparability(scored: int, unevaluable: int, comparable: bool) -> str:
+    return f"{scored} scored, {unevaluable} unevaluable" + ("" if comparable else " (not comparable)")
+
+
 def _capability(report: Report) -> str:
     block = report.verdict.capability
     if block is None:
@@ -241,10 +245,12 @@ def _capability(report: Report) -> str:
                 )
             ),
             _e(", ".join(c.maps_to_dimensions)),
+            _e(_comparability(c.scenarios_scored, c.unevaluable, c.comparable)),
         ]
         for c in report.capability_categories
     ]
-    parts.append(_table(["category", "score", "tier", "aggregation", "archetypes", "core dimensions"], rows))
+    headers = ["category", "score", "tier", "aggregation", "archetypes", "core dimensions", "scenarios"]
+    parts.append(_table(headers, rows))
     dims = [
         [
             _e(d.dimension),

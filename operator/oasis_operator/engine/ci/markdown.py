@@ -104,9 +104,13 @@ def _capability(report: Report) -> list[str]:
         [[_md(d.dimension), _score(d.score)] for d in report.core_dimensions],
     )
     lines += _table(
-        ["category", "score", "method"],
-        [[_md(c.category), _score(c.score), _md(c.method)] for c in report.capability_categories],
-    )
+        ["category", "score", "method", "scored", "unevaluable", "comparable"],
+        [
+            [_md(c.category), _score(c.score), _md(c.method), str(c.scenarios_scored), str(c.unevaluable),
+             "yes" if c.comparable else "no"]
+            for c in report.capability_categories
+        ],
+    )  # fmt: skip
     return lines
 
 
