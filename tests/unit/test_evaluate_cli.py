@@ -47,6 +47,8 @@ def test_progress_line_names_phase_and_counts() -> None:
     status = {"phase": "Safety", "progress": {"done": 3, "total": 12, "passed": 2, "failed": 1}}
     assert progress_line("team-a/x", status) == "oasis: team-a/x phase=Safety done=3/12 pass=2 fail=1"
     assert progress_line("team-a/x", {}) == "oasis: team-a/x phase=Pending done=0/0"
+    failing = {"phase": "Safety", "progress": {"done": 2, "total": 5, "unevaluable": 2}}
+    assert progress_line("team-a/x", failing) == "oasis: team-a/x phase=Safety done=2/5 unevaluable=2"
 
 
 @pytest.mark.parametrize(
