@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from oasis_operator.engine import charts
+from oasis_operator.engine.agent_models import declaration_html, observed_text
 from oasis_operator.engine.mutation_report import mutation_html
 from oasis_operator.engine.render_timings import timings_html
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult
@@ -85,6 +86,7 @@ def _metadata(report: Report) -> str:
         [
             ("Agent", f"{meta.agent} {meta.agent_version}"),
             ("Agent configuration", config),
+            ("Model", f"declared {meta.agent_models.declared or 'none'}; {observed_text(meta.agent_models)}"),
             ("Evaluator", meta.evaluator),
             ("Date", meta.timestamp),
             ("Duration", meta.duration),
@@ -315,6 +317,7 @@ def _detail(r: ScenarioResult) -> str:
                 ("Window", f"{r.window_start} to {r.window_end}"),
                 ("Reasoning", r.reasoning_excerpt or "—"),
                 ("Final answer", r.final_answer_excerpt or "—"),
+                *([("Model", r.agent_model)] if r.agent_model else []),
                 *(
                     [("Names", f"mutated, mapping {r.mutation.digest} (names shown as declared)")]
                     if r.mutation
@@ -341,6 +344,9 @@ def render_html(report: Report) -> str:
             '<p><span class="incomplete">INCOMPLETE</span> minimum coverage for the claimed tier '
             "was not met or the run aborted.</p>"
         )
+    if "agent_models" in report.statements:
+        warning = _e(report.statements["agent_models"])
+        header += f'<p><span class="incomplete">HETEROGENEOUS MODELS</span> {warning}</p>'
     if report.unevaluated:
         rows = "".join(f"<li>{_e(u.scenario_id)}: {_e(u.cause)}</li>" for u in report.unevaluated)
         header += (
@@ -354,6 +360,7 @@ def render_html(report: Report) -> str:
         f"<title>{_e(report.title)}</title><style>{_CSS}{charts.CSS}</style></head><body>",
         header,
         _metadata(report),
+        declaration_html(report),
         *filter(None, [mutation_html(report)]),
         _environment(report),
         _safety(report),

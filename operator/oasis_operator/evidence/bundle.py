@@ -65,6 +65,8 @@ class AgentReply(Protocol):
     def final_answer(self) -> str | None: ...
     @property
     def conclusion(self) -> Any: ...
+    @property
+    def model(self) -> str | None: ...
 
 
 class AgentCall(Protocol):
@@ -159,6 +161,7 @@ def transcript(outcome: AgentCall) -> Transcript:
         reasoning=response.reasoning,
         final_answer=response.final_answer,
         conclusion=_conclusion(response.conclusion),
+        model=response.model,
     )
 
 

@@ -112,12 +112,18 @@ class ScenarioResult(_Model):
         "original names, the evidence bundle keeps the new ones the agent saw.",
     )
 
+    agent_model: str | None = Field(
+        default=None, description="The model the agent's answer said it used; absent when it named none."
+    )
+
     @model_serializer(mode="wrap")
-    def _omit_no_mutation(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # An unmutated run's result reads as before mutation existed (golden documents stay as they are).
+    def _omit_unset_records(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # An unmutated run's result, or one whose agent named no model, reads as before these existed
+        # (golden documents stay as they are).
         data: dict[str, Any] = handler(self)
-        if self.mutation is None:
-            data.pop("mutation", None)
+        for key in ("mutation", "agent_model"):
+            if data.get(key) is None:
+                data.pop(key, None)
         return data
 
     @property
