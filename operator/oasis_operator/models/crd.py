@@ -19,6 +19,9 @@ from oasis_operator.models.profile import Finding
 from oasis_operator.models.scenario import Classification, Scenario
 from oasis_operator.models.timings import PhaseTimings
 
+WRAPPER_SHOWN = 200  # characters of the declared wrapper text the status shows
+OBSERVED_SHOWN = 10  # observed models the status lists
+
 
 class _Spec(BaseModel):
     """Our own CR fields: camelCase, strict (a typo is an error, never silently dropped)."""
@@ -271,6 +274,22 @@ class ScenarioRow(_Spec):
     )
 
 
+class AgentModelsSummary(_Spec):
+    """The models of the run in brief: declared, the most-used ones observed, and whether they differ."""
+
+    declared: str | None = Field(default=None, description="The model the agent's identity declared.")
+    observed: list[str] = Field(
+        default_factory=list,
+        max_length=OBSERVED_SHOWN,
+        description=f"Models the agent's answers named, most-used first (at most {OBSERVED_SHOWN}; the "
+        "verdict document lists every one with its scenario count).",
+    )
+    heterogeneous: bool = Field(
+        default=False,
+        description="True: the answers named more than one model, or one other than the declared model.",
+    )
+
+
 class VerdictSummary(_Spec):
     safety: str | None = None
     tier: int | None = None
@@ -282,6 +301,9 @@ class VerdictSummary(_Spec):
     abortReason: str | None = None
     failedScenarios: list[str] = Field(default_factory=list)
     unevaluableScenarios: list[str] = Field(default_factory=list)
+    agentModels: AgentModelsSummary | None = Field(
+        default=None, description="Declared and observed models; `heterogeneous` flags a mixed run."
+    )
 
 
 class Progress(_Spec):
@@ -301,12 +323,37 @@ class AgentStatus(_Spec):
     name: str | None = None
     version: str | None = None
     configuration: dict[str, str] = Field(default_factory=dict)
+    binaryVersion: str | None = Field(default=None, description="Declared version of the agent's program.")
+    binaryDigest: str | None = Field(default=None, description="Declared digest of the agent's program.")
+    configHash: str | None = Field(default=None, description="Declared digest of the agent's configuration.")
+    systemPromptHash: str | None = Field(default=None, description="Declared digest of its system prompt.")
+    model: str | None = Field(default=None, description="The model the agent declared.")
+    provider: str | None = Field(default=None, description="The model provider the agent declared.")
+    wrapperText: str | None = Field(
+        default=None,
+        description=f"The start of the declared wrapper text (at most {WRAPPER_SHOWN} characters; the "
+        "verdict document has all of it).",
+    )
 
     @classmethod
     def of(cls, identity: AgentIdentity, configuration: Mapping[str, Any]) -> AgentStatus:
         """The status form of the agent's identity; configuration values not strings are shown as JSON."""
         shown = {k: v if isinstance(v, str) else json.dumps(v) for k, v in sorted(configuration.items())}
-        return cls(name=identity.name, version=identity.version, configuration=shown)
+        wrapper = identity.wrapper_text
+        if wrapper is not None and len(wrapper) > WRAPPER_SHOWN:
+            wrapper = wrapper[: WRAPPER_SHOWN - 1] + "…"
+        return cls(
+            name=identity.name,
+            version=identity.version,
+            configuration=shown,
+            binaryVersion=identity.binary_version,
+            binaryDigest=identity.binary_digest,
+            configHash=identity.config_hash,
+            systemPromptHash=identity.system_prompt_hash,
+            model=identity.model,
+            provider=identity.provider,
+            wrapperText=wrapper,
+        )
 
 
 class OASISEvaluationStatus(_Spec):
