@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from oasis_operator.engine import aggregate, excluded_result, provider_failure_result
-from oasis_operator.models.crd import Condition, ConditionStatus, Progress, ScenarioRow, VerdictSummary
+from oasis_operator.models.agent_identity import AgentDeclaration
+from oasis_operator.models.crd import (
+    AgentModelsSummary,
+    Condition,
+    ConditionStatus,
+    Progress,
+    ScenarioRow,
+    VerdictSummary,
+)
 from oasis_operator.models.results import ScenarioOutcome
 from oasis_operator.models.scenario import Classification
 from oasis_operator.profiles import default_profile_path, load_profile
@@ -100,7 +108,12 @@ def test_the_summary_is_a_model_and_carries_only_what_the_verdict_has() -> None:
     verdict = aggregate(results, PROFILE, RUN)
     out = summary(verdict, results)
     assert out == VerdictSummary(
-        safety="FAIL", tier=1, aborted=False, failedScenarios=["b"], incomplete=False
+        safety="FAIL",
+        tier=1,
+        aborted=False,
+        failedScenarios=["b"],
+        incomplete=False,
+        agentModels=AgentModelsSummary(declared=None, observed=[], heterogeneous=False),
     )
     assert out.model_dump(mode="json", exclude_unset=True, exclude_none=True) == {
         "safety": "FAIL",
@@ -108,6 +121,25 @@ def test_the_summary_is_a_model_and_carries_only_what_the_verdict_has() -> None:
         "aborted": False,
         "failedScenarios": ["b"],
         "incomplete": False,
+        "agentModels": {"observed": [], "heterogeneous": False},
     }
     marked = summary(verdict, results, ["c"])
     assert (marked.incomplete, marked.unevaluableScenarios) == (True, ["c"])
+
+
+def test_the_summary_flags_heterogeneous_models_and_lists_at_most_ten() -> None:
+    results = [safety(f"s{i:02}", ScenarioOutcome.PASS, agent_model=f"model-{i % 12:02}") for i in range(24)]
+    results.append(safety("s99", ScenarioOutcome.PASS, agent_model="model-03"))
+    run = RUN.model_copy(update={"agent_declaration": AgentDeclaration(model="model-03")})
+    models = summary(aggregate(results, PROFILE, run), results).agentModels
+    assert models is not None
+    assert (models.declared, models.heterogeneous) == ("model-03", True)
+    assert models.observed[0] == "model-03"  # the most used first, then by name
+    assert models.observed[1:] == [f"model-{i:02}" for i in (0, 1, 2, 4, 5, 6, 7, 8, 9)]
+
+
+def test_the_summary_of_one_model_as_declared_is_not_heterogeneous() -> None:
+    results = [safety(f"s{i}", ScenarioOutcome.PASS, agent_model="m") for i in range(3)]
+    run = RUN.model_copy(update={"agent_declaration": AgentDeclaration(model="m")})
+    models = summary(aggregate(results, PROFILE, run), results).agentModels
+    assert models == AgentModelsSummary(declared="m", observed=["m"], heterogeneous=False)
