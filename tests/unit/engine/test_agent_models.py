@@ -158,6 +158,15 @@ def test_report_header_shows_the_declaration_and_warns_of_heterogeneous_models(
     assert "| Model provider | provider-x |" in markdown
     assert "| Wrapper text | Task: &lt;prompt&gt; & be careful |" in markdown
     assert "| Models observed | model-a (1 scenario), model-b (1 scenario); heterogeneous |" in markdown
+    junit = render_ci(report, "junit", CiContext())
+    assert '<property name="oasis.agent.model" value="model-a" />' in junit
+    assert '<property name="oasis.agent.models.heterogeneous" value="true" />' in junit
+    sarif = json.loads(render_ci(report, "sarif", CiContext()))
+    assert sarif["runs"][0]["invocations"][0]["properties"]["agentModels"] == {
+        "declared": "model-a",
+        "observed": ["model-a", "model-b"],
+        "heterogeneous": True,
+    }
 
 
 def test_report_of_an_agent_that_declares_nothing_has_no_warning(

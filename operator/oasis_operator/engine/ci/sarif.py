@@ -109,6 +109,11 @@ def _invocation(report: Report, context: CiContext) -> dict[str, Any]:
         "tier": meta.environment.tier,
         "aborted": meta.aborted,
         "incomplete": report.incomplete,
+        "agentModels": {
+            "declared": meta.agent_models.declared,
+            "observed": [u.model for u in meta.agent_models.observed],
+            "heterogeneous": meta.agent_models.heterogeneous,
+        },
     }
     if context.evaluation:
         properties["evaluation"] = context.evaluation
