@@ -73,17 +73,18 @@ class AgentDeclaration(BaseModel):
     @field_validator("additional")
     @classmethod
     def _bounded(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
-        size = len(json.dumps(value, ensure_ascii=False).encode())
+        try:
+            size = len(json.dumps(value, ensure_ascii=False, allow_nan=False).encode())
+        except ValueError:
+            raise ValueError(
+                "holds a number JSON cannot carry (NaN or Infinity); declare it as a string"
+            ) from None
         if size > ADDITIONAL_LIMIT:
             raise ValueError(
                 f"the identity's undeclared keys ({', '.join(sorted(value)[:5])}…) take {size} bytes as "
                 f"JSON, over the {ADDITIONAL_LIMIT}-byte bound; declare less"
             )
         return value
-
-    def declaration(self) -> AgentDeclaration:
-        """The declaration alone (without name, version and description)."""
-        return AgentDeclaration.model_validate(self.model_dump(include=set(AgentDeclaration.model_fields)))
 
 
 class AgentIdentity(AgentDeclaration):
@@ -104,10 +105,16 @@ class AgentIdentity(AgentDeclaration):
             return data
         unknown = {k: v for k, v in data.items() if k not in cls.model_fields}
         given = data.get("additional")
-        if not unknown or (given is not None and not isinstance(given, dict)):
-            return data  # nothing to keep, or a wrong `additional` that validation names
+        if not unknown:
+            return data
         known = {k: v for k, v in data.items() if k in cls.model_fields}
+        if given is not None and not isinstance(given, dict):
+            return {**known, "additional": given}  # refused by validation, which names `additional`
         return {**known, "additional": {**(given or {}), **unknown}}
+
+    def declaration(self) -> AgentDeclaration:
+        """The declaration alone (without name, version and description)."""
+        return AgentDeclaration.model_validate(self.model_dump(include=set(AgentDeclaration.model_fields)))
 
     @model_serializer(mode="wrap")
     def _omit_undeclared(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

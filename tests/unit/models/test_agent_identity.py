@@ -127,9 +127,9 @@ def test_a_model_name_over_the_bound_is_refused_naming_the_field() -> None:
 def test_additional_that_is_not_an_object_is_refused_naming_it() -> None:
     with pytest.raises(ValidationError) as exc:
         IdentityDocument.model_validate({"identity": {"name": "a", "additional": [1], "other": 2}})
-    assert "identity-and-configuration.identity.additional: Input should be a valid dictionary" in _problems(
-        exc
-    )
+    problems = _problems(exc)
+    assert "identity-and-configuration.identity.additional: Input should be a valid dictionary" in problems
+    assert "unknown field" not in problems  # the other key is not what is wrong
 
 
 def test_undeclared_keys_over_their_bound_are_refused_with_the_bound() -> None:
@@ -150,4 +150,13 @@ def test_an_answer_whose_model_is_not_a_string_is_refused_naming_the_field() -> 
         AgentResponse.model_validate({"final_answer": "done", "model": {"name": "m"}})
     assert "response.model: Input should be a valid string" in describe_validation_error(
         exc.value, prefix="response"
+    )
+
+
+def test_undeclared_keys_holding_nan_are_refused_naming_additional() -> None:
+    document = json.loads('{"identity": {"name": "a", "score": NaN}}')  # Python's JSON reader takes NaN
+    with pytest.raises(ValidationError) as exc:
+        IdentityDocument.model_validate(document)
+    assert "identity-and-configuration.identity.additional: holds a number JSON cannot carry" in _problems(
+        exc
     )
