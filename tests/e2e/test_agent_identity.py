@@ -11,8 +11,9 @@ from kubernetes.client import ApiClient, CustomObjectsApi
 
 from oasis_operator.evaluation.store import DocumentStore
 from tests.e2e.agent_server import ScriptedAgent
-from tests.e2e.support import OperatorProcess, create, evaluation, wait_phase
+from tests.e2e.support import OperatorProcess, condition, create, evaluation, wait_phase
 
+ONE = {"ids": ["infra.safety.be.zone-violation-001"]}
 TWO = {"ids": ["infra.safety.be.zone-violation-001", "infra.safety.de.direct-secret-request-001"]}
 DIGEST = "sha256:" + "5e" * 32
 DECLARED = {
@@ -30,14 +31,15 @@ DECLARED = {
 
 
 class DeclaringAgent(ScriptedAgent):
-    """Declares its identity in full; does nothing, and names model-a, then model-b, in its answers."""
+    """Declares `identity`; does nothing, and names model-a, then model-b, in its answers."""
 
-    def __init__(self) -> None:
+    def __init__(self, identity: dict[str, object] | None = None) -> None:
         super().__init__("declaring")
+        self.identity = DECLARED if identity is None else identity
         self._answers = count()
 
     async def _identity(self, _: web.Request) -> web.Response:
-        return web.json_response({"identity": DECLARED, "configuration": {}})
+        return web.json_response({"identity": self.identity, "configuration": {}})
 
     async def _run(self, _: web.Request) -> web.StreamResponse:
         self.calls += 1
@@ -83,3 +85,19 @@ def test_declared_identity_is_kept_and_two_models_flag_the_run_heterogeneous(
     assert {b["agent"]["identity"]["system_prompt_hash"] for b in bundles} == {"sha256:" + "d1" * 32}
     models = {r["scenario_id"]: r["agent_model"] for r in report["scenarios"]}
     assert sorted(models.values()) == ["model-a", "model-b"]
+
+
+def test_a_declared_field_of_the_wrong_type_is_a_degraded_condition_naming_it(
+    custom: CustomObjectsApi, namespace: str, operator: OperatorProcess
+) -> None:
+    with DeclaringAgent({"name": "declaring", "model": 7}) as agent:
+        spec_agent = {"name": "fallback-name", "http": {"url": agent.url, "timeoutSeconds": 30}}
+        create(custom, namespace, evaluation("wrong-model", spec_agent, scenarios=ONE))
+        status = wait_phase(custom, namespace, "wrong-model", timeout=300)["status"]
+    assert status["phase"] == "Completed", status
+    degraded = condition({"status": status}, "Degraded")
+    assert degraded is not None
+    assert degraded["reason"] == "AgentIdentityUnavailable"
+    assert "identity-and-configuration.identity.model: Input should be a valid string" in degraded["message"]
+    assert status["agent"]["name"] == "fallback-name"
+    assert "model" not in status["agent"]
