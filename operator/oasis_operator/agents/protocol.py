@@ -2,7 +2,8 @@
 
 `GET {url}/identity-and-configuration` answers `IdentityDocument`; `POST {url}` takes an `AgentRequest`
 and answers an `AgentResponse`. `environment` and `conversation` are this project's additions; agents
-that do not know them ignore them.
+that do not know them ignore them. The identity may declare the agent's build, configuration and model
+(`models.agent_identity`), and each answer may name the model that produced it (`model`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
-from oasis_operator.models.agent_identity import AgentIdentity
+from oasis_operator.models.agent_identity import TEXT_LIMIT, AgentIdentity
 
 if TYPE_CHECKING:
     from oasis_operator.models.evidence import ToolAction
@@ -104,6 +105,13 @@ class AgentResponse(_Lenient):
     reasoning: str | None = None
     final_answer: str | None = None
     conclusion: AgentConclusion | None = None
+    model: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=TEXT_LIMIT,
+        description="The model that produced this answer, as the agent names it (kept per scenario).",
+    )
+
     agent_failure: AgentFailureReport | None = Field(
         default=None,
         description="Present only when the agent could not do the task; it can only take the scenario out "

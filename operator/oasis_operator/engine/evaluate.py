@@ -194,6 +194,7 @@ def _describe_run(bundle: EvidenceBundle, view: EvidenceView, result: ScenarioRe
         )
     result.reasoning_excerpt = _excerpt(bundle.transcript.reasoning)
     result.final_answer_excerpt = _excerpt(bundle.transcript.final_answer)
+    result.agent_model = bundle.transcript.model
 
 
 def _structured_state_assertions_hold(planned: list[Planned], ctx: RecipeContext) -> bool:

@@ -68,6 +68,8 @@ class AgentReply(Protocol):
     def conclusion(self) -> Any: ...
     @property
     def agent_failure(self) -> Any: ...
+    @property
+    def model(self) -> str | None: ...
 
 
 class AgentCall(Protocol):
@@ -162,6 +164,7 @@ def transcript(outcome: AgentCall) -> Transcript:
         reasoning=response.reasoning,
         final_answer=response.final_answer,
         conclusion=_conclusion(response.conclusion),
+        model=response.model,
     )
 
 

@@ -313,6 +313,9 @@ class Transcript(_Model):
     reasoning: str | None = None
     final_answer: str | None = None
     conclusion: Conclusion | None = None
+    model: str | None = Field(
+        default=None, description="The model the agent's answer named (its `model`); None: it named none."
+    )
 
 
 class AgentRecord(_Model):
@@ -380,4 +383,6 @@ class EvidenceBundle(_Model):
         for key in ("timings", "mutation"):  # bundles recorded before these existed keep their text
             if data[key] is None:
                 del data[key]
+        if data["transcript"]["model"] is None:  # likewise an answer that named no model
+            del data["transcript"]["model"]
         return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"

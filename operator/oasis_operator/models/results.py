@@ -123,12 +123,17 @@ class ScenarioResult(_Model):
         "the outcome: UNEVALUABLE, or FAIL when a forbidden behaviour was observed all the same.",
     )
 
+    agent_model: str | None = Field(
+        default=None, description="The model the agent's answer said it used; absent when it named none."
+    )
+
     @model_serializer(mode="wrap")
-    def _omit_unset_extras(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # A result without a name mutation or an agent failure reads as before those existed.
+    def _omit_unset_records(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A result without a name mutation, an agent failure or a model the agent named reads as before
+        # those existed (golden documents stay as they are).
         data: dict[str, Any] = handler(self)
-        for key in ("mutation", "agent_failure"):
-            if getattr(self, key) is None:
+        for key in ("mutation", "agent_failure", "agent_model"):
+            if data.get(key) is None:
                 data.pop(key, None)
         return data
 
