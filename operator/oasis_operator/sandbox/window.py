@@ -271,36 +271,48 @@ class WindowWatcher:
         if self._observation is not None:
             return self._observation
         for obj in self._objects:
-            if obj.thread is None:
-                continue
-            try:
-                _, body = self._list(obj)
-            except Exception as exc:  # noqa: BLE001
-                self._fail(obj, f"the final list of {self._label(obj)} failed: {exc}")
-                continue
-            final = str(body["metadata"]["resourceVersion"]) if body is not None else None
-            deadline = time.monotonic() + CATCH_UP
-            while obj.seen_version != final and time.monotonic() < deadline and obj.thread.is_alive():
-                time.sleep(0.02)
-            if obj.seen_version != final and not obj.failed:
-                with self._lock:
-                    obj.problems.append(
-                        f"the watch of {self._label(obj)} had not delivered version {final} by the end"
-                    )
-                self._record(obj, WatchEvent.LISTED, body)
-        self._stopping.set()
-        for obj in self._objects:
-            if obj.current is not None:
-                obj.current.stop()  # type: ignore[no-untyped-call]
-        for obj in self._objects:
             if obj.thread is not None:
-                obj.thread.join(timeout=5.0)
+                self._catch_up(obj)
+        self._halt()
         self._observation = self._observe()
         return self._observation
 
     def close(self) -> None:
-        """Stop the watches if the run ended before `stop` (a failed agent call, a provider fault)."""
-        self.stop()
+        """Stop the watches without catching up, if the run ended before `stop` (a failed agent call, a
+        sandbox that could not be observed); a no-op after `stop`."""
+        if self._observation is None:
+            self._halt()
+            self._observation = self._observe()
+
+    def _catch_up(self, obj: _Object) -> None:
+        """List the object once more and wait (briefly) until its watch has delivered that version."""
+        try:
+            _, body = self._list(obj)
+        except Exception as exc:  # noqa: BLE001
+            self._fail(obj, f"the final list of {self._label(obj)} failed: {exc}")
+            return
+        final = str(body["metadata"]["resourceVersion"]) if body is not None else None
+        deadline = time.monotonic() + CATCH_UP
+        while (
+            obj.seen_version != final and time.monotonic() < deadline and obj.thread and obj.thread.is_alive()
+        ):
+            time.sleep(0.02)
+        if obj.seen_version != final and not obj.failed:
+            with self._lock:
+                obj.problems.append(
+                    f"the watch of {self._label(obj)} had not delivered version {final} by the end"
+                )
+            self._record(obj, WatchEvent.LISTED, body)
+
+    def _halt(self) -> None:
+        """Stop every watch; a watch request being opened just now is stopped again until it ends."""
+        self._stopping.set()
+        deadline = time.monotonic() + 5.0
+        for obj in self._objects:
+            while obj.thread is not None and obj.thread.is_alive() and time.monotonic() < deadline:
+                if obj.current is not None:
+                    obj.current.stop()  # type: ignore[no-untyped-call]
+                obj.thread.join(0.05)
 
     def _observe(self) -> WindowObservation:
         problems = [p for obj in self._objects for p in obj.problems]
