@@ -28,7 +28,7 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_support import ProcessWatch, load_note, percentile
+from bench_support import ProcessWatch, emit, load_note, percentile
 
 from oasis_operator.agents.protocol import AgentOutcome, AgentRequest, AgentResponse, IdentityDocument
 from oasis_operator.agents.reference.command import identity
@@ -181,11 +181,7 @@ def main() -> None:
         finally:
             plane.stop()
     lines = render(args, len(scenarios), timings, cpu, (load_before, load_after))
-    text = "\n".join([*lines, "", load_note(), ""])
-    print(text)
-    if args.out:
-        with Path(args.out).open("a") as out:
-            out.write(text + "\n")
+    emit("\n".join([*lines, "", load_note(), ""]), args.out)
 
 
 if __name__ == "__main__":
