@@ -170,12 +170,14 @@ class WindowWatcher:
 
     # --- recording ---------------------------------------------------------------------------------------
     def _record(self, obj: _Object, event: WatchEvent, body: Body | None) -> None:
+        """Note the object's version and keep the state if it is new (a DELETED event's body is the object
+        as it was last: its version is kept, its state is absent)."""
         version = str(body["metadata"].get("resourceVersion")) if body is not None else None
-        shown = None if body is None else normalise(strip_bookkeeping(body), self.renames, keep_status=True)
+        shown = None
+        if body is not None and event is not WatchEvent.DELETED:
+            shown = normalise(strip_bookkeeping(body), self.renames, keep_status=True)
         key = (
-            None
-            if shown is None
-            else (shown if obj.target.status else {k: v for k, v in shown.items() if k != "status"})
+            shown if shown is None or obj.target.status else {k: v for k, v in shown.items() if k != "status"}
         )
         with self._lock:
             obj.seen_version = version if event is not WatchEvent.DELETED else None
@@ -223,13 +225,14 @@ class WindowWatcher:
                     kind = event.get("type")
                     version = str((raw.get("metadata") or {}).get("resourceVersion") or version)
                     if kind in ("ADDED", "MODIFIED", "DELETED"):
-                        self._record(obj, WatchEvent(kind), raw if kind != "DELETED" else None)
+                        self._record(obj, WatchEvent(kind), raw)
                     if self._stopping.is_set():
                         return
             except ApiException as exc:
                 if self._stopping.is_set():
                     return
                 if exc.status == 410:
+                    time.sleep(0.1)  # a server that keeps answering 410 is not asked in a tight loop
                     version = self._relist(obj)
                     if version:
                         continue
