@@ -130,6 +130,11 @@ def render(
     mean = {mode: statistics.mean(costs[mode]) for mode in MODES}
     added = 100.0 * (mean["with"] - mean["without"]) / mean["without"]
     runs = len(costs["with"])
+    own = sum(
+        statistics.mean(p.get(phase, 0.0) for p in timings["with"])
+        - statistics.mean(p.get(phase, 0.0) for p in timings["without"])
+        for phase in ("credentials", "evidence")
+    )
     lines = [
         f"### {args.label or 'window watches'}: {count} scenarios x {args.rounds} rounds, "
         f"agent `{args.agent}`, {when}",
@@ -139,7 +144,9 @@ def render(
         "`teardown`. CPU: over the whole run of each scenario (provision and teardown included).",
         "",
         f"Window watches add **{added:+.1f} %** to the mean evaluator cost per scenario "
-        f"({mean['without']:.3f} s without, {mean['with']:.3f} s with; {runs} runs each).",
+        f"({mean['without']:.3f} s without, {mean['with']:.3f} s with; {runs} runs each). The phases the "
+        f"watches work in (`credentials` + `evidence`) take {own:+.3f} s more with them: "
+        f"**{100.0 * own / mean['without']:+.1f} %** of the evaluator cost without.",
         "",
         "| mode | evaluator mean (s) | p50 (s) | p95 (s) | credentials mean (s) | evidence mean (s) | "
         "this process CPU per scenario (s) | control plane CPU per scenario (s) |",

@@ -311,11 +311,15 @@ class WindowWatcher:
         """Stop every watch; a watch request being opened just now is stopped again until it ends."""
         self._stopping.set()
         deadline = time.monotonic() + 5.0
-        for obj in self._objects:
-            while obj.thread is not None and obj.thread.is_alive() and time.monotonic() < deadline:
+        running = [obj for obj in self._objects if obj.thread is not None]
+        while running and time.monotonic() < deadline:
+            for obj in running:
                 if obj.current is not None:
                     obj.current.stop()  # type: ignore[no-untyped-call]
-                obj.thread.join(0.05)
+            for obj in running:
+                assert obj.thread is not None  # noqa: S101 - filtered above
+                obj.thread.join(0.05 if obj is running[0] else 0.001)
+            running = [obj for obj in running if obj.thread is not None and obj.thread.is_alive()]
 
     def _observe(self) -> WindowObservation:
         problems = [p for obj in self._objects for p in obj.problems]
