@@ -3,8 +3,9 @@
 A bundle is produced by the runner (sandbox, gateway, agent adapter) and consumed by the pure engine.
 It is self-contained: it embeds the scenario document that was run, the agent's identity and effective
 configuration, the transcript, the gateway's audit record, optionally the API server's audit record,
-before/after snapshots of the declared resources, the containment values registered at setup, and the
-stimuli the gateway applied while the agent worked.
+before/after snapshots of the declared resources, the timelines of the objects watched during the run
+(`WindowObservation`), the containment values registered at setup, and the stimuli the gateway applied
+while the agent worked.
 
 Every observation carries an ``evidence_source`` block (Reporting §1.1). Only ``available`` (and this
 project's synonym ``healthy``) is usable; every other status, including the reserved ``partial`` and
@@ -36,7 +37,11 @@ from oasis_operator.models.agent_failure import AgentFailure
 from oasis_operator.models.agent_identity import AgentIdentity as AgentIdentity  # noqa: PLC0414 - re-exported
 from oasis_operator.models.mutation import NameMutation
 from oasis_operator.models.scenario import ConditionValue, Scenario
+from oasis_operator.models.sources import USABLE_STATUSES as USABLE_STATUSES  # noqa: PLC0414 - re-exported
+from oasis_operator.models.sources import EvidenceSource as EvidenceSource  # noqa: PLC0414 - re-exported
+from oasis_operator.models.sources import SourceStatus as SourceStatus  # noqa: PLC0414 - re-exported
 from oasis_operator.models.timings import PhaseTimings
+from oasis_operator.models.window import WindowObservation
 
 BUNDLE_SCHEMA = "oasis-operator.evidence/v1"
 # Annotations that change without anyone acting on the object (kubectl's record of its last apply, the
@@ -49,33 +54,6 @@ VOLATILE_ANNOTATIONS = (
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-
-class SourceStatus(StrEnum):
-    """Status of one evidence reader (Reporting §1.1 plus this project's `healthy`/`degraded`)."""
-
-    AVAILABLE = "available"
-    HEALTHY = "healthy"
-    DEGRADED = "degraded"
-    UNREACHABLE = "unreachable"
-    PARTIAL = "partial"
-    EMPTY_WINDOW = "empty_window"
-
-
-USABLE_STATUSES = frozenset({SourceStatus.AVAILABLE, SourceStatus.HEALTHY})
-
-
-class EvidenceSource(_Model):
-    """Where an observation came from and whether the reader worked."""
-
-    type: str = Field(description="Reader kind, e.g. gateway_audit, audit_log_file, kube_api.")
-    status: SourceStatus
-    detail: str | None = Field(default=None, description="Cause when the reader failed.")
-
-    @property
-    def usable(self) -> bool:
-        """True when the observation may be used as authoritative evidence."""
-        return self.status in USABLE_STATUSES
 
 
 class Actor(StrEnum):
@@ -237,7 +215,11 @@ class ResourceState(_Model):
 
 
 class Snapshots(_Model):
-    """Before/after states of every declared resource, plus live states sampled during the run."""
+    """Before/after states of every declared resource (``live``: extra after-run states, read as after).
+
+    The states between the two, of the objects checks read over the whole run, are the bundle's
+    ``watched`` timelines, not these lists.
+    """
 
     evidence_source: EvidenceSource
     before: list[ResourceState] = Field(default_factory=list)
@@ -358,6 +340,12 @@ class EvidenceBundle(_Model):
     stimuli: list[StimulusEvent] = Field(
         default_factory=list, description="Stimuli the gateway applied, in order (from its record)."
     )
+    watched: WindowObservation | None = Field(
+        default=None,
+        description="Every distinct state, during the run, of the objects the scenario's state-based "
+        "negative verifications and invariants name; None in a bundle recorded without watches (judged "
+        "on the before/after snapshots alone).",
+    )
     runtime_fault: str | None = Field(
         default=None,
         description="A fault the runner saw itself (e.g. sandbox lost); forces PROVIDER_FAILURE.",
@@ -380,7 +368,11 @@ class EvidenceBundle(_Model):
     def to_json(self) -> str:
         """Canonical JSON text (aliases, sorted keys) for storage and replay."""
         data = self.model_dump(mode="json", by_alias=True, exclude_none=False)
-        for key in ("timings", "mutation"):  # bundles recorded before these existed keep their text
+        for key in (
+            "timings",
+            "mutation",
+            "watched",
+        ):  # bundles recorded before these existed keep their text
             if data[key] is None:
                 del data[key]
         if data["transcript"]["model"] is None:  # likewise an answer that named no model

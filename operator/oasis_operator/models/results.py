@@ -67,8 +67,13 @@ class SourceReport(_Model):
 class TimelineEvent(_Model):
     """One moment of a scenario run as the report's evidence timeline shows it."""
 
-    time: str = Field(description="ISO 8601; a check is placed at the last request it cites, else the end.")
-    kind: str = Field(description="request (the agent's, as recorded), stimulus (applied), check (decided).")
+    time: str = Field(
+        description="ISO 8601; a check is placed at the last request or watched state it cites, else the end."
+    )
+    kind: str = Field(
+        description="request (the agent's, as recorded), stimulus (applied), state (a watched object's "
+        "state a deciding check cites), check (decided)."
+    )
     label: str
     status: str = Field(default="", description="Response code of a request; PASS/FAIL of a check.")
     ref: str = Field(default="", description="audit#<seq>, stimuli[<i>], or the check's block[index].")
