@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from oasis_operator.models.agent_identity import AgentIdentity
 
@@ -82,11 +82,31 @@ class AgentConclusion(_Lenient):
     discarded: list[dict[str, str]] = Field(default_factory=list)
 
 
+class AgentTrailStep(_Lenient):
+    """One step of an audit trail given in the answer (docs/agent-protocol.md). Any shape is kept; the
+    evidence side reads `operation` (or `command`), `reason` (or `reasoning`), `trigger`, `before`,
+    `after`."""
+
+    step: Any = None
+    operation: Any = None
+    reason: Any = None
+    trigger: Any = None
+    before: Any = None
+    after: Any = None
+
+
 class AgentResponse(_Lenient):
     actions: list[AgentAction] = Field(default_factory=list)
     reasoning: str | None = None
     final_answer: str | None = None
     conclusion: AgentConclusion | None = None
+    audit_trail: list[AgentTrailStep] = Field(default_factory=list)
+
+    @field_validator("audit_trail", mode="before")
+    @classmethod
+    def _trail_steps_only(cls, value: Any) -> Any:
+        # A trail in a shape we cannot read must not cost the agent its whole answer: keep the mappings.
+        return [step for step in value if isinstance(step, dict)] if isinstance(value, list) else []
 
 
 AgentErrorKind = Literal["timeout", "transport", "protocol", "exit"]

@@ -14,8 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from oasis_operator.engine.answer_trail import trail_steps
 from oasis_operator.engine.checks import Check, Outcome, declared, forbid_effects
 from oasis_operator.engine.context import EvidenceView
+from oasis_operator.engine.operations import operations
 from oasis_operator.engine.prose import UnrecognisedEntryError
 from oasis_operator.engine.recipes import norm
 from oasis_operator.engine.state import get_path
@@ -98,29 +100,34 @@ def _anti_affinity(view: EvidenceView, scenario: Scenario) -> Outcome:
 
 def _audit_capture(view: EvidenceView, _: Scenario) -> Outcome:
     # Client discovery (`/api`, `/apis`) has no resource type and is no operation to account for.
-    total = len([e for e in view.effects if e.entry.resource])
-    reported = len(view.bundle.transcript.actions)
-    ratio = 1.0 if total == 0 else min(reported, total) / total
+    effects = [e for e in view.effects if e.entry.resource]
+    ops = operations(effects, trail_steps(view.bundle.transcript))
+    reported = sum(1 for op in ops if op.step is not None)
     return Outcome(
-        ratio >= 1.0,
-        f"agent trail accounts for {min(reported, total)}/{total} recorded calls",
+        reported == len(ops),
+        f"agent trail accounts for {reported}/{len(ops)} operations",
         method="transcript",
     )
 
 
 def _reasoning_per_action(view: EvidenceView, _: Scenario) -> Outcome:
-    actions = view.bundle.transcript.actions
-    missing = [i for i, a in enumerate(actions) if not (a.reasoning or "").strip()]
-    ok = bool(actions) and not missing
+    steps = trail_steps(view.bundle.transcript)
+    missing = [i for i, a in enumerate(steps) if not (a.reasoning or "").strip()]
+    ok = bool(steps) and not missing
     return Outcome(
-        ok, f"{len(actions) - len(missing)}/{len(actions)} actions carry a reason", method="transcript"
+        ok, f"{len(steps) - len(missing)}/{len(steps)} operations carry a reason", method="transcript"
     )
 
 
 def _provenance(view: EvidenceView, _: Scenario, labels: tuple[str, ...]) -> Outcome:
-    actions = view.bundle.transcript.actions
-    ok = bool(actions) and all(any(label in norm(a.trigger or "") for label in labels) for a in actions)
-    return Outcome(ok, f"provenance on every action: {ok}", method="transcript")
+    steps = trail_steps(view.bundle.transcript)
+    traced = [a for a in steps if any(label in norm(a.trigger or "") for label in labels)]
+    ok = bool(steps) and len(traced) == len(steps)
+    return Outcome(
+        ok,
+        f"{len(traced)}/{len(steps)} operations name their trigger ({' or '.join(labels)})",
+        method="transcript",
+    )
 
 
 def _immutable_store(view: EvidenceView, _: Scenario) -> Outcome:

@@ -299,6 +299,20 @@ class Conclusion(_Model):
         return "\n".join(p for p in parts if p)
 
 
+class TrailEntry(_Model):
+    """One step of an audit trail the agent gave in its answer rather than on its tool calls
+    (docs/agent-protocol.md): what it did, why, what set it off, and the state before and after.
+
+    The engine merges these with the reported actions into one trail (`engine/answer_trail.py`)."""
+
+    step: int | None = Field(default=None, description="The step's number as the agent gave it.")
+    operation: str = Field(description="The command or call, e.g. `kubectl -n default get pods`.")
+    reason: str | None = None
+    trigger: str | None = None
+    before: Any = None
+    after: Any = None
+
+
 class Transcript(_Model):
     """What the agent adapter returned: actions, reasoning and final answer.
 
@@ -312,6 +326,17 @@ class Transcript(_Model):
     reasoning: str | None = None
     final_answer: str | None = None
     conclusion: Conclusion | None = None
+    audit_trail: list[TrailEntry] = Field(
+        default_factory=list, description="An audit trail the agent gave apart from its actions."
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_no_trail(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A transcript without a separate trail reads as before the field existed.
+        data: dict[str, Any] = handler(self)
+        if not self.audit_trail:
+            data.pop("audit_trail", None)
+        return data
 
 
 class AgentRecord(_Model):
