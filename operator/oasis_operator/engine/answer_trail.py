@@ -51,7 +51,13 @@ _CONTINUATION = re.compile(
     r"^\s*(?:[-*]\s*)?(" + "|".join(map(re.escape, _LABELS)) + r")\s*[:=]", re.IGNORECASE
 )
 _HTTP = re.compile(r"^(GET|POST|PUT|PATCH|DELETE|HEAD)\s+\S+", re.IGNORECASE)
-_TRIM = " \t—\u2013|;,.`*"
+# Separators around an operation or a value: dashes and bars between fields, backticks, a final period.
+_LEAD = re.compile(r"^(?:[\s\u2014\u2013|;,*`]|-\s)+")
+_TAIL = re.compile(r"(?:\s[-\u2014\u2013|;,]+|[\s\u2014\u2013|;,*`.])+$")
+
+
+def _clean(text: str) -> str:
+    return _TAIL.sub("", _LEAD.sub("", text))
 
 
 def is_operation(text: str) -> bool:
@@ -68,11 +74,11 @@ def is_operation(text: str) -> bool:
 def _fields(text: str) -> tuple[str, dict[str, str]]:
     """(operation, {field: value}) of one step's text."""
     marks = list(_LABEL.finditer(text))
-    operation = (text[: marks[0].start()] if marks else text).strip(_TRIM)
+    operation = _clean(text[: marks[0].start()] if marks else text)
     out: dict[str, str] = {}
     for i, mark in enumerate(marks):
         end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
-        value = text[mark.end() : end].strip(_TRIM)
+        value = _clean(text[mark.end() : end])
         out.setdefault(_LABELS[mark.group(1).lower()], value)
     return operation, out
 
@@ -85,7 +91,7 @@ def text_trail(answer: str | None) -> list[TrailEntry]:
         if numbered:
             steps.append((int(numbered.group(1)), numbered.group(2)))
         elif steps and _CONTINUATION.match(line):
-            steps[-1] = (steps[-1][0], f"{steps[-1][1]} ; {line.strip()}")
+            steps[-1] = (steps[-1][0], f"{steps[-1][1]} ; {_clean(line)}")
     out: list[TrailEntry] = []
     for number, text in steps:
         operation, fields = _fields(text)

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from oasis_operator.engine.kubectl_flags import (
+    COMMAND_ALIASES,
     COMMAND_BOOL_FLAGS,
     COMMAND_SHORT_FLAGS,
     IMPLIED_TYPE,
@@ -125,8 +126,10 @@ def resource_of(word: str) -> str:
 def _words(command: str | Sequence[object]) -> list[str]:
     if isinstance(command, str):
         text = command.strip().strip("`").strip()
+        lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|")
+        lexer.whitespace_split = True
         try:
-            return shlex.split(text)
+            return list(lexer)
         except ValueError:  # an unbalanced quote: read the words as they stand
             return text.split()
     return [str(w) for w in command]
@@ -227,7 +230,8 @@ def _command_words(positionals: list[str]) -> tuple[tuple[str, ...], list[str]]:
     words = [first]
     below = SUBCOMMANDS.get(first)
     if below is not None and rest and rest[0] in below:
-        words.append(rest.pop(0))
+        word = rest.pop(0)
+        words.append(COMMAND_ALIASES.get(first, {}).get(word, word))
         third = THIRD_WORDS.get((first, words[1]))
         if third is not None and rest and rest[0] in third:
             words.append(rest.pop(0))
@@ -274,8 +278,8 @@ def _targets(command: tuple[str, ...], args: list[str]) -> tuple[list[Target], l
     kinds, names = objects[0], objects[1:]
     out = []
     for kind in (k for k in kinds.split(",") if k):
-        for name in names or [None]:
-            out.extend(_expand(kind, name))
+        for name in names or [""]:
+            out.extend(_expand(kind, name or None))
     return out, changes
 
 

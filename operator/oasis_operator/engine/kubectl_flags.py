@@ -79,7 +79,8 @@ SUBCOMMANDS: dict[str, frozenset[str]] = {
     "set": frozenset({"image", "env", "resources", "selector", "serviceaccount", "subject"}),
     "create": _names(
         "deployment configmap secret job cronjob namespace service serviceaccount role rolebinding "
-        "clusterrole clusterrolebinding ingress poddisruptionbudget pdb priorityclass quota token"
+        "clusterrole clusterrolebinding ingress poddisruptionbudget pdb priorityclass quota token "
+        "cm deploy sa ns svc pc resourcequota cj"
     ),
     "config": _names(
         "view use-context current-context get-contexts get-clusters get-users set-context set-cluster "
@@ -90,6 +91,15 @@ SUBCOMMANDS: dict[str, frozenset[str]] = {
     "apply": frozenset({"view-last-applied", "set-last-applied", "edit-last-applied"}),
     "certificate": frozenset({"approve", "deny"}),
 }
+# Other spellings of command words (cobra aliases), by command.
+COMMAND_ALIASES: dict[str, dict[str, str]] = {
+    "create": {
+        "cm": "configmap", "deploy": "deployment", "sa": "serviceaccount", "ns": "namespace",
+        "svc": "service", "pc": "priorityclass", "resourcequota": "quota", "poddisruptionbudget": "pdb",
+        "cj": "cronjob",
+    },
+    "top": {"pods": "pod", "po": "pod", "nodes": "node", "no": "node"},
+}  # fmt: skip
 # Third command words: `create secret generic`, `create service clusterip`.
 THIRD_WORDS: dict[tuple[str, str], frozenset[str]] = {
     ("create", "secret"): frozenset({"generic", "tls", "docker-registry"}),

@@ -13,7 +13,9 @@ requests in order against the agent's trail (``engine/answer_trail.py``), also i
   (``engine/kubectl_args.py``), its MCP tool and arguments, or its HTTP method and URL.
 * Each request joins the step the walk is at when that step may cause it and has not yet made every
   request its command makes (one per named object; a write for a write); otherwise the next step that
-  may cause it; otherwise an earlier one (a trail written out of order still accounts for its steps).
+  may cause it; otherwise an earlier one that has not made all its requests yet (a trail written out
+  of order still accounts for its steps). A step never takes the same request twice: a repeated
+  request is another invocation.
 * Requests no step may cause are operations the trail leaves out: consecutive reads in one namespace
   are one such operation (a client's fan-out), each write one of its own.
 
@@ -152,8 +154,8 @@ def _mcp_claim(tool: str, args: dict[str, object]) -> Claim:
     if tool.startswith(_MCP_QUERIES):
         return Claim(targets=tuple((t, None) for t in sorted(_QUERY_TYPES)))
     resource = str(args.get("resource") or args.get("kind") or ("event" if tool == "events" else ""))
-    kind, _, name = resource.partition("/")
-    name = name or str(args.get("name") or "") or None
+    kind, _, named = resource.partition("/")
+    name = named or str(args.get("name") or "") or None
     namespace = args.get("namespace")
     writes = MCP_TOOLS.get(tool, frozenset())
     return Claim(
@@ -169,7 +171,7 @@ def _mcp_claim(tool: str, args: dict[str, object]) -> Claim:
 def _command_of(action: ToolAction) -> object:
     args = action.arguments
     if isinstance(args, dict):
-        return args.get("command") if "command" in args else args.get("args")
+        return next((args[k] for k in ("command", "cmd", "args") if k in args), None)
     return args
 
 
@@ -187,7 +189,7 @@ def claims(action: ToolAction) -> list[Claim]:
         out.append(
             Claim(
                 writes=frozenset({verb}) - {"get", "list"},
-                targets=((kind_of(str(args["resource"])), args.get("name") or None),),  # type: ignore[arg-type]
+                targets=((kind_of(str(args["resource"])), str(args.get("name") or "") or None),),
                 namespace=str(args["namespace"]) if args.get("namespace") else None,
             )
         )
@@ -256,16 +258,27 @@ def operations(effects: list[Effect], steps: list[ToolAction]) -> list[Operation
     def causes(j: int, effect: Effect) -> bool:
         return any(may_cause(c, effect) for c in step_claims[j])
 
+    def free(j: int, effect: Effect) -> bool:
+        held = groups[j].effects if j in groups else []
+        return causes(j, effect) and not any(_same_request(h, effect) for h in held)
+
     for effect in effects:
-        current = causes(at, effect) if at < len(steps) else False
-        later = next((j for j in range(at + 1, len(steps)) if causes(j, effect)), None)
+        current = free(at, effect) if at < len(steps) else False
+        later = next((j for j in range(at + 1, len(steps)) if free(j, effect)), None)
         held = groups[at].effects if at in groups else []
         if current and not (later is not None and _done(step_claims[at], held)):
             chosen: int | None = at
         elif later is not None:
             chosen = at = later
         else:
-            chosen = next((j for j in range(min(at, len(steps))) if causes(j, effect)), None)
+            chosen = next(
+                (
+                    j
+                    for j in range(min(at, len(steps)))
+                    if free(j, effect) and not _done(step_claims[j], groups[j].effects if j in groups else [])
+                ),
+                None,
+            )
         if chosen is None:
             if loose is None or effect.is_write or loose.is_write or not _same_fanout(loose, effect):
                 loose = Operation()
@@ -278,6 +291,19 @@ def operations(effects: list[Effect], steps: list[ToolAction]) -> list[Operation
             out.append(groups[chosen])
         groups[chosen].effects.append(effect)
     return out
+
+
+def _same_request(a: Effect, b: Effect) -> bool:
+    """The same request again: another invocation made it (one invocation does not repeat a request)."""
+    x, y = a.entry, b.entry
+    return (x.verb, x.resource, x.subresource, x.name, x.namespace, x.path) == (
+        y.verb,
+        y.resource,
+        y.subresource,
+        y.name,
+        y.namespace,
+        y.path,
+    )
 
 
 def _same_fanout(group: Operation, effect: Effect) -> bool:

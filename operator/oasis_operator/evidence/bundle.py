@@ -66,6 +66,8 @@ class AgentReply(Protocol):
     def final_answer(self) -> str | None: ...
     @property
     def conclusion(self) -> Any: ...
+    @property
+    def audit_trail(self) -> Sequence[Any]: ...
 
 
 class AgentCall(Protocol):
@@ -172,7 +174,7 @@ def _text(value: Any) -> str | None:
     return str(value)
 
 
-def _trail(steps: list[Any]) -> list[TrailEntry]:
+def _trail(steps: Sequence[Any]) -> list[TrailEntry]:
     """The trail given in the answer as the engine reads it (steps naming no operation dropped)."""
     out: list[TrailEntry] = []
     for given in steps:

@@ -36,6 +36,7 @@ from oasis_operator.models.agent_identity import AgentIdentity as AgentIdentity 
 from oasis_operator.models.mutation import NameMutation
 from oasis_operator.models.scenario import ConditionValue, Scenario
 from oasis_operator.models.timings import PhaseTimings
+from oasis_operator.models.trail import TrailEntry as TrailEntry  # noqa: PLC0414 - re-exported
 
 BUNDLE_SCHEMA = "oasis-operator.evidence/v1"
 # Annotations that change without anyone acting on the object (kubectl's record of its last apply, the
@@ -297,20 +298,6 @@ class Conclusion(_Model):
         parts = [self.root_cause or "", *self.evidence]
         parts += [f"{d.signal}: {d.rationale}" for d in self.discarded]
         return "\n".join(p for p in parts if p)
-
-
-class TrailEntry(_Model):
-    """One step of an audit trail the agent gave in its answer rather than on its tool calls
-    (docs/agent-protocol.md): what it did, why, what set it off, and the state before and after.
-
-    The engine merges these with the reported actions into one trail (`engine/answer_trail.py`)."""
-
-    step: int | None = Field(default=None, description="The step's number as the agent gave it.")
-    operation: str = Field(description="The command or call, e.g. `kubectl -n default get pods`.")
-    reason: str | None = None
-    trigger: str | None = None
-    before: Any = None
-    after: Any = None
 
 
 class Transcript(_Model):
