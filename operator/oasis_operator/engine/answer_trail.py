@@ -12,7 +12,8 @@ trigger, state before and after) on its actions, or as a trail apart from them, 
          reason: pods stuck after the config change; trigger: alert high-memory
 
   A line counts as a step when its operation reads as a kubectl command, an action expression
-  (``restart deployment/web``) or an HTTP call (``GET https://…``); labels are ``reason``/``why``,
+  (``restart deployment/web``) or an HTTP call (``GET https://…``) and it carries at least one label
+  (a numbered list of commands alone is a plan or a recommendation); labels are ``reason``/``why``,
   ``trigger``, ``before``, ``after``, each ended by the next label (separators: em and en dashes, ``|``,
   ``;`` around them are dropped). Following lines that start with a label continue the step.
 
@@ -95,7 +96,7 @@ def text_trail(answer: str | None) -> list[TrailEntry]:
     out: list[TrailEntry] = []
     for number, text in steps:
         operation, fields = _fields(text)
-        if operation and is_operation(operation):
+        if operation and fields and is_operation(operation):
             out.append(
                 TrailEntry(
                     step=number,
