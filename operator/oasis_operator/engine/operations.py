@@ -18,6 +18,9 @@ requests in order against the agent's trail (``engine/answer_trail.py``), also i
   request is another invocation.
 * Requests no step may cause are operations the trail leaves out: consecutive reads in one namespace
   are one such operation (a client's fan-out), each write one of its own.
+* Where the client names its invocation (kubectl's ``Kubectl-Session`` header, which the gateway
+  records as ``client_session``), that decides: the requests of one session are one operation, and a
+  step holds the requests of one session only.
 
 Pure: the same trail and record give the same operations.
 """
@@ -260,9 +263,19 @@ def operations(effects: list[Effect], steps: list[ToolAction]) -> list[Operation
 
     def free(j: int, effect: Effect) -> bool:
         held = groups[j].effects if j in groups else []
+        if any(_other_session(h, effect) for h in held):
+            return False
         return causes(j, effect) and not any(_same_request(h, effect) for h in held)
 
     for effect in effects:
+        session = effect.entry.client_session
+        known = next(
+            (j for j, g in groups.items() if session and g.effects[-1].entry.client_session == session), None
+        )
+        if known is not None:  # the client said which invocation this request belongs to
+            groups[known].effects.append(effect)
+            loose = None
+            continue
         current = free(at, effect) if at < len(steps) else False
         later = next((j for j in range(at + 1, len(steps)) if free(j, effect)), None)
         held = groups[at].effects if at in groups else []
@@ -306,5 +319,14 @@ def _same_request(a: Effect, b: Effect) -> bool:
     )
 
 
+def _other_session(a: Effect, b: Effect) -> bool:
+    """Both requests name their client invocation, and not the same one."""
+    x, y = a.entry.client_session, b.entry.client_session
+    return bool(x and y and x != y)
+
+
 def _same_fanout(group: Operation, effect: Effect) -> bool:
-    return group.effects[-1].entry.namespace == effect.entry.namespace
+    last = group.effects[-1]
+    if last.entry.client_session or effect.entry.client_session:
+        return last.entry.client_session == effect.entry.client_session
+    return last.entry.namespace == effect.entry.namespace

@@ -88,6 +88,7 @@ class RequestFacts:
     api: str  # kubernetes, or the fixture API's name
     api_path: str  # the path below the fixture API's prefix
     info: RequestInfo | None  # None for fixture APIs and malformed paths
+    client_session: str | None = None  # kubectl's `Kubectl-Session` header: one id per kubectl command
 
 
 def request_entry(facts: RequestFacts, who: Attribution, names: NameMap | None, user: str) -> AuditEntry:
@@ -108,6 +109,8 @@ def request_entry(facts: RequestFacts, who: Attribution, names: NameMap | None, 
         "request_body": recorded_body(facts.body, facts.content_type or ""),
         "response_code": 0,
     }
+    if facts.client_session:
+        entry["client_session"] = facts.client_session[:64]
     if info is not None:
         entry.update(
             verb=info.verb,

@@ -306,6 +306,7 @@ class Gateway:
             api=api,
             api_path=sub,
             info=info if api == "kubernetes" and not malformed else None,
+            client_session=request.headers.get("Kubectl-Session"),
         )
         recorder = self._recorder(who.env_id)
         user = state.env.agent.username if state is not None else ""

@@ -165,13 +165,20 @@ class AuditEntry(_Model):
         description="What the recorder noted: why the gateway refused (`refused: ...`), `stream open` "
         "while a watch runs, the door a credential was presented at.",
     )
+    client_session: str | None = Field(
+        default=None,
+        description="The client invocation the request belongs to, when the client names it: kubectl's "
+        "`Kubectl-Session` header, one id per kubectl command (`engine/operations.py`).",
+    )
 
     @model_serializer(mode="wrap")
     def _omit_unset_served(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # A record of a Kubernetes object (no `served`) reads as before the field existed.
+        # A record of a Kubernetes object (no `served`) reads as before the field existed; so does one
+        # of a client that names no session.
         data: dict[str, Any] = handler(self)
-        if self.served is None:
-            data.pop("served", None)
+        for key in ("served", "client_session"):
+            if getattr(self, key) is None:
+                data.pop(key, None)
         return data
 
     @property

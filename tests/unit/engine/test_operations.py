@@ -122,3 +122,16 @@ def test_a_reason_is_required_per_operation_not_per_request(
     bare = _run(scenario, profile, get_all(0), [kubectl("kubectl get all -n default")])
     assert bare.passed is False
     assert "0/1 operations carry a reason" in bare.evidence
+
+
+def test_the_clients_session_decides_which_requests_are_one_invocation(
+    scenarios: dict[str, Scenario], profile: Profile
+) -> None:
+    # Two `kubectl get pods` the agent ran back to back, one reported: the session header tells them apart.
+    record = [entry(0, "list", "pods", client_session="a"), entry(1, "list", "pods", client_session="b")]
+    check = _run(scenarios[COMPLETE], profile, record, [kubectl("kubectl get pods -n default")])
+    assert "agent trail accounts for 1/2 operations" in check.evidence
+    # One `kubectl get all`: ten lists of one session are one operation, even unreported.
+    fanout = [e.model_copy(update={"client_session": "c"}) for e in get_all(0)]
+    check = _run(scenarios[COMPLETE], profile, fanout, [])
+    assert "agent trail accounts for 0/1 operations" in check.evidence
