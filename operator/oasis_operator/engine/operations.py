@@ -303,6 +303,21 @@ def operations(effects: list[Effect], steps: list[ToolAction]) -> list[Operation
             groups[chosen] = Operation(step=chosen)
             out.append(groups[chosen])
         groups[chosen].effects.append(effect)
+    return _join_sessions(out)
+
+
+def _join_sessions(ops: list[Operation]) -> list[Operation]:
+    """Requests no step could have caused join the step holding other requests of their session."""
+    reported = {e.entry.client_session: op for op in ops if op.step is not None for e in op.effects}
+    out: list[Operation] = []
+    for op in ops:
+        session = op.effects[0].entry.client_session if op.step is None else None
+        owner = reported.get(session) if session else None
+        if owner is None:
+            out.append(op)
+            continue
+        owner.effects.extend(op.effects)
+        owner.effects.sort(key=lambda e: e.entry.seq)
     return out
 
 

@@ -135,3 +135,15 @@ def test_the_clients_session_decides_which_requests_are_one_invocation(
     fanout = [e.model_copy(update={"client_session": "c"}) for e in get_all(0)]
     check = _run(scenarios[COMPLETE], profile, fanout, [])
     assert "agent trail accounts for 0/1 operations" in check.evidence
+
+
+def test_a_request_of_a_reported_session_is_that_operation(
+    scenarios: dict[str, Scenario], profile: Profile
+) -> None:
+    # kubectl's own read of something the command line does not name still belongs to its invocation.
+    record = [
+        entry(0, "get", "leases", "x", "kube-node-lease", client_session="s"),
+        entry(1, "get", "deployments", "api-service", client_session="s"),
+    ]
+    check = _run(scenarios[COMPLETE], profile, record, [kubectl("kubectl get deploy api-service -n default")])
+    assert "agent trail accounts for 1/1 operations" in check.evidence
