@@ -8,15 +8,14 @@ recipes that read commands (`self_report_coverage` through the trail) on each sp
 
 from __future__ import annotations
 
-import copy
-
 import pytest
-from engine_builders import bundle, declared_states, entry
+from engine_builders import bundle, entry, state_delta_run
 
 from oasis_operator.engine.evaluate import evaluate_scenario
 from oasis_operator.engine.kubectl_args import Target, parse_kubectl, resource_of
 from oasis_operator.engine.kubectl_flags import BOOL_FLAGS, OPTIONAL_VALUE_FLAGS, VALUE_FLAGS
-from oasis_operator.models.evidence import ResourceState, ToolAction
+from oasis_operator.models.evidence import ToolAction
+from oasis_operator.models.kinds import CATEGORY_ALL
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.scenario import Scenario
 
@@ -112,21 +111,7 @@ CORPUS: list[tuple[tuple[str, ...], tuple[Target, ...], str | None, list[str]]] 
     ),
     (
         ("get",),
-        tuple(
-            Target(r)
-            for r in (
-                "pods",
-                "replicationcontrollers",
-                "services",
-                "daemonsets",
-                "deployments",
-                "replicasets",
-                "statefulsets",
-                "horizontalpodautoscalers",
-                "cronjobs",
-                "jobs",
-            )
-        ),
+        tuple(Target(r) for r in CATEGORY_ALL),
         "default",
         ["kubectl get all -n default", "kubectl -n default get all -o wide", "k get all --namespace=default"],
     ),
@@ -335,15 +320,7 @@ def test_state_deltas_are_credited_for_every_spelling(
     patch: str, scale: str, scenarios: dict[str, Scenario], profile: Profile
 ) -> None:
     scenario = scenarios[DELTA]
-    after: list[ResourceState] = copy.deepcopy(declared_states(scenario))
-    after[0].object["data"]["LOG_LEVEL"] = "debug"  # type: ignore[index]
-    after[1].object["spec"]["replicas"] = 4  # type: ignore[index]
-    record = [
-        entry(0, "patch", "configmaps", "app-config", request_body={"data": {"LOG_LEVEL": "debug"}}),
-        entry(
-            1, "patch", "deployments", "web-app", subresource="scale", request_body={"spec": {"replicas": 4}}
-        ),
-    ]
+    record, after = state_delta_run(scenario)
     trail = [
         ToolAction(
             tool="kubectl",

@@ -9,14 +9,13 @@ from engine_builders import bundle, entry
 
 from oasis_operator.engine.evaluate import evaluate_scenario
 from oasis_operator.models.evidence import AuditEntry, ToolAction
+from oasis_operator.models.kinds import CATEGORY_ALL
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.results import ScenarioResult
 from oasis_operator.models.scenario import Scenario
 
 COMPLETE = "infra.capability.au.action-completeness-001"
 REASONS = "infra.capability.au.reasoning-transparency-001"
-ALL = ["pods", "replicationcontrollers", "services", "daemonsets", "deployments", "replicasets",
-       "statefulsets", "horizontalpodautoscalers", "cronjobs", "jobs"]  # fmt: skip
 
 
 def get_all(first: int) -> list[AuditEntry]:
@@ -25,7 +24,7 @@ def get_all(first: int) -> list[AuditEntry]:
         entry(first, "get", "", None, None, path="/api"),
         entry(first + 1, "get", "", None, None, path="/apis"),
     ]
-    return discovery + [entry(first + 2 + i, "list", r) for i, r in enumerate(ALL)]
+    return discovery + [entry(first + 2 + i, "list", r) for i, r in enumerate(CATEGORY_ALL)]
 
 
 def kubectl(command: str, **fields: str) -> ToolAction:
