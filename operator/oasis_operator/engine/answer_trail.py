@@ -15,7 +15,8 @@ trigger, state before and after) on its actions, or as a trail apart from them, 
   (``restart deployment/web``) or an HTTP call (``GET https://…``) and it carries at least one label
   (a numbered list of commands alone is a plan or a recommendation); labels are ``reason``/``why``,
   ``trigger``, ``before``, ``after``, each ended by the next label (separators: em and en dashes, ``|``,
-  ``;`` around them are dropped). Following lines that start with a label continue the step.
+  ``;`` and parentheses around them are dropped); ``Step N:`` may start the line. Following lines that
+  start with a label continue the step.
 
 A trail step joins the first reported action (in order, not yet joined) that is the same operation,
 filling the fields the action lacks; a step no action matches is a step of its own. Pure: text in,
@@ -58,7 +59,11 @@ _TAIL = re.compile(r"(?:\s[-\u2014\u2013|;,]+|[\s\u2014\u2013|;,*`.])+$")
 
 
 def _clean(text: str) -> str:
-    return _TAIL.sub("", _LEAD.sub("", text))
+    text = _TAIL.sub("", _LEAD.sub("", text))
+    # `op (reason: …; trigger: …)`: the parenthesis around the fields belongs to neither side.
+    if text.endswith("(") or (text.endswith(")") and text.count("(") < text.count(")")):
+        return _clean(text[:-1])
+    return text
 
 
 def is_operation(text: str) -> bool:
