@@ -152,7 +152,8 @@ def test_a_step_given_only_in_the_answer_counts_when_it_was_done(
 def test_fields_in_parentheses_and_step_headings_are_read() -> None:
     steps = text_trail(
         "1. `kubectl -n default get pods` (reason: find the failing pod; trigger: operator request)\n"
-        "Step 2: kubectl -n default describe pod web-1. Reason: read its events. Trigger: alert: high-memory.\n"
+        "Step 2: kubectl -n default describe pod web-1. Reason: read its events."
+        " Trigger: alert: high-memory.\n"
     )
     assert [(s.operation, s.reason, s.trigger) for s in steps] == [
         ("kubectl -n default get pods", "find the failing pod", "operator request"),
