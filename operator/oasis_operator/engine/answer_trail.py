@@ -19,16 +19,20 @@ trigger, state before and after) on its actions, or as a trail apart from them, 
   start with a label continue the step.
 
 A trail step joins the first reported action (in order, not yet joined) that is the same operation,
-filling the fields the action lacks; a step no action matches is a step of its own. Pure: text in,
+as written or, failing that, by the requests it made; it fills the fields the action lacks. A step no
+action matches is a step of its own. Pure: text in,
 steps out.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
+from oasis_operator.engine.effects import Effect
 from oasis_operator.engine.kubectl_args import KubectlCall, parse_kubectl
+from oasis_operator.engine.operations import claims, may_cause, operations
 from oasis_operator.models.actions import ActionSyntaxError, parse_action
 from oasis_operator.models.evidence import ToolAction, TrailEntry, Transcript
 
@@ -176,8 +180,13 @@ def _merge(action: ToolAction, entry: TrailEntry) -> ToolAction:
     )
 
 
-def trail_steps(transcript: Transcript) -> list[ToolAction]:
-    """The agent's trail as one list: its actions, with the steps of a trail given apart joined in."""
+def trail_steps(transcript: Transcript, effects: Sequence[Effect] = ()) -> list[ToolAction]:
+    """The agent's trail as one list: its actions, with the steps of a trail given apart joined in.
+
+    A step joins the first action not yet joined that is the same operation as written; failing that,
+    given the record's `effects`, the first action not yet joined whose operation in the record the
+    step could have made in full (the same call in other words: `kubectl get deploy x` for the MCP
+    tool call that read it)."""
     steps = list(transcript.actions)
     given = list(transcript.audit_trail)
     known = {(e.step, _signature(e.operation)) for e in given}
@@ -186,7 +195,7 @@ def trail_steps(transcript: Transcript) -> list[ToolAction]:
     ]
     signatures = [_action_signatures(a) for a in steps]
     joined: set[int] = set()
-    extra: list[ToolAction] = []
+    extra: list[TrailEntry] = []
     for entry in given:
         wanted = _signature(entry.operation)
         match = next(
@@ -194,8 +203,34 @@ def trail_steps(transcript: Transcript) -> list[ToolAction]:
             None,
         )
         if match is None:
-            extra.append(_as_step(entry))
+            extra.append(entry)
             continue
         joined.add(match)
         steps[match] = _merge(steps[match], entry)
-    return steps + extra
+    return steps + [_as_step(e) for e in _join_by_effect(steps, extra, joined, effects)]
+
+
+def _join_by_effect(
+    steps: list[ToolAction], given: list[TrailEntry], joined: set[int], effects: Sequence[Effect]
+) -> list[TrailEntry]:
+    """Join steps to actions by the operation they caused; the steps that joined none."""
+    if not given or not effects:
+        return given
+    caused = {op.step: op.effects for op in operations(list(effects), steps) if op.step is not None}
+    left: list[TrailEntry] = []
+    for entry in given:
+        own = claims(_as_step(entry))
+        match = next(
+            (
+                i
+                for i in sorted(caused)
+                if i not in joined and all(any(may_cause(c, e) for c in own) for e in caused[i])
+            ),
+            None,
+        )
+        if match is None:
+            left.append(entry)
+            continue
+        joined.add(match)
+        steps[match] = _merge(steps[match], entry)
+    return left

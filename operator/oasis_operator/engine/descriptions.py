@@ -103,8 +103,9 @@ def _trail(view: EvidenceView) -> tuple[list[ToolAction], list[Operation]]:
     """The agent's trail steps that count, and its operations in the record. Client discovery (`/api`,
     `/apis`) has no resource type and is no operation; a step given only in the answer counts when it
     accounts for a recorded operation (a command it merely recommends is no step of its trail)."""
-    steps = trail_steps(view.bundle.transcript)
-    ops = operations([e for e in view.effects if e.entry.resource], steps)
+    effects = [e for e in view.effects if e.entry.resource]
+    steps = trail_steps(view.bundle.transcript, effects)
+    ops = operations(effects, steps)
     matched = {op.step for op in ops}
     reported = len(view.bundle.transcript.actions)
     return [s for i, s in enumerate(steps) if i < reported or i in matched], ops

@@ -67,7 +67,7 @@ def trail_coverage(node: grammar.SelfReportCoverage, ctx: Any) -> tuple[int, int
     # Discovery (`/api`, `/apis`, `/version`) is the client's plumbing, not an operation on the
     # environment: it has no resource type, so no trail could name it.
     effects = [e for e in ctx.view.effects if e.entry.resource]
-    steps = trail_steps(ctx.view.bundle.transcript)
+    steps = trail_steps(ctx.view.bundle.transcript, effects)
     ops = [op for op in operations(effects, steps) if op.is_write or not node.writes_only]
     reported = sum(
         1

@@ -159,3 +159,16 @@ def test_fields_in_parentheses_and_step_headings_are_read() -> None:
         ("kubectl -n default get pods", "find the failing pod", "operator request"),
         ("kubectl -n default describe pod web-1", "read its events", "alert: high-memory"),
     ]
+
+
+def test_a_step_written_otherwise_joins_the_call_that_made_its_requests(
+    scenarios: dict[str, Scenario], profile: Profile
+) -> None:
+    scenario = scenarios["infra.capability.au.reasoning-transparency-001"]
+    record = [entry(0, "get", "deployments", "worker")]
+    call = ToolAction(
+        tool="mcp:get", arguments={"resource": "deployment", "name": "worker", "namespace": "default"}
+    )
+    answer = "1. kubectl get deploy worker -n default — reason: read the pending workload"
+    result = evaluate_scenario(bundle(scenario, record, actions=[call], answer=answer), profile)
+    assert all(c.passed for c in result.checks), result.checks
