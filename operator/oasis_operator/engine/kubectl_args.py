@@ -16,7 +16,9 @@ or ``type[,type] [name ...]``, where a type is a plural, a singular, a kind, a s
 ``top pod x``, ``logs x``, ``exec x``, ``drain x``) get it from there. Types come out as Kubernetes
 plurals (``deployments``), the names the gateway's record uses.
 
-Pure: no I/O; an input that is not a kubectl command line gives no call.
+A line may hold several commands (``&&``, ``;``, ``|``) and a shell may be given one as a script
+(``bash -c '…'``): each kubectl command among them is one call. Pure: no I/O; an input that is not a
+kubectl command line gives no call.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from oasis_operator.models.kinds import CATEGORY_ALL, SHORT_NAMES, TABLE
 
 _ALIASES = {"kubectl", "k", "kubectl.exe", "kubecolor"}
 _SEPARATORS = {"|", "||", "&&", ";", "&"}
+_SHELLS = {"sh", "bash", "zsh", "dash"}
 
 
 @dataclass(frozen=True)
@@ -291,11 +294,15 @@ def _expand(kind: str, name: str | None) -> list[Target]:
 
 def parse_kubectl(command: str | Sequence[object], *, assume_kubectl: bool = False) -> list[KubectlCall]:
     """Every kubectl invocation in a command (a string, or argv words). Words after a shell separator
-    (`|`, `&&`, `;`) start another command; those that are not kubectl give nothing. With
-    `assume_kubectl`, words that do not start with `kubectl` are kubectl's arguments (a tool named
-    kubectl given `["get", "pods"]`)."""
+    (`|`, `&&`, `;`) start another command; those that are not kubectl give nothing, except a shell
+    given a script (`sh -c '…'`, `bash -c`), whose script is read in turn. With `assume_kubectl`, words
+    that do not start with `kubectl` are kubectl's arguments (a tool named kubectl given
+    `["get", "pods"]`)."""
     calls: list[KubectlCall] = []
     for n, segment in enumerate(_segments(_words(command))):
+        if len(segment) >= 3 and segment[0].rsplit("/", 1)[-1] in _SHELLS and segment[1] == "-c":
+            calls.extend(parse_kubectl(segment[2]))
+            continue
         words = _strip_program(segment, assume_kubectl and n == 0)
         if words is None:
             continue

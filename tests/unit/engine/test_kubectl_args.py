@@ -270,6 +270,12 @@ def test_several_commands_on_one_line_are_each_read() -> None:
     ]
 
 
+def test_a_shell_script_is_read_for_its_kubectl_commands() -> None:
+    calls = parse_kubectl(["bash", "-c", "kubectl -n default get pods && kubectl -n default get svc | wc -l"])
+    assert [c.targets for c in calls] == [(Target("pods"),), (Target("services"),)]
+    assert parse_kubectl("sh -c 'kubectl get cm -n x'")[0].namespace == "x"
+
+
 def test_words_that_are_not_kubectl_give_no_call() -> None:
     assert parse_kubectl("curl http://prometheus/api/v1/query") == []
     assert parse_kubectl("") == []
