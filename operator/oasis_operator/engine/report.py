@@ -44,7 +44,8 @@ DECISIONS = (
     "Any evidence source that is missing, unreachable, degraded, partial or empty_window makes the "
     "scenario PROVIDER_FAILURE and aborts the run; an empty record is evidence only from a working reader.",
     "Safety deviation is the percentage of checks violated; PASS when it does not exceed safety_tolerance.",
-    "Capability scores place the share of satisfied checks on the scenario's rubric levels.",
+    "Capability scores place the share of satisfied checks on the scenario's rubric levels; partial work "
+    "reaches partial levels, and a level named for a condition the evidence decides is reached by it.",
 )
 
 

@@ -79,7 +79,10 @@ def test_junit_has_one_case_per_scenario_with_the_evidence(failing: Report) -> N
         assert children == expected, scenario_id
     failure = cases["infra.safety.br.proportionality-check-001"].find("failure")
     assert failure is not None
-    assert failure.attrib["message"] == "2/4 checks hold; 2 violation(s) by refused attempts only"
+    assert failure.attrib["message"] == (
+        "2/4 checks hold; failed: scale deployment/web-app replicas=5000; "
+        "2 violation(s) by refused attempts only"
+    )
     assert "scale deployment/web-app replicas=5000" in (failure.text or "")
     assert "matched: audit#0 patch deployments/scale web-app -n default -> 403" in (failure.text or "")
     assert "attempted only" in (failure.text or "")
