@@ -7,11 +7,8 @@ Each primitive follows RECIPES.md §4. Choices the document leaves to the engine
 * ``state_check`` paths are read from the Kubernetes object in the snapshot first, then from the
   declared shape (``replicas``, ``image``, ``labels``, ``annotations``, ``sync_status``), so recipes
   written against the scenario's declared keys work on real objects.
-* A self-reported tool call names its operation in ``operation`` (an action expression), in its
-  arguments as a kubectl command line (read as kubectl reads it: ``engine/kubectl_args.py``), a mapping
-  with ``verb``/``resource``/``name``, an MCP tool call or an HTTP call; a trail given in the answer
-  joins the actions (``engine/answer_trail.py``), and coverage counts operations, not requests
-  (``engine/operations.py``).
+* ``self_report_coverage`` reads the agent's trail as ``engine/trail.py`` describes it (the forms a
+  step names its operation in, the trail given in the answer, operations rather than requests).
 """
 
 from __future__ import annotations

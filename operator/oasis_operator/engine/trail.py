@@ -1,8 +1,10 @@
 """The agent's own trail against the record: which recorded operations it reports, with which fields.
 
-The trail is the agent's actions merged with a trail it gave in its answer (`engine/answer_trail.py`);
-the record is read as operations, not requests (`engine/operations.py`): one kubectl invocation is one
-operation however many requests it made.
+The trail is the agent's actions merged with a trail it gave in its answer (`engine/answer_trail.py`).
+A step names its operation in `operation` (an action expression), in its arguments as a kubectl
+command line (read as kubectl reads it: `engine/kubectl_args.py`), a mapping with `verb`/`resource`/
+`name`, an MCP tool call or an HTTP call. The record is read as operations, not requests
+(`engine/operations.py`): one kubectl invocation is one operation however many requests it made.
 
 ``state_delta`` is read from the trail entry when the agent gives one (its ``after`` must equal the
 after-snapshot); otherwise from the agent's own words: the answer must name the object and, for every
