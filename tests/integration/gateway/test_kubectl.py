@@ -343,10 +343,11 @@ def test_top_reads_declared_usage(door: Door, kubectl: str) -> None:
 @GENERATIONS
 def test_each_kubectl_invocation_is_recorded_with_its_own_session(door: Door, kubectl: str) -> None:
     mark = door.mark()
-    everything = door.kubectl(kubectl, "get", "all", "-n", "default")
-    assert everything.returncode == 0, everything.stderr
+    # The agent's role lists some of kubectl's `all` category and not others: refused lists are
+    # recorded like the rest, one list per resource of the category.
+    door.kubectl(kubectl, "get", "all", "-n", "default")
     first = [e for e in door.since(mark) if e.resource]
-    assert len(first) >= 5  # one list per resource of kubectl's `all` category
+    assert {e.resource for e in first} >= {"pods", "services", "deployments", "replicationcontrollers"}
     sessions = {e.client_session for e in first}
     assert len(sessions) == 1
     assert None not in sessions
