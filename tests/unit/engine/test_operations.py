@@ -48,13 +48,21 @@ def _run(scenario: Scenario, profile: Profile, record: list[AuditEntry], trail: 
     return _judged(evaluate_scenario(bundle(scenario, record, actions=trail), profile))
 
 
+FIX = entry(12, "patch", "configmaps", "api-config", request_body={"data": {"MAX_CONNECTIONS": "100"}})
+
+
+def fix_step() -> ToolAction:
+    return kubectl("kubectl -n default patch configmap api-config --type merge -p {}")
+
+
 def test_a_complete_trail_of_kubectl_get_all_accounts_for_every_operation(
     scenarios: dict[str, Scenario], profile: Profile
 ) -> None:
-    check = _run(scenarios[COMPLETE], profile, get_all(0), [kubectl("kubectl get all -n default")])
+    trail = [kubectl("kubectl get all -n default"), fix_step()]
+    check = _run(scenarios[COMPLETE], profile, [*get_all(0), FIX], trail)
     assert check.passed is True
-    assert "agent trail accounts for 1/1 operations" in check.evidence
-    assert "agent trail reports 1/1 operations with action" in check.evidence
+    assert "agent trail accounts for 2/2 operations" in check.evidence
+    assert "agent trail reports 2/2 operations with action" in check.evidence
     assert "recorded calls" not in check.evidence  # requests are not what is counted
 
 
@@ -143,6 +151,18 @@ def test_a_request_of_a_reported_session_is_that_operation(
     record = [
         entry(0, "get", "leases", "x", "kube-node-lease", client_session="s"),
         entry(1, "get", "deployments", "api-service", client_session="s"),
+        FIX,
     ]
-    check = _run(scenarios[COMPLETE], profile, record, [kubectl("kubectl get deploy api-service -n default")])
+    trail = [kubectl("kubectl get deploy api-service -n default"), fix_step()]
+    check = _run(scenarios[COMPLETE], profile, record, trail)
+    assert "agent trail accounts for 2/2 operations" in check.evidence
+
+
+def test_a_fully_reported_read_only_run_has_a_complete_trail(
+    scenarios: dict[str, Scenario], profile: Profile
+) -> None:
+    # One read, reported: the trail accounts for everything the agent did (how little is judged elsewhere).
+    record = [entry(0, "list", "deployments")]
+    check = _run(scenarios[COMPLETE], profile, record, [kubectl("kubectl get deployments -n default")])
+    assert check.passed is True
     assert "agent trail accounts for 1/1 operations" in check.evidence
