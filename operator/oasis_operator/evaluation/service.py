@@ -30,7 +30,7 @@ from oasis_operator.evaluation.bounds import bounded_json
 from oasis_operator.evaluation.cleanup import teardown_for
 from oasis_operator.evaluation.conclusion import conclude, finish_failed
 from oasis_operator.evaluation.conformance import checked_server, conformance_summary, find_gaps
-from oasis_operator.evaluation.contact import is_unreachable, unevaluable_cause
+from oasis_operator.evaluation.contact import is_unreachable
 from oasis_operator.evaluation.documents import RunFacts
 from oasis_operator.evaluation.identity import identify
 from oasis_operator.evaluation.patience import Patience
@@ -44,9 +44,15 @@ from oasis_operator.evaluation.store import DocumentStore
 from oasis_operator.evaluation.timings import PhaseClock
 from oasis_operator.kube import is_transient
 from oasis_operator.metrics import EVALUATION_PHASE_TRANSITIONS, observe_scenario
-from oasis_operator.models.crd import ConditionStatus, EvaluationRef, OASISEvaluationStatus, Phase
+from oasis_operator.models.crd import (
+    ConditionStatus,
+    EvaluationRef,
+    OASISEvaluationStatus,
+    Phase,
+    ScenarioRow,
+)
 from oasis_operator.models.profile import Profile
-from oasis_operator.models.results import ScenarioOutcome, Status
+from oasis_operator.models.results import ScenarioOutcome, ScenarioResult, Status
 from oasis_operator.models.scenario import Classification
 from oasis_operator.status import rows as status_rows
 from oasis_operator.status.conditions import now_rfc3339
@@ -303,7 +309,7 @@ class EvaluationService:
         run.writer.set_row(index, row)
         await run.writer.write()
         started = time.monotonic()
-        bundle_json, agent_error, codes, trimmed = None, None, [], None
+        bundle_json, agent_error, codes, trimmed, unreachable = None, None, [], None, False
         clock = PhaseClock()
         try:
             done: ScenarioRun = await asyncio.wait_for(
@@ -317,12 +323,7 @@ class EvaluationService:
                 codes = [e.response_code for e in done.bundle.gateway_audit.entries]
             if done.outcome.error_kind:
                 agent_error = f"{done.outcome.error_kind}: {done.outcome.error}"
-            cause = unevaluable_cause(done.outcome, done.bundle.gateway_audit)
-            if cause is not None:
-                shown = (agent_error or cause)[:200]
-                run.writer.set_row(index, run.rows[index].model_copy(update={"agentError": shown}))
-                await self._unevaluable(run, index, cause, bundle_json, is_unreachable(done.outcome), clock)
-                return
+            unreachable = is_unreachable(done.outcome, done.bundle.gateway_audit)
         except ProviderFaultError as exc:
             result = provider_failure_result(scenario, str(exc))
         except TimeoutError:
@@ -336,6 +337,10 @@ class EvaluationService:
             result = provider_failure_result(
                 scenario, f"evaluation harness error: {type(exc).__name__}: {exc}"
             )
+        if unreachable and not status_rows.judged(run.rows):
+            # The run's first calls never reached the agent: stop before any verdict.
+            run.writer.set_row(index, run.rows[index].model_copy(update={"startedAt": None}))
+            raise _Unreachable(f"{scenario.id}: agent {agent_error}")
         files = {"result.json": result.model_dump_json()}
         if bundle_json is not None:
             files["bundle.json"] = bundle_json
@@ -352,35 +357,25 @@ class EvaluationService:
         run.writer.count()
         # A provider fault aborts the run: its row goes out at once, not with the next rows.
         await run.writer.write(now=result.outcome is ScenarioOutcome.PROVIDER_FAILURE)
-        if result.outcome is ScenarioOutcome.FAIL:
-            detail = run.rows[index].message or ""
-            self.notify("Warning", "ScenarioFailed", f"Scenario {scenario.id} failed: {detail}")
+        self._announce(scenario.id, result, run.rows[index])
         if result.outcome is ScenarioOutcome.PROVIDER_FAILURE:
-            self.notify("Warning", "ProviderFailure", f"{scenario.id}: {result.provider_fault}")
             raise _Abort(scenario.id, result.provider_fault or "provider fault")
+
+    def _announce(self, scenario_id: str, result: ScenarioResult, row: ScenarioRow) -> None:
+        """A Warning event for a scenario that failed, is unevaluable, or met a provider fault."""
+        if result.outcome is ScenarioOutcome.FAIL:
+            self.notify("Warning", "ScenarioFailed", f"Scenario {scenario_id} failed: {row.message or ''}")
+        if result.outcome is ScenarioOutcome.UNEVALUABLE:
+            cause = row.unevaluable or result.summary
+            self.notify("Warning", "ScenarioUnevaluable", f"Scenario {scenario_id} is unevaluable: {cause}")
+        if result.outcome is ScenarioOutcome.PROVIDER_FAILURE:
+            self.notify("Warning", "ProviderFailure", f"{scenario_id}: {result.provider_fault}")
 
     async def _store(self, run: RunState, index: int, files: dict[str, str], clock: PhaseClock) -> list[str]:
         """Write the scenario's document set (its `storage` phase); the ConfigMap names."""
         with clock.phase("storage"):
             write = lambda: self.store.write(run.owner, set_name(index), files)  # noqa: E731
             return await self.patiently(write, "scenario set")
-
-    async def _unevaluable(
-        self, run: RunState, index: int, cause: str, bundle_json: str, unreachable: bool, clock: PhaseClock
-    ) -> None:
-        """Record a scenario whose agent never acted; the first calls of a run failing so stop it."""
-        scenario = run.scenarios[index]
-        if unreachable and not status_rows.judged(run.rows):
-            run.writer.set_row(index, run.rows[index].model_copy(update={"startedAt": None}))
-            raise _Unreachable(f"{scenario.id}: {cause}")
-        files = {"bundle.json": bundle_json}
-        names = await self._store(run, index, files, clock)
-        done = status_rows.unevaluable_row(run.rows[index], cause, names[0])
-        run.writer.set_row(index, done.model_copy(update={"finishedAt": now_rfc3339()}))
-        clock.follow(lambda timings: run.writer.set_timings(index, timings))
-        run.writer.count()
-        await run.writer.write()
-        self.notify("Warning", "ScenarioUnevaluable", f"Scenario {scenario.id} is unevaluable: {cause}")
 
     async def _conclude(
         self,

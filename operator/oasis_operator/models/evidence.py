@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from oasis_operator.models.agent_failure import AgentFailure
 from oasis_operator.models.agent_identity import AgentIdentity as AgentIdentity  # noqa: PLC0414 - re-exported
 from oasis_operator.models.mutation import NameMutation
 from oasis_operator.models.scenario import ConditionValue, Scenario
@@ -49,6 +50,24 @@ VOLATILE_ANNOTATIONS = (
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class _Omitting(_Model):
+    # Fields left out of the document while None / while empty, so documents written before the
+    # fields existed (a record of a Kubernetes object has no `served`) read the same.
+    omit_if_none: ClassVar[tuple[str, ...]] = ()
+    omit_if_empty: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for key in self.omit_if_none:
+            if getattr(self, key) is None:
+                data.pop(key, None)
+        for key in self.omit_if_empty:
+            if not getattr(self, key):
+                data.pop(key, None)
+        return data
 
 
 class SourceStatus(StrEnum):
@@ -100,12 +119,14 @@ class Actor(StrEnum):
 API_WRITE_VERBS: tuple[str, ...] = ("create", "update", "patch", "delete", "deletecollection")
 
 
-class AuditEntry(_Model):
+class AuditEntry(_Omitting):
     """One API request, as recorded by the gateway (or by the API server's own audit log).
 
     This is the one model of a request from the recorder to the engine: the gateway writes it, the
     API-server audit reader produces it, and the engine reads it.
     """
+
+    omit_if_none = ("served", "client_session")
 
     seq: int = Field(ge=0, description="Order of the request within its log.")
     time: str = Field(description="ISO 8601 time the request was received.")
@@ -171,16 +192,6 @@ class AuditEntry(_Model):
         "`Kubectl-Session` header, one id per kubectl command (`engine/operations.py`).",
     )
 
-    @model_serializer(mode="wrap")
-    def _omit_unset_served(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # A record of a Kubernetes object (no `served`) reads as before the field existed; so does one
-        # of a client that names no session.
-        data: dict[str, Any] = handler(self)
-        for key in ("served", "client_session"):
-            if getattr(self, key) is None:
-                data.pop(key, None)
-        return data
-
     @property
     def dry_run(self) -> bool:
         """True when the server was asked not to persist the request: `dryRun=All` in the query, or in
@@ -221,8 +232,10 @@ class FieldManager(_Model):
     fields: dict[str, Any] | None = Field(default=None, description="The owned fields (fieldsV1).")
 
 
-class ResourceState(_Model):
+class ResourceState(_Omitting):
     """One resource as seen at a point in time; ``object`` is None when it did not exist."""
+
+    omit_if_empty = ("managers",)  # an absent object, a server that keeps none
 
     kind: str = Field(description="Resource type as the scenario names it, e.g. deployment, configmap.")
     name: str
@@ -233,14 +246,6 @@ class ResourceState(_Model):
         description="The object's field managers as the server returned them (``object`` omits them, "
         "as they change with every write).",
     )
-
-    @model_serializer(mode="wrap")
-    def _omit_no_managers(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # No managers (an absent object, a server that keeps none) reads as before they were recorded.
-        data: dict[str, Any] = handler(self)
-        if not self.managers:
-            data.pop("managers", None)
-        return data
 
 
 class Snapshots(_Model):
@@ -307,7 +312,7 @@ class Conclusion(_Model):
         return "\n".join(p for p in parts if p)
 
 
-class Transcript(_Model):
+class Transcript(_Omitting):
     """What the agent adapter returned: actions, reasoning and final answer.
 
     ``evidence_source`` describes the capture channel, not the agent: an agent that timed out or
@@ -315,6 +320,7 @@ class Transcript(_Model):
     recorder makes the transcript unreachable (and the scenario PROVIDER_FAILURE).
     """
 
+    omit_if_empty = ("audit_trail",)  # a transcript without a trail given apart reads as before
     evidence_source: EvidenceSource
     actions: list[ToolAction] = Field(default_factory=list)
     reasoning: str | None = None
@@ -323,14 +329,6 @@ class Transcript(_Model):
     audit_trail: list[TrailEntry] = Field(
         default_factory=list, description="An audit trail the agent gave apart from its actions."
     )
-
-    @model_serializer(mode="wrap")
-    def _omit_no_trail(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # A transcript without a separate trail reads as before the field existed.
-        data: dict[str, Any] = handler(self)
-        if not self.audit_trail:
-            data.pop("audit_trail", None)
-        return data
 
 
 class AgentRecord(_Model):
@@ -376,6 +374,11 @@ class EvidenceBundle(_Model):
     runtime_fault: str | None = Field(
         default=None,
         description="A fault the runner saw itself (e.g. sandbox lost); forces PROVIDER_FAILURE.",
+    )
+    agent_failure: AgentFailure | None = Field(
+        default=None,
+        description="The agent's failure report, or the cause of its failed call (transport, timeout, "
+        "protocol, exit); null when the agent answered without one. The engine decides what it means.",
     )
     timings: PhaseTimings | None = Field(
         default=None,
