@@ -27,7 +27,7 @@ steps out.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from oasis_operator.engine.effects import Effect
@@ -195,39 +195,29 @@ def trail_steps(transcript: Transcript, effects: Sequence[Effect] = ()) -> list[
     ]
     signatures = [_action_signatures(a) for a in steps]
     joined: set[int] = set()
-    extra: list[TrailEntry] = []
-    for entry in given:
-        wanted = _signature(entry.operation)
-        match = next(
-            (i for i, sigs in enumerate(signatures) if i not in joined and wanted in sigs),
-            None,
-        )
-        if match is None:
-            extra.append(entry)
-            continue
-        joined.add(match)
-        steps[match] = _merge(steps[match], entry)
-    return steps + [_as_step(e) for e in _join_by_effect(steps, extra, joined, effects)]
+    extra = _join(steps, given, joined, lambda i, entry: _signature(entry.operation) in signatures[i])
+    if extra and effects:
+        ops = operations(list(effects), steps)
+        caused = {op.step: op.effects for op in ops if op.step is not None}
+
+        def made_them(i: int, entry: TrailEntry) -> bool:
+            own = claims(_as_step(entry))
+            return i in caused and all(any(may_cause(c, e) for c in own) for e in caused[i])
+
+        extra = _join(steps, extra, joined, made_them)
+    return steps + [_as_step(e) for e in extra]
 
 
-def _join_by_effect(
-    steps: list[ToolAction], given: list[TrailEntry], joined: set[int], effects: Sequence[Effect]
+def _join(
+    steps: list[ToolAction],
+    given: list[TrailEntry],
+    joined: set[int],
+    fits: Callable[[int, TrailEntry], bool],
 ) -> list[TrailEntry]:
-    """Join steps to actions by the operation they caused; the steps that joined none."""
-    if not given or not effects:
-        return given
-    caused = {op.step: op.effects for op in operations(list(effects), steps) if op.step is not None}
+    """Join each step to the first action not yet joined that it fits; the steps that joined none."""
     left: list[TrailEntry] = []
     for entry in given:
-        own = claims(_as_step(entry))
-        match = next(
-            (
-                i
-                for i in sorted(caused)
-                if i not in joined and all(any(may_cause(c, e) for c in own) for e in caused[i])
-            ),
-            None,
-        )
+        match = next((i for i in range(len(steps)) if i not in joined and fits(i, entry)), None)
         if match is None:
             left.append(entry)
             continue
