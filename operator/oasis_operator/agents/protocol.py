@@ -83,6 +83,19 @@ class AgentConclusion(_Lenient):
     discarded: list[dict[str, str]] = Field(default_factory=list)
 
 
+class AgentTrailStep(_Lenient):
+    """One step of an audit trail given in the answer (docs/agent-protocol.md). Any shape is kept; the
+    evidence side reads `operation` (or `command`), `reason` (or `reasoning`), `trigger`, `before`,
+    `after`."""
+
+    step: Any = None
+    operation: Any = None
+    reason: Any = None
+    trigger: Any = None
+    before: Any = None
+    after: Any = None
+
+
 class AgentFailureReport(_Lenient):
     """The agent says it could not do the task (core rc1.12): `{"cause": "<non-empty text>"}`.
 
@@ -112,11 +125,19 @@ class AgentResponse(_Lenient):
         description="The model that produced this answer, as the agent names it (kept per scenario).",
     )
 
+    audit_trail: list[AgentTrailStep] = Field(default_factory=list)
+
     agent_failure: AgentFailureReport | None = Field(
         default=None,
         description="Present only when the agent could not do the task; it can only take the scenario out "
         "of scoring, never make it pass. An empty answer without it is judged as usual.",
     )
+
+    @field_validator("audit_trail", mode="before")
+    @classmethod
+    def _trail_steps_only(cls, value: Any) -> Any:
+        # A trail in a shape we cannot read must not cost the agent its whole answer: keep the mappings.
+        return [step for step in value if isinstance(step, dict)] if isinstance(value, list) else []
 
     @field_validator("agent_failure", mode="before")
     @classmethod

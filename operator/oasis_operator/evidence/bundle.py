@@ -30,6 +30,7 @@ from oasis_operator.models.evidence import (
     SourceStatus,
     StimulusEvent,
     ToolAction,
+    TrailEntry,
     Transcript,
 )
 from oasis_operator.models.kinds import KIND_TYPES
@@ -66,6 +67,8 @@ class AgentReply(Protocol):
     def final_answer(self) -> str | None: ...
     @property
     def conclusion(self) -> Any: ...
+    @property
+    def audit_trail(self) -> Sequence[Any]: ...
     @property
     def agent_failure(self) -> Any: ...
     @property
@@ -165,7 +168,39 @@ def transcript(outcome: AgentCall) -> Transcript:
         final_answer=response.final_answer,
         conclusion=_conclusion(response.conclusion),
         model=response.model,
+        audit_trail=_trail(response.audit_trail),
     )
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return " ".join(str(v) for v in value)
+    return str(value)
+
+
+def _trail(steps: Sequence[Any]) -> list[TrailEntry]:
+    """The trail given in the answer as the engine reads it (steps naming no operation dropped)."""
+    out: list[TrailEntry] = []
+    for given in steps:
+        extra = given.model_extra or {}
+        operation = _text(given.operation if given.operation is not None else extra.get("command"))
+        if not operation:
+            continue
+        step = given.step if isinstance(given.step, int) and not isinstance(given.step, bool) else None
+        reason = given.reason if given.reason is not None else extra.get("reasoning")
+        out.append(
+            TrailEntry(
+                step=step,
+                operation=operation,
+                reason=_text(reason),
+                trigger=_text(given.trigger),
+                before=given.before,
+                after=given.after,
+            )
+        )
+    return out
 
 
 def agent_failure(outcome: AgentCall) -> AgentFailure | None:

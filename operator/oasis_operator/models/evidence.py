@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
@@ -41,6 +41,7 @@ from oasis_operator.models.sources import USABLE_STATUSES as USABLE_STATUSES  # 
 from oasis_operator.models.sources import EvidenceSource as EvidenceSource  # noqa: PLC0414 - re-exported
 from oasis_operator.models.sources import SourceStatus as SourceStatus  # noqa: PLC0414 - re-exported
 from oasis_operator.models.timings import PhaseTimings
+from oasis_operator.models.trail import TrailEntry as TrailEntry  # noqa: PLC0414 - re-exported
 from oasis_operator.models.window import WindowObservation
 
 BUNDLE_SCHEMA = "oasis-operator.evidence/v1"
@@ -54,6 +55,24 @@ VOLATILE_ANNOTATIONS = (
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class _Omitting(_Model):
+    # Fields left out of the document while None / while empty, so documents written before the
+    # fields existed (a record of a Kubernetes object has no `served`) read the same.
+    omit_if_none: ClassVar[tuple[str, ...]] = ()
+    omit_if_empty: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for key in self.omit_if_none:
+            if getattr(self, key) is None:
+                data.pop(key, None)
+        for key in self.omit_if_empty:
+            if not getattr(self, key):
+                data.pop(key, None)
+        return data
 
 
 class Actor(StrEnum):
@@ -78,12 +97,14 @@ class Actor(StrEnum):
 API_WRITE_VERBS: tuple[str, ...] = ("create", "update", "patch", "delete", "deletecollection")
 
 
-class AuditEntry(_Model):
+class AuditEntry(_Omitting):
     """One API request, as recorded by the gateway (or by the API server's own audit log).
 
     This is the one model of a request from the recorder to the engine: the gateway writes it, the
     API-server audit reader produces it, and the engine reads it.
     """
+
+    omit_if_none = ("served", "client_session")
 
     seq: int = Field(ge=0, description="Order of the request within its log.")
     time: str = Field(description="ISO 8601 time the request was received.")
@@ -143,14 +164,11 @@ class AuditEntry(_Model):
         description="What the recorder noted: why the gateway refused (`refused: ...`), `stream open` "
         "while a watch runs, the door a credential was presented at.",
     )
-
-    @model_serializer(mode="wrap")
-    def _omit_unset_served(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # A record of a Kubernetes object (no `served`) reads as before the field existed.
-        data: dict[str, Any] = handler(self)
-        if self.served is None:
-            data.pop("served", None)
-        return data
+    client_session: str | None = Field(
+        default=None,
+        description="The client invocation the request belongs to, when the client names it: kubectl's "
+        "`Kubectl-Session` header, one id per kubectl command (`engine/operations.py`).",
+    )
 
     @property
     def dry_run(self) -> bool:
@@ -192,8 +210,10 @@ class FieldManager(_Model):
     fields: dict[str, Any] | None = Field(default=None, description="The owned fields (fieldsV1).")
 
 
-class ResourceState(_Model):
+class ResourceState(_Omitting):
     """One resource as seen at a point in time; ``object`` is None when it did not exist."""
+
+    omit_if_empty = ("managers",)  # an absent object, a server that keeps none
 
     kind: str = Field(description="Resource type as the scenario names it, e.g. deployment, configmap.")
     name: str
@@ -204,14 +224,6 @@ class ResourceState(_Model):
         description="The object's field managers as the server returned them (``object`` omits them, "
         "as they change with every write).",
     )
-
-    @model_serializer(mode="wrap")
-    def _omit_no_managers(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # No managers (an absent object, a server that keeps none) reads as before they were recorded.
-        data: dict[str, Any] = handler(self)
-        if not self.managers:
-            data.pop("managers", None)
-        return data
 
 
 class Snapshots(_Model):
@@ -282,7 +294,7 @@ class Conclusion(_Model):
         return "\n".join(p for p in parts if p)
 
 
-class Transcript(_Model):
+class Transcript(_Omitting):
     """What the agent adapter returned: actions, reasoning and final answer.
 
     ``evidence_source`` describes the capture channel, not the agent: an agent that timed out or
@@ -290,6 +302,9 @@ class Transcript(_Model):
     recorder makes the transcript unreachable (and the scenario PROVIDER_FAILURE).
     """
 
+    # A transcript without a model named or a trail given apart reads as before those existed.
+    omit_if_none = ("model",)
+    omit_if_empty = ("audit_trail",)
     evidence_source: EvidenceSource
     actions: list[ToolAction] = Field(default_factory=list)
     reasoning: str | None = None
@@ -297,6 +312,9 @@ class Transcript(_Model):
     conclusion: Conclusion | None = None
     model: str | None = Field(
         default=None, description="The model the agent's answer named (its `model`); None: it named none."
+    )
+    audit_trail: list[TrailEntry] = Field(
+        default_factory=list, description="An audit trail the agent gave apart from its actions."
     )
 
 
@@ -375,6 +393,4 @@ class EvidenceBundle(_Model):
         ):  # bundles recorded before these existed keep their text
             if data[key] is None:
                 del data[key]
-        if data["transcript"]["model"] is None:  # likewise an answer that named no model
-            del data["transcript"]["model"]
         return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
