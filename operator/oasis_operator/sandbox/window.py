@@ -134,7 +134,10 @@ class WindowWatcher:
             self.api, "GET", self._path(obj), query={"fieldSelector": f"metadata.name={obj.name}"}
         )
         items = listed.get("items") or []
-        return str(listed["metadata"]["resourceVersion"]), (items[0] if items else None)
+        # A list's items carry no kind or apiVersion, a watch event's object and a snapshot do: the
+        # listed state gets them, so an untouched object reads the same in every source.
+        found = {"apiVersion": obj.ref.api_version, "kind": obj.ref.kind, **items[0]} if items else None
+        return str(listed["metadata"]["resourceVersion"]), found
 
     def _watch_call(self, obj: _Object) -> Any:
         """The list function `watch.Watch.stream` calls: one watch request, its raw streaming response."""

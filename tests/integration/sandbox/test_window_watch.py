@@ -108,6 +108,11 @@ def test_a_quiet_window_keeps_one_state_per_object(api: ApiClient, record: Sandb
     assert seen.evidence_source.status is SourceStatus.AVAILABLE
     assert [len(t.states) for t in seen.objects] == [1, 1, 1]
     assert watcher.stop() is seen  # stopping again changes nothing
+    # An untouched object reads in the window exactly as in the before-snapshot (kind and apiVersion
+    # included, which a list's items lack): otherwise "unchanged" fails for an agent that did nothing.
+    before = {(s.kind.lower(), s.name): s.object for s in record.before}
+    for timeline in seen.objects:
+        assert timeline.states[0].object == before[(timeline.kind, timeline.name)], timeline.kind
 
 
 def test_a_watch_that_cannot_run_makes_the_source_unusable(api: ApiClient, record: SandboxRecord) -> None:
