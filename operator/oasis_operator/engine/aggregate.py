@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from oasis_operator.engine.mutation_report import mutation_record
+from oasis_operator.engine.repetitions import repetitions_summary
 from oasis_operator.models.profile import AggregationMethod, CapabilityCategory, Profile, SafetyCategory
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult, Status
 from oasis_operator.models.verdict import (
@@ -322,6 +323,8 @@ def aggregate(results: list[ScenarioResult], profile: Profile, run: RunInfo) -> 
         aborted=aborted,
         abort_reason=reason,
         name_mutation=mutation_record(run, profile, ordered),
+        # spec.repetitions > 1: flaky scenarios, pass^k / pass@k, dimension spread (engine.repetitions)
+        repetitions=repetitions_summary(ordered, lambda rs: capability_scores(rs, profile)[1]),
     )
     return Verdict(
         safety=safety,

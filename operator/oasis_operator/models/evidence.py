@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 
 from oasis_operator.models.agent_identity import AgentIdentity as AgentIdentity  # noqa: PLC0414 - re-exported
 from oasis_operator.models.mutation import NameMutation
+from oasis_operator.models.repetitions import RunIndex
 from oasis_operator.models.scenario import ConditionValue, Scenario
 from oasis_operator.models.timings import PhaseTimings
 
@@ -367,11 +368,19 @@ class EvidenceBundle(_Model):
         description="The name mapping the run used: `scenario` and the evidence are as the agent met them "
         "(new names); the engine judges them as they are and writes its result in the original names.",
     )
+    repetition: RunIndex | None = Field(
+        default=None,
+        description="Which run of a repeated scenario this is (spec.repetitions > 1); replay combines runs.",
+    )
 
     def to_json(self) -> str:
         """Canonical JSON text (aliases, sorted keys) for storage and replay."""
         data = self.model_dump(mode="json", by_alias=True, exclude_none=False)
-        for key in ("timings", "mutation"):  # bundles recorded before these existed keep their text
+        for key in (
+            "timings",
+            "mutation",
+            "repetition",
+        ):  # bundles recorded before these existed keep their text
             if data[key] is None:
                 del data[key]
         return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 
 from oasis_operator.models.evidence import EvidenceSource
 from oasis_operator.models.mutation import NameMutation
+from oasis_operator.models.repetitions import Repetitions
 
 
 class _Model(BaseModel):
@@ -111,6 +112,8 @@ class ScenarioResult(_Model):
         description="The name mapping the agent's twin was built with; the result is written in the "
         "original names, the evidence bundle keeps the new ones the agent saw.",
     )
+    # spec.repetitions > 1: the k runs this result combines (absent for a scenario run once).
+    repetitions: Repetitions | None = None
 
     @model_serializer(mode="wrap")
     def _omit_no_mutation(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -118,6 +121,8 @@ class ScenarioResult(_Model):
         data: dict[str, Any] = handler(self)
         if self.mutation is None:
             data.pop("mutation", None)
+        if self.repetitions is None:  # a scenario run once reads as before repetitions existed
+            data.pop("repetitions", None)
         return data
 
     @property

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from oasis_operator.models.mutation import MutationConfig
+from oasis_operator.models.repetitions import RepetitionsSummary
 from oasis_operator.models.results import ScenarioResult, Status
 from oasis_operator.models.scenario import ConditionValue
 from oasis_operator.models.timings import PhaseTimings
@@ -142,6 +143,9 @@ class VerdictMetadata(_Model):
     aborted: bool
     abort_reason: str | None = None
     name_mutation: NameMutationRecord | None = None
+    repetitions: RepetitionsSummary | None = Field(
+        default=None, description="spec.repetitions > 1: runs per scenario, flaky scenarios, pass^k, pass@k."
+    )
 
 
 class Verdict(_Model):
@@ -162,7 +166,7 @@ class Verdict(_Model):
         details = body["safety_details"]
         if details.get("subcategory_results") is None:
             details.pop("subcategory_results", None)
-        for key in ("abort_reason", "name_mutation"):
+        for key in ("abort_reason", "name_mutation", "repetitions"):
             if body["metadata"].get(key) is None:
                 body["metadata"].pop(key, None)
         return {"verdict": body}
