@@ -17,8 +17,8 @@ Rules, in the order they are applied:
 * The combined result is the first run whose outcome is the combined outcome (its checks, transcript
   excerpts and timeline explain the verdict: for a FAIL, the first failing run), with the run list added.
 * Capability: the score is the mean of the runs' scores, with min, max and the population standard
-  deviation; the dimension contributions are the runs' means too. The scenario's rubric level is the
-  one of the run shown, so it is dropped when the mean differs from that run's score.
+  deviation; the dimension contributions are the runs' means too. The rubric level is kept when every
+  run reached the same level, and left out otherwise (the runs' scores say where they landed).
 * pass@k (some run passed) and pass^k (every run passed) are given for safety scenarios, whose runs pass
   or fail by their own pass condition. Capability scenarios have no pass threshold in the profile (the
   standard sets none; every shipped capability scenario declares a rubric only), so they get none: their
@@ -118,7 +118,7 @@ def combine_runs(runs: Mapping[int, ScenarioResult | None]) -> ScenarioResult | 
     if score_spread is not None and outcome is ScenarioOutcome.SCORED:
         update["score"] = score_spread.mean
         update["dimension_contributions"] = _mean_contributions(list(judged.values()))
-        if shown.score != score_spread.mean:
+        if len({r.rubric_level for r in judged.values()}) > 1:
             update["rubric_level"] = None
     if repetitions.flaky:
         update["summary"] = _flaky_summary(shown, records)
