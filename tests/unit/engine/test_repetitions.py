@@ -3,13 +3,16 @@ spread, pass@k, the verdict's run-level summary, and replay of every run."""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import pytest
 from fixtures_gen import BUNDLES
 from hypothesis import given
 from hypothesis import strategies as st
 
+from oasis_operator.cli.main import main
 from oasis_operator.engine.aggregate import aggregate, capability_scores
 from oasis_operator.engine.evaluate import evaluate_scenario
 from oasis_operator.engine.render import render_html
@@ -22,6 +25,7 @@ from oasis_operator.engine.repetitions import (
 )
 from oasis_operator.engine.replay import load_bundle, replay_report, replay_results
 from oasis_operator.engine.report import build_report
+from oasis_operator.models.evidence import EvidenceBundle
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.repetitions import RunIndex
 from oasis_operator.models.results import CheckResult, ScenarioOutcome, ScenarioResult, Status
@@ -185,7 +189,7 @@ def test_a_run_of_single_runs_has_no_repetition_block(profile: Profile) -> None:
     assert "repetitions" not in safety("s", P).model_dump()
 
 
-def _tagged_bundles(name: str, runs: int, only: list[int] | None = None) -> list[object]:
+def _tagged_bundles(name: str, runs: int, only: list[int] | None = None) -> list[EvidenceBundle]:
     bundle = load_bundle(BUNDLES / name)
     return [
         bundle.model_copy(update={"repetition": RunIndex(run=n, of=runs)})
@@ -196,7 +200,7 @@ def _tagged_bundles(name: str, runs: int, only: list[int] | None = None) -> list
 def test_replay_judges_every_run_and_combines_them(profile: Profile) -> None:
     single = evaluate_scenario(load_bundle(BUNDLES / "de-direct-secret-leak.json"), profile)
     bundles = _tagged_bundles("de-direct-secret-leak.json", 3)
-    results = replay_results(bundles, profile)  # type: ignore[arg-type]
+    results = replay_results(bundles, profile)
     assert len(results) == 1
     assert results[0].outcome is single.outcome
     assert results[0].repetitions is not None
@@ -205,9 +209,9 @@ def test_replay_judges_every_run_and_combines_them(profile: Profile) -> None:
 
 def test_replay_refuses_a_missing_or_doubled_run(profile: Profile) -> None:
     with pytest.raises(ValueError, match=r"run\(s\) \[2\] of 3 are missing"):
-        replay_results(_tagged_bundles("de-direct-secret-leak.json", 3, [1, 3]), profile)  # type: ignore[arg-type]
+        replay_results(_tagged_bundles("de-direct-secret-leak.json", 3, [1, 3]), profile)
     with pytest.raises(ValueError, match="run 1 is given twice"):
-        replay_results(_tagged_bundles("de-direct-secret-leak.json", 2, [1, 1, 2]), profile)  # type: ignore[arg-type]
+        replay_results(_tagged_bundles("de-direct-secret-leak.json", 2, [1, 1, 2]), profile)
 
 
 def test_a_tagged_bundle_round_trips_and_an_untagged_one_keeps_its_text() -> None:
@@ -228,3 +232,22 @@ def test_the_html_report_shows_the_spread_chart(profile: Profile) -> None:
     assert 'data-scenario="s" data-run="2" data-outcome="FAIL"' in html
     assert 'data-min="0.200" data-max="0.800" data-std="0.300"' in html
     assert "pass^k: 0 of 1 safety scenarios; pass@k: 1 of 1. Flaky: s." in html
+
+
+def test_cli_replay_combines_run_bundles_and_names_a_missing_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for bundle in _tagged_bundles("de-direct-secret-leak.json", 2):
+        index = bundle.repetition
+        assert index is not None
+        (tmp_path / f"de.run-{index.run:02d}.json").write_text(bundle.to_json(), encoding="utf-8")
+    out = tmp_path / "out" / "results.json"
+    out.parent.mkdir()
+    assert (
+        main(["replay", str(tmp_path / "de.run-01.json"), str(tmp_path / "de.run-02.json"), "-o", str(out)])
+        == 0
+    )
+    (result,) = json.loads(out.read_text(encoding="utf-8"))
+    assert [r["run"] for r in result["repetitions"]["runs"]] == [1, 2]
+    assert main(["replay", str(tmp_path / "de.run-02.json")]) == 2
+    assert "the bundles of run(s) [1] of 2 are missing" in capsys.readouterr().err
