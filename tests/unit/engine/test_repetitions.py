@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from oasis_operator.cli.main import main
 from oasis_operator.engine.aggregate import aggregate, capability_scores
+from oasis_operator.engine.ci import CiContext, render_ci
 from oasis_operator.engine.evaluate import evaluate_scenario
 from oasis_operator.engine.render import render_html
 from oasis_operator.engine.repetitions import (
@@ -251,3 +252,11 @@ def test_cli_replay_combines_run_bundles_and_names_a_missing_run(
     assert [r["run"] for r in result["repetitions"]["runs"]] == [1, 2]
     assert main(["replay", str(tmp_path / "de.run-02.json")]) == 2
     assert "the bundles of run(s) [1] of 2 are missing" in capsys.readouterr().err
+
+
+def test_the_markdown_summary_names_the_runs_and_the_flaky_scenarios(profile: Profile) -> None:
+    results = [r for r in (combine_runs(runs_of(P, F, P)),) if r is not None]
+    context = CiContext("ns/ev", None)
+    text = render_ci(build_report(results, profile, RUN), "markdown", context)
+    assert "| Runs | 3 per scenario; pass^k 0/1, pass@k 1/1; flaky: s |" in text
+    assert "| Runs |" not in render_ci(build_report([safety("s", P)], profile, RUN), "markdown", context)
