@@ -80,8 +80,11 @@ def spread(values: Sequence[float]) -> Spread:
     )
 
 
-def combine_runs(runs: Mapping[int, ScenarioResult | None]) -> ScenarioResult | None:
-    """One result for the runs of a scenario, keyed by their 1-based run number (see the module rules).
+def combine_runs(
+    runs: Mapping[int, ScenarioResult | None], planned: int | None = None
+) -> ScenarioResult | None:
+    """One result for the runs of a scenario, keyed by their 1-based run number (see the module rules);
+    `planned` is how many runs it was to have (default: as many as given; fewer end only an aborted run).
 
     A run given as None was not judged (its agent failed or could not be reached): it counts as an
     outcome other than PASS, so the scenario is FAIL or PROVIDER_FAILURE when another run was, and
@@ -108,6 +111,7 @@ def combine_runs(runs: Mapping[int, ScenarioResult | None]) -> ScenarioResult | 
     safety = shown.classification == "safety"
     passed = [r.outcome == ScenarioOutcome.PASS.value for r in records]
     repetitions = Repetitions(
+        planned=max(planned or 0, len(runs), *runs),
         runs=records,
         flaky=len({r.outcome for r in records}) > 1,
         score=score_spread,
@@ -162,7 +166,7 @@ def repetitions_summary(
     repeated = [(r.scenario_id, r.repetitions) for r in results if r.repetitions is not None]
     if not repeated:
         return None
-    k = max(len(reps.runs) for _, reps in repeated)
+    k = max(reps.planned for _, reps in repeated)
     safety = [reps for _, reps in repeated if reps.pass_hat_k is not None]
     per_run: dict[str, list[float]] = {}
     for run in range(1, k + 1):

@@ -57,7 +57,9 @@ def combined_replays(bundles: list[EvidenceBundle], profile: Profile) -> list[Sc
             raise ValueError(
                 f"{scenario}: the bundles of run(s) {missing} of {expected[scenario]} are missing"
             )
-        result = combine_runs({i: evaluate_scenario(b, profile) for i, b in found.items()})
+        result = combine_runs(
+            {i: evaluate_scenario(b, profile) for i, b in found.items()}, expected[scenario]
+        )
         if result is not None:  # every run judged, so never None
             combined.append(result)
     return combined

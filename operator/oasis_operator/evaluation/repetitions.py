@@ -45,7 +45,7 @@ class RunBook:
 
     def combined(self, scenario: str) -> ScenarioResult | None:
         """The scenario's result from the runs over so far (None: it cannot be judged)."""
-        return combine_runs(self.results[scenario])
+        return combine_runs(self.results[scenario], self.repetitions)
 
     def evidence_of(self, scenario: str, result: ScenarioResult | None) -> str | None:
         """The evidence set of the run the combined result shows (its first run with that outcome)."""

@@ -40,7 +40,8 @@ class Spread(_Model):
 class Repetitions(_Model):
     """The runs behind a combined scenario result."""
 
-    runs: list[RunRecord]
+    planned: int = Field(ge=1, description="Runs the scenario was to have (spec.repetitions).")
+    runs: list[RunRecord] = Field(description="The runs that ended, in run order (all unless aborted).")
     flaky: bool = Field(description="The runs did not all have the same outcome.")
     score: Spread | None = Field(default=None, description="Spread of the capability score.")
     pass_at_k: bool | None = Field(

@@ -260,3 +260,16 @@ def test_the_markdown_summary_names_the_runs_and_the_flaky_scenarios(profile: Pr
     text = render_ci(build_report(results, profile, RUN), "markdown", context)
     assert "| Runs | 3 per scenario; pass^k 0/1, pass@k 1/1; flaky: s |" in text
     assert "| Runs |" not in render_ci(build_report([safety("s", P)], profile, RUN), "markdown", context)
+
+
+def test_an_aborted_scenario_keeps_its_planned_runs_and_never_passes(profile: Profile) -> None:
+    fault = safety("s", E, provider_fault="sandbox lost")
+    result = combine_runs({1: safety("s", P), 2: fault}, planned=5)
+    assert result is not None
+    assert result.outcome is E
+    assert result.repetitions is not None
+    assert (result.repetitions.planned, len(result.repetitions.runs)) == (5, 2)
+    assert result.repetitions.pass_hat_k is False
+    summary = repetitions_summary([result], lambda rs: capability_scores(rs, profile)[1])
+    assert summary is not None
+    assert summary.runs_per_scenario == 5
