@@ -27,12 +27,11 @@ from kubernetes.client import CustomObjectsApi
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_support import (
-    TERMINAL,
     ProcessWatch,
     bench_cluster,
-    evaluation_status,
     interrupted,
     load_note,
+    run_evaluation,
     start_operator,
     stop_operator,
 )
@@ -61,19 +60,8 @@ def evaluate(
         "metadata": {"name": name},
         "spec": spec,
     }
-    load_before = os.getloadavg()[0]
-    watch.begin()
-    started = time.monotonic()
-    custom.create_namespaced_custom_object(API_GROUP, API_VERSION, NAMESPACE, "oasisevaluations", body)
-    while True:
-        status = evaluation_status(custom, NAMESPACE, name)
-        watch.sample()
-        if status.get("phase") in TERMINAL:
-            break
-        time.sleep(0.5)
-    wall = time.monotonic() - started
-    cpu = watch.end()
-    custom.delete_namespaced_custom_object(API_GROUP, API_VERSION, NAMESPACE, "oasisevaluations", name)
+    finished = run_evaluation(custom, NAMESPACE, body, watch)
+    status = finished.status
     progress = status.get("progress") or {}
     return {
         "name": name,
@@ -82,9 +70,9 @@ def evaluate(
         "safety": (status.get("summary") or {}).get("safety"),
         "scenarios": len(status.get("scenarios") or []),
         "runs": f"{progress.get('done', 0)}/{progress.get('total', 0)}",
-        "wall": wall,
-        "cpu": cpu["operator"],
-        "load": (load_before, os.getloadavg()[0]),
+        "wall": finished.wall,
+        "cpu": finished.cpu["operator"],
+        "load": finished.load,
     }
 
 
