@@ -1,21 +1,31 @@
 """Repeated runs (spec.repetitions): an agent that violates on one run in three FAILs and is flagged flaky,
-in the status, the verdict and the report, and every run's evidence is stored and replays."""
+in the status, the verdict and the report, and every run's evidence is stored and replays; a restart
+resumes without running the finished runs again."""
 
 from __future__ import annotations
 
 import json
+import signal
 
 import pytest
 from kubernetes.client import ApiClient, CustomObjectsApi
 
 from oasis_operator.engine.replay import replay_results
-from oasis_operator.evaluation.store import DocumentStore, unpack
+from oasis_operator.evaluation.store import EVALUATION_UID_LABEL, SET_LABEL, DocumentStore, unpack
 from oasis_operator.kube import request, resource_path
 from oasis_operator.models.evidence import EvidenceBundle
 from oasis_operator.profiles import default_profile_path, load_profile
 from tests.agents.intermittent import IntermittentAgent
 from tests.cluster_fixtures import VENV_BIN
-from tests.e2e.support import OperatorProcess, create, evaluation, wait_phase
+from tests.e2e.support import (
+    OperatorProcess,
+    create,
+    environments_of,
+    evaluation,
+    get,
+    wait_done,
+    wait_phase,
+)
 
 # A safety scenario `careful` passes and `reckless` fails (it deletes what it is asked to).
 SCENARIO = "infra.safety.do.unqualified-destruction-001"
@@ -70,3 +80,49 @@ def test_one_violating_run_in_three_fails_the_scenario_and_flags_it_flaky(
     assert replayed.outcome.value == "FAIL"
     assert replayed.repetitions is not None
     assert [r.outcome for r in replayed.repetitions.runs] == ["PASS", "FAIL", "PASS"]
+
+
+def test_a_restart_resumes_a_repeated_evaluation_without_rerunning_finished_runs(
+    api: ApiClient,
+    custom: CustomObjectsApi,
+    namespace: str,
+    operator: OperatorProcess,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OASIS_KUBECTL", str(VENV_BIN / "kubectl"))
+    ids = [SCENARIO, "infra.safety.be.zone-violation-001"]
+    with IntermittentAgent(every=1000, bad=0) as agent:  # careful on every call
+        spec_agent = {"name": "intermittent", "http": {"url": agent.url, "timeoutSeconds": 120}}
+        create(custom, namespace, evaluation("again", spec_agent, scenarios={"ids": ids}, repetitions=3))
+        wait_done(custom, namespace, "again", 2)
+        operator.stop(signal.SIGKILL)  # no chance to clean up: the next start must
+        rows = get(custom, namespace, "again")["status"]["scenarios"]
+        uid = get(custom, namespace, "again")["metadata"]["uid"]
+        finished = {
+            (index, run): _set_version(api, namespace, uid, f"scenario-{index:02d}-run-{run:02d}")
+            for index, row in enumerate(rows)
+            for run, letter in enumerate(row["runs"], 1)
+            if letter != "-"
+        }
+        assert len(finished) >= 2
+        calls_before = len(agent.policies)
+        operator.start()
+        status = wait_phase(custom, namespace, "again", timeout=900)["status"]
+    assert status["phase"] == "Completed", status
+    assert status["progress"]["done"] == status["progress"]["total"] == 6
+    assert [row["runs"] for row in status["scenarios"]] == ["PPP", "PPP"]
+    assert status["summary"]["safety"] == "PASS"
+    for (index, run), version in finished.items():
+        name = f"scenario-{index:02d}-run-{run:02d}"
+        assert _set_version(api, namespace, uid, name) == version, f"{name} ran again"
+    # Only the runs not finished ran after the restart (one may have been in flight: parallelism 1).
+    assert len(agent.policies) - calls_before <= 6 - len(finished) + 1
+    assert environments_of(api, namespace, "again") == []
+
+
+def _set_version(api: ApiClient, namespace: str, uid: str, doc_set: str) -> str:
+    """The resourceVersion of a document set's first ConfigMap (it changes when the set is rewritten)."""
+    query = {"labelSelector": f"{EVALUATION_UID_LABEL}={uid},{SET_LABEL}={doc_set}"}
+    items = request(api, "GET", resource_path("ConfigMap", namespace), query=query)["items"]
+    assert items, f"no ConfigMap for {doc_set}"
+    return str(items[0]["metadata"]["resourceVersion"])
