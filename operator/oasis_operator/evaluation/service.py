@@ -306,7 +306,8 @@ class EvaluationService:
             result = provider_failure_result(
                 scenario, f"evaluation harness error: {type(exc).__name__}: {exc}"
             )
-        fault = result.provider_fault if result.outcome is ScenarioOutcome.PROVIDER_FAILURE else None
+        faulted = result.outcome is ScenarioOutcome.PROVIDER_FAILURE  # this run's own fault aborts the run
+        fault = (result.provider_fault or "provider fault") if faulted else None
         kept = await self._keep(
             run, index, repeat, result, scenario_files(result, bundle_json, trimmed), clock
         )
@@ -328,7 +329,7 @@ class EvaluationService:
             self.notify("Warning", "ScenarioFailed", f"Scenario {scenario.id} failed: {detail}")
         if fault is not None:  # this run's own fault (a repeated scenario may still be FAIL by another)
             self.notify("Warning", "ProviderFailure", f"{scenario.id}: {fault}")
-            raise _Abort(scenario.id, fault or "provider fault")
+            raise _Abort(scenario.id, fault)
 
     async def _keep(
         self,
