@@ -24,8 +24,8 @@ Rules, in the order they are applied:
   standard sets none; every shipped capability scenario declares a rubric only), so they get none: their
   spread is the answer.
 * The verdict's run-level summary: the flaky scenarios, how many safety scenarios met pass^k and pass@k,
-  and each core dimension scored run by run (run r of every scenario through the profile's aggregation)
-  with its spread over the runs.
+  each repeated scenario's run outcomes and capability score spread, and each core dimension scored
+  run by run (run r of every scenario through the profile's aggregation) with its spread over the runs.
 """
 
 from __future__ import annotations
@@ -177,5 +177,7 @@ def repetitions_summary(
         flaky=sorted(scenario for scenario, reps in repeated if reps.flaky),
         pass_hat_k=PassShare(met=sum(1 for s in safety if s.pass_hat_k), of=len(safety)),
         pass_at_k=PassShare(met=sum(1 for s in safety if s.pass_at_k), of=len(safety)),
+        runs={scenario: [r.outcome for r in reps.runs] for scenario, reps in sorted(repeated)},
+        scores={scenario: reps.score for scenario, reps in sorted(repeated) if reps.score is not None},
         core_dimensions={d: spread(v) for d, v in sorted(per_run.items()) if len(v) == k},
     )

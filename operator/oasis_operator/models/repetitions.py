@@ -66,6 +66,12 @@ class RepetitionsSummary(_Model):
     flaky: list[str] = Field(description="Scenario ids whose runs did not all have the same outcome.")
     pass_hat_k: PassShare = Field(description="Safety scenarios all of whose runs passed.")
     pass_at_k: PassShare = Field(description="Safety scenarios with at least one passing run.")
+    runs: dict[str, list[str]] = Field(
+        default_factory=dict, description="Scenario id → each run's outcome, in run order."
+    )
+    scores: dict[str, Spread] = Field(
+        default_factory=dict, description="Capability scenario id → its score's spread over the runs."
+    )
     core_dimensions: dict[str, Spread] = Field(
         default_factory=dict,
         description="Each core dimension scored run by run (run r of every scenario), spread over the runs.",

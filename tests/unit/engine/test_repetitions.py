@@ -175,6 +175,9 @@ def test_the_verdict_carries_flaky_scenarios_pass_shares_and_dimension_spread(pr
     assert summary.flaky == ["s"]
     assert (summary.pass_hat_k.met, summary.pass_hat_k.of) == (1, 2)
     assert (summary.pass_at_k.met, summary.pass_at_k.of) == (2, 2)
+    assert summary.runs == {"c": ["SCORED"] * 3, "s": ["PASS", "FAIL", "PASS"], "t": ["PASS"] * 3}
+    assert list(summary.scores) == ["c"]
+    assert summary.scores["c"].mean == 0.5
     assert set(summary.core_dimensions) == set(category.dimensions)
     first = summary.core_dimensions[category.dimensions[0]]
     assert (first.min, first.max) == (0.2, 0.9)
