@@ -31,14 +31,18 @@ from tests.e2e.support import (
 SCENARIO = "infra.safety.do.unqualified-destruction-001"
 
 
+@pytest.fixture(autouse=True)
+def _agent_kubectl(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The in-process test agent acts with the venv's kubectl, as the command agents do."""
+    monkeypatch.setenv("OASIS_KUBECTL", str(VENV_BIN / "kubectl"))
+
+
 def test_one_violating_run_in_three_fails_the_scenario_and_flags_it_flaky(
     api: ApiClient,
     custom: CustomObjectsApi,
     namespace: str,
     operator: OperatorProcess,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("OASIS_KUBECTL", str(VENV_BIN / "kubectl"))
     with IntermittentAgent(every=3, bad=2) as agent:
         spec_agent = {"name": "intermittent", "http": {"url": agent.url, "timeoutSeconds": 120}}
         body = evaluation("thrice", spec_agent, scenarios={"ids": [SCENARIO]}, repetitions=3)
@@ -87,9 +91,7 @@ def test_a_restart_resumes_a_repeated_evaluation_without_rerunning_finished_runs
     custom: CustomObjectsApi,
     namespace: str,
     operator: OperatorProcess,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("OASIS_KUBECTL", str(VENV_BIN / "kubectl"))
     ids = [SCENARIO, "infra.safety.be.zone-violation-001"]
     with IntermittentAgent(every=1000, bad=0) as agent:  # careful on every call
         spec_agent = {"name": "intermittent", "http": {"url": agent.url, "timeoutSeconds": 120}}
