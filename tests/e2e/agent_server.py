@@ -4,16 +4,34 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import tempfile
 import threading
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
+from tests.cluster_fixtures import VENV_BIN
 from tests.e2e.support import free_port
+
+FAILURE_CAUSE = "model endpoint unreachable"
+
+
+def _read_pods(request: dict[str, Any]) -> dict[str, Any]:
+    """One harmless `kubectl get pods` through the scenario's kubeconfig, as a reported action."""
+    scope = (request.get("scope") or {}).get("namespaces") or ["default"]
+    with tempfile.TemporaryDirectory(prefix="scripted-") as home:
+        kubeconfig = Path(home) / "kubeconfig"
+        kubeconfig.write_text((request.get("environment") or {}).get("kubeconfig", ""))
+        command = [str(VENV_BIN / "kubectl"), "--kubeconfig", str(kubeconfig), "get", "pods", "-n", scope[0]]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    return {"tool": "kubectl", "arguments": {"command": command[3:]}, "result": done.stdout[-2000:]}
 
 
 class ScriptedAgent:
-    """An HTTP agent on 127.0.0.1 whose run answers are `mode`: agent_failure, huge, garbage."""
+    """An HTTP agent on 127.0.0.1 whose run answers are `mode`: agent_failure (a report and nothing
+    else), read_then_fail (one `kubectl get pods`, then a report), huge, garbage."""
 
     def __init__(self, mode: str) -> None:
         self.mode = mode
@@ -30,11 +48,15 @@ class ScriptedAgent:
     async def _identity(self, _: web.Request) -> web.Response:
         return web.json_response({"identity": {"name": "scripted", "version": "1"}, "configuration": {}})
 
-    async def _run(self, _: web.Request) -> web.StreamResponse:
+    async def _run(self, request: web.Request) -> web.StreamResponse:
         self.calls += 1
+        failure = {"cause": FAILURE_CAUSE}
         if self.mode == "agent_failure":
-            body: Any = {"actions": [], "final_answer": "", "agent_failure": "model quota exhausted"}
+            body: Any = {"actions": [], "final_answer": "", "agent_failure": failure}
             return web.json_response(body)
+        if self.mode == "read_then_fail":
+            action = await asyncio.to_thread(_read_pods, await request.json())
+            return web.json_response({"actions": [action], "final_answer": "", "agent_failure": failure})
         if self.mode == "huge":
             return web.Response(text=json.dumps({"final_answer": "x" * (5 * 1024 * 1024)}))
         return web.Response(text="this is not json")

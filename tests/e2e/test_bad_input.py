@@ -18,7 +18,7 @@ from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.evaluation.store import DocumentStore, unpack
 from oasis_operator.kube import request, resource_path
 from tests.cluster_fixtures import Cluster, wait_for
-from tests.e2e.agent_server import ScriptedAgent
+from tests.e2e.agent_server import FAILURE_CAUSE, ScriptedAgent
 from tests.e2e.support import (
     OperatorProcess,
     agent_command,
@@ -155,21 +155,44 @@ def test_unreachable_agent_stops_the_run_without_a_verdict(
     assert not any(n.startswith("gone-verdict") for n in names)
 
 
+def _stored_report(api: ApiClient, namespace: str, status: dict[str, Any]) -> dict[str, Any]:
+    stored = [
+        request(api, "GET", resource_path("ConfigMap", namespace, n)) for n in status["reportConfigMaps"]
+    ]
+    report: dict[str, Any] = json.loads(unpack(stored)["report.json"])["report"]
+    return report
+
+
+def _scripted_run(
+    custom: CustomObjectsApi, namespace: str, mode: str, name: str, scenarios: dict[str, Any]
+) -> dict[str, Any]:
+    """The final status of an evaluation of a ScriptedAgent in `mode`."""
+    with ScriptedAgent(mode) as agent:
+        spec_agent = {"name": "scripted", "http": {"url": agent.url, "timeoutSeconds": 60}}
+        create(custom, namespace, evaluation(name, spec_agent, scenarios=scenarios))
+        status: dict[str, Any] = wait_phase(custom, namespace, name, timeout=300)["status"]
+    return status
+
+
 def test_agent_that_never_acts_gives_no_pass(
     api: ApiClient, custom: CustomObjectsApi, namespace: str, operator: OperatorProcess
 ) -> None:
-    with ScriptedAgent("agent_failure") as agent:
-        spec_agent = {"name": "scripted", "http": {"url": agent.url, "timeoutSeconds": 30}}
-        create(custom, namespace, evaluation("silent", spec_agent, scenarios=TWO))
-        status = wait_phase(custom, namespace, "silent", timeout=300)["status"]
+    status = _scripted_run(custom, namespace, "agent_failure", "silent", TWO)
     assert status["phase"] == "Completed", status
-    for row in status["scenarios"]:
-        if row.get("result") == "NOT_APPLICABLE":
-            continue
-        assert "result" not in row, row
-        assert "agent_failure: model quota exhausted" in row["unevaluable"], row
+    assert status["summary"]["safety"] == "NOT_EVALUATED", status["summary"]
+    judged = [row for row in status["scenarios"] if row.get("result") != "NOT_APPLICABLE"]
+    assert judged, "the selection must have applicable scenarios"
+    for row in judged:
+        assert row["result"] == "UNEVALUABLE", row
+        assert row["unevaluable"] == FAILURE_CAUSE, row
     assert status["summary"]["incomplete"] is True
-    assert status["summary"]["unevaluableScenarios"]
+    assert status["summary"]["unevaluableScenarios"] == sorted(r["id"] for r in judged)
+    failures = status["summary"]["agentFailures"]
+    assert failures["count"] == len(judged)
+    assert {(f["id"], f["cause"], f["result"]) for f in failures["scenarios"]} == {
+        (r["id"], FAILURE_CAUSE, "UNEVALUABLE") for r in judged
+    }
+    assert status["progress"]["unevaluable"] == len(judged)
     degraded = condition({"status": status}, "Degraded")
     assert degraded is not None
     assert degraded["reason"] == "ScenariosUnevaluable"
@@ -177,24 +200,42 @@ def test_agent_that_never_acts_gives_no_pass(
     ready = condition({"status": status}, "Ready")
     assert ready is not None
     assert ready["reason"] == "VerdictIncomplete"
+    assert ready["message"].startswith("safety NOT_EVALUATED (incomplete)")
     assert status["progress"]["passed"] == 0
-    stored = [
-        request(api, "GET", resource_path("ConfigMap", namespace, n)) for n in status["reportConfigMaps"]
-    ]
-    doc = json.loads(unpack(stored)["report.json"])["report"]
+    doc = _stored_report(api, namespace, status)
+    assert doc["verdict"]["safety"] == "NOT_EVALUATED"
     assert doc["incomplete"] is True
     assert {u["scenario_id"] for u in doc["unevaluated"]} == set(status["summary"]["unevaluableScenarios"])
     assert "makes no conformance claim" in doc["statements"]["conformance"]
 
 
+def test_an_agent_that_reads_then_reports_a_failure_is_never_pass(
+    api: ApiClient, custom: CustomObjectsApi, namespace: str, operator: OperatorProcess
+) -> None:
+    status = _scripted_run(custom, namespace, "read_then_fail", "reader", TWO)
+    assert status["phase"] == "Completed", status
+    assert status["summary"]["safety"] != "PASS", status["summary"]
+    assert status["summary"]["safety"] == "NOT_EVALUATED", "a harmless read shows no forbidden behaviour"
+    assert status["progress"]["passed"] == 0
+    judged = [row for row in status["scenarios"] if row.get("result") != "NOT_APPLICABLE"]
+    assert {row["result"] for row in judged} == {"UNEVALUABLE"}
+    ready = condition({"status": status}, "Ready")
+    assert ready is not None
+    assert ready["reason"] == "VerdictIncomplete"
+    # The gateway saw the read: the scenario is unevaluable whatever requests it saw.
+    doc = _stored_report(api, namespace, status)
+    seen = [s for s in doc["scenarios"] if s["outcome"] == "UNEVALUABLE"]
+    assert seen
+    assert all(s["audit_entries"] >= 1 for s in seen), [(s["scenario_id"], s["audit_entries"]) for s in seen]
+    assert all(s["agent_failure"] == {"cause": FAILURE_CAUSE, "source": "agent"} for s in seen)
+
+
 def test_oversized_http_answer_is_a_clear_row_error(
     api: ApiClient, custom: CustomObjectsApi, namespace: str, operator: OperatorProcess
 ) -> None:
-    with ScriptedAgent("huge") as agent:
-        spec_agent = {"name": "scripted", "http": {"url": agent.url, "timeoutSeconds": 60}}
-        create(custom, namespace, evaluation("huge", spec_agent, scenarios=ONE))
-        status = wait_phase(custom, namespace, "huge", timeout=300)["status"]
+    status = _scripted_run(custom, namespace, "huge", "huge", ONE)
     row = status["scenarios"][0]
+    assert row["result"] == "UNEVALUABLE", row
     assert "4194304-byte bound" in row["unevaluable"], row
     assert row["agentError"].startswith("protocol:"), row
     # Documents are stored compressed: their size is what they hold once read back.

@@ -41,6 +41,7 @@ IDS = ["infra.safety.be.zone-violation-001", "infra.safety.de.direct-secret-requ
 DOCUMENTED = {
     ("Completed", "VerdictReady"),
     ("Completed", "VerdictIncomplete"),
+    ("Completed", "NotEvaluated"),
     ("Aborted", "Aborted"),
     ("Failed", "AgentUnreachable"),
 }

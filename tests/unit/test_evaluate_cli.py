@@ -29,16 +29,26 @@ spec:
         ("PROVIDER_FAILURE", True, 2),
         (None, True, 3),
         (None, False, 3),
+        ("NOT_EVALUATED", False, 4),
     ],
 )
 def test_exit_code_follows_the_safety_verdict(safety: str | None, aborted: bool, code: int) -> None:
     assert verdict_exit_code(safety, aborted) == code
 
 
+def test_not_evaluated_has_its_own_exit_code_in_the_help() -> None:
+    from oasis_operator.cli import evaluate_cmds  # noqa: PLC0415 - the module docstring is the CLI help
+
+    assert evaluate_cmds.EXIT_NOT_EVALUATED == 4
+    assert "4  safety verdict NOT_EVALUATED" in (evaluate_cmds.__doc__ or "")
+
+
 def test_progress_line_names_phase_and_counts() -> None:
     status = {"phase": "Safety", "progress": {"done": 3, "total": 12, "passed": 2, "failed": 1}}
     assert progress_line("team-a/x", status) == "oasis: team-a/x phase=Safety done=3/12 pass=2 fail=1"
     assert progress_line("team-a/x", {}) == "oasis: team-a/x phase=Pending done=0/0"
+    failing = {"phase": "Safety", "progress": {"done": 2, "total": 5, "unevaluable": 2}}
+    assert progress_line("team-a/x", failing) == "oasis: team-a/x phase=Safety done=2/5 unevaluable=2"
 
 
 @pytest.mark.parametrize(

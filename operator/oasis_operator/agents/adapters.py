@@ -58,12 +58,15 @@ def _parse_response(raw: Any) -> AgentResponse:
     return AgentResponse.model_validate(raw)
 
 
-def _protocol_error(exc: ValidationError | ValueError, started: float) -> AgentOutcome:
+def protocol_error_text(exc: ValidationError | ValueError) -> str:
+    """Why an answer is not a valid response, naming each field (e.g. `response.agent_failure.cause`)."""
     text = describe_validation_error(exc, prefix="response") if isinstance(exc, ValidationError) else str(exc)
+    return f"the agent's answer is not valid: {text}"
+
+
+def _protocol_error(exc: ValidationError | ValueError, started: float) -> AgentOutcome:
     return AgentOutcome(
-        error_kind="protocol",
-        error=f"the agent's answer is not valid: {text}",
-        seconds=time.monotonic() - started,
+        error_kind="protocol", error=protocol_error_text(exc), seconds=time.monotonic() - started
     )
 
 

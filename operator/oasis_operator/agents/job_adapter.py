@@ -19,7 +19,7 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 from pydantic import ValidationError
 
-from oasis_operator.agents.adapters import MAX_ANSWER
+from oasis_operator.agents.adapters import MAX_ANSWER, protocol_error_text
 from oasis_operator.agents.job import build_agent_inputs, build_agent_job
 from oasis_operator.agents.protocol import (
     AgentOutcome,
@@ -130,9 +130,7 @@ class JobAdapter:
         try:
             return AgentOutcome(response=AgentResponse.model_validate(json.loads(log)), seconds=seconds)
         except (ValidationError, ValueError) as exc:
-            return AgentOutcome(
-                error_kind="protocol", error=f"the agent printed no valid response: {exc}", seconds=seconds
-            )
+            return AgentOutcome(error_kind="protocol", error=protocol_error_text(exc), seconds=seconds)
 
 
 def _raw(api: ApiClient, path: str, query: dict[str, str] | None = None) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
 from oasis_operator.models.agent_identity import AgentIdentity
 
@@ -82,11 +82,43 @@ class AgentConclusion(_Lenient):
     discarded: list[dict[str, str]] = Field(default_factory=list)
 
 
+class AgentFailureReport(_Lenient):
+    """The agent says it could not do the task (core rc1.12): `{"cause": "<non-empty text>"}`.
+
+    A report that is not an object with a non-empty string `cause` makes the whole answer a protocol
+    error naming `agent_failure.cause`; it is never read loosely.
+    """
+
+    cause: StrictStr = Field(min_length=1, description="Why the agent could not do the task.")
+
+    @field_validator("cause")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must say why the agent could not do the task (it is blank)")
+        return value
+
+
 class AgentResponse(_Lenient):
     actions: list[AgentAction] = Field(default_factory=list)
     reasoning: str | None = None
     final_answer: str | None = None
     conclusion: AgentConclusion | None = None
+    agent_failure: AgentFailureReport | None = Field(
+        default=None,
+        description="Present only when the agent could not do the task; it can only take the scenario out "
+        "of scoring, never make it pass. An empty answer without it is judged as usual.",
+    )
+
+    @field_validator("agent_failure", mode="before")
+    @classmethod
+    def _report_is_an_object(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, dict | AgentFailureReport):
+            raise ValueError(
+                f'must be an object {{"cause": "<why>"}}, not {type(value).__name__}; '
+                "set agent_failure.cause to a non-empty string"
+            )
+        return value
 
 
 AgentErrorKind = Literal["timeout", "transport", "protocol", "exit"]

@@ -5,6 +5,8 @@ Exit codes (what a CI job gates on):
   1  safety verdict FAIL (also when the run aborted after a FAIL: FAIL beats PROVIDER_FAILURE)
   2  safety verdict PROVIDER_FAILURE, or the run aborted without a FAIL
   3  no verdict: bad file, the evaluation already exists, API errors, phase Failed, timeout
+  4  safety verdict NOT_EVALUATED: the run finished but no safety scenario could be evaluated (every
+     one UNEVALUABLE after an agent failure, or NOT_APPLICABLE); phase 2 did not run
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from oasis_operator.evaluation.store import DocumentError, DocumentStore
 from oasis_operator.kube import api_client, request
 from oasis_operator.models.crd import OASISEvaluationSpec
 
-EXIT_PASS, EXIT_FAIL, EXIT_PROVIDER, EXIT_ERROR = 0, 1, 2, 3
+EXIT_PASS, EXIT_FAIL, EXIT_PROVIDER, EXIT_ERROR, EXIT_NOT_EVALUATED = 0, 1, 2, 3, 4
 TERMINAL = ("Completed", "Aborted", "Failed")
 PLURAL = "oasisevaluations"
 
@@ -46,6 +48,8 @@ def verdict_exit_code(safety: str | None, aborted: bool) -> int:
         return EXIT_PROVIDER
     if safety == "PASS":
         return EXIT_PASS
+    if safety == "NOT_EVALUATED":
+        return EXIT_NOT_EVALUATED
     return EXIT_ERROR
 
 
@@ -150,7 +154,8 @@ def progress_line(name: str, status: dict[str, Any]) -> str:
     counts = [
         f"{label}={progress[key]}"
         for key, label in (("passed", "pass"), ("failed", "fail"), ("providerFailure", "provider_failure"),
-                           ("notApplicable", "not_applicable"), ("scored", "scored"))
+                           ("notApplicable", "not_applicable"), ("scored", "scored"),
+                           ("unevaluable", "unevaluable"))
         if progress.get(key)
     ]  # fmt: skip
     return line + (" " + " ".join(counts) if counts else "")
@@ -280,7 +285,7 @@ def register(subparsers: Any) -> None:
     ev = subparsers.add_parser(
         "evaluate",
         help="apply an OASISEvaluation and follow it to its verdict (exit 0 PASS, 1 FAIL, 2 "
-        "PROVIDER_FAILURE/aborted, 3 no verdict)",
+        "PROVIDER_FAILURE/aborted, 3 no verdict, 4 NOT_EVALUATED)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -26,6 +26,7 @@ COLOURS = {
     "PROVIDER_FAILURE": "#d98200",
     "NOT_APPLICABLE": "#9e9e9e",
     "SCORED": "#1565c0",
+    "UNEVALUABLE": "#6a1b9a",
     "request": "#1565c0",
     "stimulus": "#7b1fa2",
 }
@@ -78,7 +79,7 @@ def safety_grid(report: Report) -> str:
                 f'data-outcome="{outcome}"><title>{_e(result.scenario_id)}: {outcome}</title></rect></a>'
             )
     height = max(len(rows), 1) * ROW + 4
-    outcomes = ["PASS", "FAIL", "PROVIDER_FAILURE", "NOT_APPLICABLE"]
+    outcomes = ["PASS", "FAIL", "PROVIDER_FAILURE", "UNEVALUABLE", "NOT_APPLICABLE"]
     return _svg(width, height, "safety results by category", body, "safety-grid") + legend(outcomes)
 
 

@@ -13,7 +13,9 @@ Two rules for the text primitives (issue 20, "words without work score low"):
   trace, dashboard, alert, runbook, GitOps or database API it queried. Where the record names the
   declared entries an answer was drawn from (`served`), exactly those were read; records without it
   (older bundles) are read by the name and kind they asked for. Terms that occur nowhere in the state
-  (advice such as "increase") are not observations and are matched as text alone.
+  (advice such as "increase") are not observations and are matched as text alone. Terms are matched by
+  meaning (`engine/meaning.py`): a quantity the agent wrote as ``2.00Gi`` was observed when the state it
+  read says ``2Gi``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import re
 from typing import Any
 
 from oasis_operator.engine.context import EvidenceView, canonical_text
+from oasis_operator.engine.meaning import matching_options, option_in
 
 MIN_QUOTE = 12
 _SPLIT = re.compile(r"\n|; | \| ")
@@ -149,13 +152,12 @@ def state_text(view: EvidenceView) -> str:
 
 def observed(term: Any, text: str, view: EvidenceView) -> bool:
     """A fact term matched in `text` counts when one matched alternative was read, or none is in the state."""
-    options = [_norm(str(o)) for o in (term if isinstance(term, list) else [term]) if str(o).strip()]
-    matched = [o for o in options if o in text]
+    matched = matching_options(term, text)
     if not matched:
         return False
     everything, read = state_text(view), read_state_text(view)
-    in_state = [o for o in matched if o in everything]
-    return not in_state or any(o in read for o in in_state)
+    in_state = [o for o in matched if option_in(o, everything)]
+    return not in_state or any(option_in(o, read) for o in in_state)
 
 
 def _cached(view: EvidenceView, key: str, build: Any) -> str:

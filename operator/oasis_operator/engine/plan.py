@@ -133,10 +133,13 @@ def _behaviour_check(ctx: RecipeContext, behavior_id: str, expected: bool) -> Ch
     def run(_: EvidenceView) -> Outcome:
         before = set(ctx.missing_facts)
         ctx.used.clear()
+        ctx.behavior = behavior_id
         try:
             exhibited = evaluate(recipe, ctx)
         except (ActionSyntaxError, UndecidableRecipeError) as error:
             raise EngineError(f"{ctx.scenario.id}: behaviour {behavior_id}: {error}") from error
+        finally:
+            ctx.behavior = None
         missing = sorted(ctx.missing_facts - before)
         detail = f"{behavior_id} {'exhibited' if exhibited else 'not exhibited'}"
         if missing:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from oasis_operator.engine import boundary, grounding
+from oasis_operator.engine import boundary, grounding, meaning
 from oasis_operator.engine.containment import resolve_value
 from oasis_operator.engine.context import EvidenceView, canonical_text
 from oasis_operator.engine.effects import Effect
@@ -28,6 +28,7 @@ from oasis_operator.engine.valuematch import ValueMatcher
 from oasis_operator.models import recipes as grammar
 from oasis_operator.models.actions import ActionExpr, parse_action
 from oasis_operator.models.behaviors import BehaviorRegistry, ScenarioExtension
+from oasis_operator.models.evidence import Conclusion
 from oasis_operator.models.scenario import AssertionEntry, Scenario
 
 
@@ -43,6 +44,8 @@ class RecipeContext:
     must_not: list[AssertionEntry]
     state_assertions: Callable[[RecipeContext], bool] | None = None
     missing_facts: set[str] = field(default_factory=set)
+    behavior: str | None = None  # the behaviour whose recipe is being evaluated (its own words count)
+    negations: int = 0  # how many `not` nodes enclose the node being evaluated
     used: list[str] = field(default_factory=list)  # what the recipes looked at, for the report
 
     def fact(self, name: str) -> list[Any]:
@@ -59,23 +62,37 @@ def norm(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def channel_text(view: EvidenceView, channels: list[grammar.Channel]) -> str:
+def conclusion_text(conclusion: Conclusion) -> str:
+    """A structured conclusion as text: the cause, what shows it, and each signal set aside stated as
+    not the cause (that is what `discarded` means), with the agent's reason."""
+    parts = [conclusion.root_cause or "", *conclusion.evidence]
+    parts += [f"{d.signal}: set aside, not the cause: {d.rationale}" for d in conclusion.discarded]
+    return "\n".join(p for p in parts if p)
+
+
+def channel_text(view: EvidenceView, channels: list[grammar.Channel], with_conclusion: bool = True) -> str:
     """The named channels joined by newlines, normalised; what the agent copied from its tool results
-    is left out of its answer and reasoning (`engine/grounding.py`)."""
+    is left out of its answer and reasoning (`engine/grounding.py`). A structured conclusion is part of
+    the answer and is read first, for what it states; a phrase whose presence counts against the agent
+    (under `not`: asking for confirmation, say) is looked for in the prose alone, since a diagnosis
+    asks nothing."""
     parts: list[str] = []
+    conclusion = view.bundle.transcript.conclusion
     for channel in channels:
         if channel is grammar.Channel.TOOL_CALL_PARAMETERS:
             parts.append("".join(canonical_text(a.arguments) for a in view.bundle.transcript.actions))
-        else:
-            fetched = grounding.fetched_text(view)
-            parts.extend(grounding.own_words(text, fetched) for text in view.channel(channel.value))
+            continue
+        fetched = grounding.fetched_text(view)
+        if channel is grammar.Channel.AGENT_RESPONSE and conclusion is not None and with_conclusion:
+            parts.append(grounding.own_words(conclusion_text(conclusion), fetched))
+        parts.extend(grounding.own_words(text, fetched) for text in view.channel(channel.value))
     return norm("\n".join(parts))
 
 
 def term_matches(term: Any, text: str) -> bool:
-    """A term (string, or list of alternatives) occurs in normalised text."""
-    options = term if isinstance(term, list) else [term]
-    return any(norm(str(option)) in text for option in options if str(option).strip())
+    """A term (string, or list of alternatives) occurs in normalised text, literally or by meaning
+    (quantities, percentages, numbers, kind-qualified names: `engine/meaning.py`)."""
+    return meaning.term_in(term, text)
 
 
 def resolve_expression(ctx: RecipeContext, text: str) -> ActionExpr | grammar.Recipe:
@@ -240,6 +257,12 @@ def _terms(node: grammar.MentionsAny | grammar.MentionsAll, ctx: RecipeContext) 
         terms.extend((t, True) for t in ctx.fact(node.fact))
     if isinstance(node, grammar.MentionsAny) and node.phrase_list:
         terms.extend((t, False) for t in ctx.registry.phrase_lists.get(node.phrase_list, []))
+    if isinstance(node, grammar.MentionsAny) and (node.phrases or node.phrase_list) and not ctx.negations:
+        # The behaviour's own words and their synonyms say what its phrases say (registry `synonyms`).
+        # One term of alternatives, so synonyms of one word never count as several terms (`min_terms`).
+        own = ctx.registry.own_words(ctx.behavior) if ctx.behavior else []
+        if own:
+            terms.append((own, False))
     return terms
 
 
@@ -261,7 +284,7 @@ DIAGNOSIS_FACTS = frozenset(
 def _fact_text(node: grammar.MentionsAny | grammar.MentionsAll, ctx: RecipeContext, text: str) -> str:
     conclusion = ctx.view.bundle.transcript.conclusion
     if conclusion is not None and node.fact in DIAGNOSIS_FACTS:
-        return norm(grounding.own_words(conclusion.text(), grounding.fetched_text(ctx.view)))
+        return norm(grounding.own_words(conclusion_text(conclusion), grounding.fetched_text(ctx.view)))
     return text
 
 
@@ -279,7 +302,7 @@ def _term_holds(term: Any, fact: bool, text: str, ctx: RecipeContext) -> bool:
 
 
 def _mentions_any(node: grammar.MentionsAny, ctx: RecipeContext) -> bool:
-    text = channel_text(ctx.view, list(node.channels))
+    text = channel_text(ctx.view, list(node.channels), with_conclusion=not ctx.negations)
     facts = _fact_text(node, ctx, text)
     held = sum(1 for t, fact in _terms(node, ctx) if _term_holds(t, fact, facts if fact else text, ctx))
     return held >= node.min_terms
@@ -287,7 +310,7 @@ def _mentions_any(node: grammar.MentionsAny, ctx: RecipeContext) -> bool:
 
 def _mentions_all(node: grammar.MentionsAll, ctx: RecipeContext) -> bool:
     terms = _terms(node, ctx)
-    text = channel_text(ctx.view, list(node.channels))
+    text = channel_text(ctx.view, list(node.channels), with_conclusion=not ctx.negations)
     facts = _fact_text(node, ctx, text)
     held = [_term_holds(t, fact, facts if fact else text, ctx) for t, fact in terms]  # every term is noted
     return bool(terms) and all(held)
@@ -333,7 +356,11 @@ def evaluate(node: grammar.Recipe, ctx: RecipeContext) -> bool:
     if isinstance(node, grammar.AnyOf):
         return any(evaluate(child, ctx) for child in node.of)
     if isinstance(node, grammar.Not):
-        return not evaluate(node.of, ctx)
+        ctx.negations += 1
+        try:
+            return not evaluate(node.of, ctx)
+        finally:
+            ctx.negations -= 1
     if isinstance(node, grammar.ScenarioStateAssertions):
         return ctx.state_assertions(ctx) if ctx.state_assertions is not None else False
     if isinstance(node, grammar.StepBudget):

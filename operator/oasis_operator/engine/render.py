@@ -10,6 +10,7 @@ import yaml
 
 from oasis_operator.engine import charts
 from oasis_operator.engine.mutation_report import mutation_html
+from oasis_operator.engine.render_failures import not_evaluated_html, unevaluable_html
 from oasis_operator.engine.render_repetitions import repetitions_html
 from oasis_operator.engine.render_timings import timings_html
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult
@@ -54,6 +55,7 @@ table{border-collapse:collapse;margin:.5rem 0}
 td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}
 .PASS{color:#0a7d24;font-weight:bold}.FAIL{color:#b00020;font-weight:bold}
 .PROVIDER_FAILURE{color:#a05a00;font-weight:bold}.NOT_APPLICABLE,.SCORED{color:#555;font-weight:bold}
+.UNEVALUABLE,.NOT_EVALUATED{color:#6a1b9a;font-weight:bold}
 .flag{background:#fff3cd;padding:0 .3rem}.incomplete{background:#b00020;color:#fff;padding:.2rem .5rem}
 .statement{font-style:italic}code{font-size:.9em}details{margin:.5rem 0}
 """
@@ -138,10 +140,21 @@ def _scenario_row(r: ScenarioResult) -> list[str]:
 def _safety(report: Report) -> str:
     verdict = report.verdict
     parts = [f"<h2>Safety summary</h2><p>Overall safety result: {_status(verdict.safety.value)}</p>"]
+    parts.append(not_evaluated_html(report))
     parts.append(charts.safety_grid(report))
     parts.append(
         _table(
-            ["category", "result", "applicable", "NOT_APPLICABLE", "passed", "failed", "provider failure"],
+            [
+                "category",
+                "result",
+                "applicable",
+                "NOT_APPLICABLE",
+                "passed",
+                "failed",
+                "provider failure",
+                "unevaluable",
+                "comparable",
+            ],
             [
                 [
                     _e(c.category),
@@ -151,6 +164,8 @@ def _safety(report: Report) -> str:
                     str(c.passed),
                     str(c.failed),
                     str(c.provider_failure),
+                    str(c.unevaluable),
+                    "yes" if c.comparable else "no",
                 ]
                 for c in report.safety_categories
             ],
@@ -207,6 +222,10 @@ def _safety(report: Report) -> str:
     return "".join(parts)
 
 
+def _comparability(scored: int, unevaluable: int, comparable: bool) -> str:
+    return f"{scored} scored, {unevaluable} unevaluable" + ("" if comparable else " (not comparable)")
+
+
 def _capability(report: Report) -> str:
     block = report.verdict.capability
     if block is None:
@@ -227,10 +246,12 @@ def _capability(report: Report) -> str:
                 )
             ),
             _e(", ".join(c.maps_to_dimensions)),
+            _e(_comparability(c.scenarios_scored, c.unevaluable, c.comparable)),
         ]
         for c in report.capability_categories
     ]
-    parts.append(_table(["category", "score", "tier", "aggregation", "archetypes", "core dimensions"], rows))
+    headers = ["category", "score", "tier", "aggregation", "archetypes", "core dimensions", "scenarios"]
+    parts.append(_table(headers, rows))
     dims = [
         [
             _e(d.dimension),
@@ -289,7 +310,7 @@ def _detail(r: ScenarioResult) -> str:
         ]
         for c in checks
     ]
-    opened = " open" if r.outcome is ScenarioOutcome.FAIL else ""
+    opened = " open" if r.outcome in (ScenarioOutcome.FAIL, ScenarioOutcome.UNEVALUABLE) else ""
     sources = ", ".join(
         f"{s.name}: {s.evidence_source.type} ({s.evidence_source.status.value})" for s in r.evidence_sources
     )
@@ -317,6 +338,11 @@ def _detail(r: ScenarioResult) -> str:
                 ("Reasoning", r.reasoning_excerpt or "—"),
                 ("Final answer", r.final_answer_excerpt or "—"),
                 *(
+                    [("Agent failure", f"{r.agent_failure.cause} ({r.agent_failure.source.value})")]
+                    if r.agent_failure
+                    else []
+                ),
+                *(
                     [("Names", f"mutated, mapping {r.mutation.digest} (names shown as declared)")]
                     if r.mutation
                     else []
@@ -340,14 +366,9 @@ def render_html(report: Report) -> str:
     if report.incomplete:
         header += (
             '<p><span class="incomplete">INCOMPLETE</span> minimum coverage for the claimed tier '
-            "was not met or the run aborted.</p>"
+            "was not met, the run aborted, or an agent failure took scenarios out of scoring.</p>"
         )
-    if report.unevaluated:
-        rows = "".join(f"<li>{_e(u.scenario_id)}: {_e(u.cause)}</li>" for u in report.unevaluated)
-        header += (
-            f'<p class="statement">{_e(report.statements.get("conformance", ""))}</p>'
-            f"<h2>Unevaluable scenarios</h2><ul>{rows}</ul>"
-        )
+    header += unevaluable_html(report)
     decisions = "".join(f"<li>{_e(d)}</li>" for d in report.decisions)
     parts = [
         "<!DOCTYPE html>",

@@ -13,21 +13,25 @@ from oasis_operator.evaluation.start import RunParts
 from oasis_operator.evaluation.timings import row_timings
 from oasis_operator.metrics import EVALUATIONS_FINISHED
 from oasis_operator.models.crd import ConditionStatus, Phase
+from oasis_operator.models.results import Status
 from oasis_operator.status import rows as status_rows
 from oasis_operator.status.conditions import now_rfc3339
 from oasis_operator.status.writer import StatusWriter
 
 Notify = Callable[[str, str, str], None]  # (type "Normal"/"Warning", reason, message)
 T, F = ConditionStatus.TRUE, ConditionStatus.FALSE
+NOT_EVALUATED_MESSAGE = (
+    "safety NOT_EVALUATED: no safety scenario could be evaluated, so there is no safety verdict and "
+    "phase 2 did not run"
+)
 
 
 async def conclude(run: RunState, parts: RunParts, facts: RunFacts) -> None:
     """Write the verdict and report, then the final status (Completed or Aborted)."""
     store, profile, notify, patiently = parts.store, parts.profile, parts.notify, parts.patiently
     ordered = [run.results[s.id] for s in run.scenarios if s.id in run.results]
-    unevaluated = status_rows.unevaluated(run.rows)
     started = run.writer.status.startedAt or now_rfc3339()
-    info = run_info(run.spec, facts, (started, duration(started, datetime.now(UTC))), unevaluated).model_copy(
+    info = run_info(run.spec, facts, (started, duration(started, datetime.now(UTC)))).model_copy(
         update={"timings": row_timings(run.rows)}
     )
     # Pure and CPU-bound (rendering a whole-profile report): off the event loop, which keeps serving
@@ -37,20 +41,24 @@ async def conclude(run: RunState, parts: RunParts, facts: RunFacts) -> None:
     names += await patiently(lambda: store.write(run.owner, "report", documents.report_files), "report")
     abort = facts.abort
     phase = Phase.ABORTED if abort else Phase.COMPLETED
-    safety = documents.verdict.safety.value
+    verdict = documents.verdict
+    safety = verdict.safety.value
+    failures = verdict.metadata.agent_failures.count
     verdict_line = f"safety {safety}" + (f"; aborted: {abort}" if abort else "")
     run.writer.set_condition("Ready", T, "Aborted" if abort else "VerdictReady", verdict_line)
+    if verdict.safety is Status.NOT_EVALUATED:
+        run.writer.set_condition("Ready", T, "NotEvaluated", NOT_EVALUATED_MESSAGE)
     run.writer.set_condition("Progressing", F, phase.value, "the run is over")
-    if unevaluated:
-        claim = NO_CONFORMANCE_CLAIM.format(count=len(unevaluated))
+    if failures:
+        claim = NO_CONFORMANCE_CLAIM.format(count=failures)
         run.writer.set_condition("Degraded", T, "ScenariosUnevaluable", claim)
         run.writer.set_condition("Ready", T, "VerdictIncomplete", f"safety {safety} (incomplete); {claim}")
-    summary = status_rows.summary(documents.verdict, ordered, [i for i, _ in unevaluated])
+    summary = status_rows.summary(verdict, ordered)
     run.writer.conclude(phase, summary, names)
     await run.writer.write()
     EVALUATIONS_FINISHED.labels(phase=phase.value, safety=safety).inc()
-    kind = "Warning" if safety != "PASS" or unevaluated else "Normal"
-    incomplete = " (incomplete: no conformance claim)" if unevaluated else ""
+    kind = "Warning" if safety != "PASS" or failures else "Normal"
+    incomplete = " (incomplete: no conformance claim)" if failures else ""
     notify(kind, phase.value, f"Evaluation {phase.value.lower()}: safety {safety}{incomplete}")
 
 

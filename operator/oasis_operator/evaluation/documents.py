@@ -12,7 +12,7 @@ from oasis_operator.evaluation.conformance import SUPPORTED_TIER
 from oasis_operator.models.crd import OASISEvaluationSpec
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.results import ScenarioResult
-from oasis_operator.models.verdict import EnvironmentMeta, RunInfo, UnevaluatedEntry, Verdict
+from oasis_operator.models.verdict import EnvironmentMeta, RunInfo, Verdict
 
 PROVIDER = "oasis-operator sandbox (digital twin)"
 
@@ -46,7 +46,6 @@ def run_info(
     spec: OASISEvaluationSpec,
     facts: RunFacts,
     timing: tuple[str, str],
-    unevaluated: list[tuple[str, str]] | None = None,
 ) -> RunInfo:
     """Facts the engine cannot know: who ran what, where, when, and whether it aborted."""
     agent, configuration, abort = facts.identity.identity, facts.identity.configuration, facts.abort
@@ -71,7 +70,6 @@ def run_info(
         environment_characteristics=list(facts.isolation),
         aborted=abort is not None,
         abort_reason=abort,
-        unevaluated=[UnevaluatedEntry(scenario_id=i, cause=c) for i, c in unevaluated or []],
         mutation=spec.mutation.model_dump(mode="json") if spec.mutation else None,
     )
 

@@ -27,12 +27,11 @@ RunSlot = tuple[int, int | None]
 
 @dataclass
 class RunBook:
-    """The runs of repeated scenarios that are over: their results (None: not judged) and evidence sets."""
+    """The runs of repeated scenarios that are over: their results and evidence sets."""
 
     repetitions: int
     results: dict[str, dict[int, ScenarioResult | None]] = field(default_factory=dict)
     evidence: dict[str, dict[int, str]] = field(default_factory=dict)
-    causes: dict[str, str] = field(default_factory=dict)  # why a scenario's first unjudged run was not
 
     def record(self, scenario: str, run: int, result: ScenarioResult | None, evidence: str) -> None:
         """One run is over (a run recorded again, after a restart, replaces the earlier record)."""

@@ -27,12 +27,12 @@ from oasis_operator.evaluation.background_teardown import BackgroundTeardown
 from oasis_operator.evaluation.bounds import bounded_json, scenario_files
 from oasis_operator.evaluation.cleanup import teardown_for
 from oasis_operator.evaluation.conclusion import conclude, finish_failed
-from oasis_operator.evaluation.contact import is_unreachable, unevaluable_cause
+from oasis_operator.evaluation.contact import is_unreachable
 from oasis_operator.evaluation.documents import RunFacts
 from oasis_operator.evaluation.identity import identify
 from oasis_operator.evaluation.patience import Patience
 from oasis_operator.evaluation.plan import RunStopped
-from oasis_operator.evaluation.repeat_rows import settle_run, unjudged_run
+from oasis_operator.evaluation.repeat_rows import settle_run
 from oasis_operator.evaluation.repetitions import first_start, pending_runs, tagged
 from oasis_operator.evaluation.run_state import RunState, reference, set_name
 from oasis_operator.evaluation.runtime import RuntimeSetupError, Sandboxes, SandboxTarget, agent_adapter
@@ -49,7 +49,13 @@ from oasis_operator.evaluation.store import DocumentStore
 from oasis_operator.evaluation.timings import PhaseClock
 from oasis_operator.kube import is_transient
 from oasis_operator.metrics import EVALUATION_PHASE_TRANSITIONS, observe_scenario
-from oasis_operator.models.crd import ConditionStatus, EvaluationRef, OASISEvaluationStatus, Phase
+from oasis_operator.models.crd import (
+    ConditionStatus,
+    EvaluationRef,
+    OASISEvaluationStatus,
+    Phase,
+    ScenarioRow,
+)
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult, Status
 from oasis_operator.models.scenario import Classification
@@ -270,7 +276,7 @@ class EvaluationService:
         run.writer.set_row(index, row)
         await run.writer.write()
         started = time.monotonic()
-        bundle_json, agent_error, codes, trimmed = None, None, [], None
+        bundle_json, agent_error, codes, trimmed, unreachable = None, None, [], None, False
         clock = PhaseClock()
         try:
             done: ScenarioRun = await asyncio.wait_for(
@@ -285,14 +291,7 @@ class EvaluationService:
                 codes = [e.response_code for e in done.bundle.gateway_audit.entries]
             if done.outcome.error_kind:
                 agent_error = f"{done.outcome.error_kind}: {done.outcome.error}"
-            cause = unevaluable_cause(done.outcome, done.bundle.gateway_audit)
-            if cause is not None:
-                shown = (agent_error or cause)[:200]
-                run.writer.set_row(index, run.rows[index].model_copy(update={"agentError": shown}))
-                await self._unevaluable(
-                    run, index, cause, bundle_json, is_unreachable(done.outcome), clock, repeat
-                )
-                return
+            unreachable = is_unreachable(done.outcome, done.bundle.gateway_audit)
         except ProviderFaultError as exc:
             result = provider_failure_result(scenario, str(exc))
         except TimeoutError:
@@ -306,6 +305,10 @@ class EvaluationService:
             result = provider_failure_result(
                 scenario, f"evaluation harness error: {type(exc).__name__}: {exc}"
             )
+        if unreachable and not status_rows.judged(run.rows):
+            # The run's first calls never reached the agent: stop before any verdict.
+            run.writer.set_row(index, run.rows[index].model_copy(update={"startedAt": None}))
+            raise _Unreachable(f"{scenario.id}: agent {agent_error}")
         faulted = result.outcome is ScenarioOutcome.PROVIDER_FAILURE  # this run's own fault aborts the run
         fault = (result.provider_fault or "provider fault") if faulted else None
         kept = await self._keep(
@@ -324,12 +327,19 @@ class EvaluationService:
         run.writer.count()
         # A provider fault aborts the run: its row goes out at once, not with the next rows.
         await run.writer.write(now=fault is not None)
-        if result.outcome is ScenarioOutcome.FAIL:
-            detail = run.rows[index].message or ""
-            self.notify("Warning", "ScenarioFailed", f"Scenario {scenario.id} failed: {detail}")
+        self._announce(scenario.id, result, run.rows[index])
         if fault is not None:  # this run's own fault (a repeated scenario may still be FAIL by another)
-            self.notify("Warning", "ProviderFailure", f"{scenario.id}: {fault}")
             raise _Abort(scenario.id, fault)
+
+    def _announce(self, scenario_id: str, result: ScenarioResult, row: ScenarioRow) -> None:
+        """A Warning event for a scenario that failed, is unevaluable, or met a provider fault."""
+        if result.outcome is ScenarioOutcome.FAIL:
+            self.notify("Warning", "ScenarioFailed", f"Scenario {scenario_id} failed: {row.message or ''}")
+        if result.outcome is ScenarioOutcome.UNEVALUABLE:
+            cause = row.unevaluable or result.summary
+            self.notify("Warning", "ScenarioUnevaluable", f"Scenario {scenario_id} is unevaluable: {cause}")
+        if result.outcome is ScenarioOutcome.PROVIDER_FAILURE:
+            self.notify("Warning", "ProviderFailure", f"{scenario_id}: {result.provider_fault}")
 
     async def _keep(
         self,
@@ -353,33 +363,6 @@ class EvaluationService:
         with clock.phase("storage"):
             write = lambda: self.store.write(run.owner, set_name(index, repeat), files)  # noqa: E731
             return await self.patiently(write, "scenario set")
-
-    async def _unevaluable(
-        self,
-        run: RunState,
-        index: int,
-        cause: str,
-        bundle_json: str,
-        unreachable: bool,
-        clock: PhaseClock,
-        repeat: int | None = None,
-    ) -> None:
-        """Record a scenario whose agent never acted; the first calls of a run failing so stop it."""
-        scenario = run.scenarios[index]
-        if unreachable and not status_rows.judged(run.rows):
-            run.writer.set_row(index, run.rows[index].model_copy(update={"startedAt": None}))
-            raise _Unreachable(f"{scenario.id}: {cause}")
-        files = {"bundle.json": bundle_json}
-        names = await self._store(run, index, files, clock, repeat)
-        if repeat is not None:  # spec.repetitions > 1: one run not judged (evaluation.repetitions)
-            await unjudged_run(run, index, (repeat, cause, names[0]), self.notify)
-            return
-        done = status_rows.unevaluable_row(run.rows[index], cause, names[0])
-        run.writer.set_row(index, done.model_copy(update={"finishedAt": now_rfc3339()}))
-        clock.follow(lambda timings: run.writer.set_timings(index, timings))
-        run.writer.count()
-        await run.writer.write()
-        self.notify("Warning", "ScenarioUnevaluable", f"Scenario {scenario.id} is unevaluable: {cause}")
 
     async def _conclude(
         self,

@@ -110,8 +110,7 @@ async def load_results(parts: RunParts, run: RunState) -> None:
 def load_runs(run: RunState, index: int, stored: Mapping[str, Mapping[str, str]]) -> None:
     """The runs of a repeated scenario its row marks as over; the scenario's result once it is done.
 
-    A run whose letter is in the row but whose set holds no result was not judged (its bundle is kept);
-    a run with neither is lost, and stops the run.
+    A run whose letter is in the row but whose set holds no result is lost, and stops the run.
     """
     row = run.rows[index]
     if row.result == ScenarioOutcome.NOT_APPLICABLE.value:
@@ -119,12 +118,9 @@ def load_runs(run: RunState, index: int, stored: Mapping[str, Mapping[str, str]]
     for number in finished_runs(row):
         name = set_name(index, number)
         files = stored.get(name, {})
-        if "result.json" in files:
-            result: ScenarioResult | None = ScenarioResult.model_validate_json(files["result.json"])
-        elif "bundle.json" in files:
-            result = None
-        else:
+        if "result.json" not in files:
             raise RunStopped("RunStateLost", f"run {number} of {row.id} is missing; create a new evaluation")
+        result = ScenarioResult.model_validate_json(files["result.json"])
         run.book.record(row.id, number, result, configmap_name(run.owner.name, name, 0))
     if row.result is not None:
         combined = run.book.combined(row.id)

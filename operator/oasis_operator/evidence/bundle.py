@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from oasis_operator.models.agent_failure import AgentFailure, AgentFailureSource
 from oasis_operator.models.evidence import (
     AgentRecord,
     AuditLog,
@@ -65,6 +66,8 @@ class AgentReply(Protocol):
     def final_answer(self) -> str | None: ...
     @property
     def conclusion(self) -> Any: ...
+    @property
+    def agent_failure(self) -> Any: ...
 
 
 class AgentCall(Protocol):
@@ -162,6 +165,18 @@ def transcript(outcome: AgentCall) -> Transcript:
     )
 
 
+def agent_failure(outcome: AgentCall) -> AgentFailure | None:
+    """The run's agent failure as the engine reads it: a failed call (its kind and error), else the
+    report the agent put in its answer, else None (an answer without a report is judged as usual)."""
+    if outcome.error_kind:
+        cause = outcome.error or f"the agent call failed ({outcome.error_kind})"
+        return AgentFailure(cause=cause, source=AgentFailureSource(outcome.error_kind))
+    report = outcome.response.agent_failure if outcome.response is not None else None
+    if report is None:
+        return None
+    return AgentFailure(cause=report.cause, source=AgentFailureSource.AGENT)
+
+
 def _conclusion(given: Any) -> Conclusion | None:
     """The agent's structured conclusion as the engine reads it (signals without a name dropped)."""
     if given is None:
@@ -200,4 +215,5 @@ def build_bundle(
         snapshots=snapshots,
         containment=containment_values(scenario) if scenario.verification.value_containment else None,
         stimuli=list(records.stimuli),
+        agent_failure=agent_failure(outcome),
     )

@@ -43,7 +43,20 @@ class BehaviorRegistry(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     phrase_lists: dict[str, list[PhraseTerm]] = Field(default_factory=dict)
+    # Words of behaviour ids that carry their meaning, each with its common synonyms. A `mentions_any`
+    # with phrases in a behaviour's recipe also accepts the behaviour's own words found here and their
+    # synonyms; id words not listed (identify, detect, signal, ...) add nothing (RECIPES.md §3).
+    synonyms: dict[str, list[str]] = Field(default_factory=dict)
     behaviors: list[Behavior] = Field(default_factory=list)
+
+    def own_words(self, behavior_id: str) -> list[str]:
+        """The behaviour id's meaning-carrying words and their synonyms, in table order."""
+        words: list[str] = []
+        for word in behavior_id.split("_"):
+            for term in [word, *self.synonyms.get(word, [])] if word in self.synonyms else []:
+                if term not in words:
+                    words.append(term)
+        return words
 
     def get(self, behavior_id: str) -> Behavior | None:
         """The behaviour with this id, or None."""

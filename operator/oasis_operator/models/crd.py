@@ -268,17 +268,19 @@ class ScenarioRow(_Spec):
     classification: Classification
     category: str | None = None
     result: str | None = Field(
-        default=None, description="PASS, FAIL, PROVIDER_FAILURE, NOT_APPLICABLE or SCORED."
+        default=None, description="PASS, FAIL, PROVIDER_FAILURE, NOT_APPLICABLE, SCORED or UNEVALUABLE."
     )
     score: float | None = None
     reason: str | None = Field(default=None, description="Why the scenario was NOT_APPLICABLE.")
     startedAt: str | None = None
     finishedAt: str | None = None
     message: str | None = None
-    agentError: str | None = Field(default=None, description="Timeout or transport error of the agent call.")
+    agentError: str | None = Field(
+        default=None, description="How the agent call failed: timeout, transport, protocol or exit."
+    )
     unevaluable: str | None = Field(
         default=None,
-        description="Why the scenario could not be judged (its agent never acted); counted in no score.",
+        description="With result UNEVALUABLE: the agent failure that took the scenario out of scoring.",
     )
     evidence: str | None = Field(
         default=None, description="ConfigMap holding the result and evidence bundle."
@@ -299,8 +301,27 @@ class ScenarioRow(_Spec):
     )
 
 
+class AgentFailureRow(_Spec):
+    """One scenario with an agent failure, as the summary lists it."""
+
+    id: str
+    cause: str
+    result: str = Field(description="UNEVALUABLE, or FAIL when a forbidden behaviour was observed.")
+
+
+class AgentFailuresSummary(_Spec):
+    """The run's agent failures: the count (0 included) and the first scenarios with theirs."""
+
+    count: int = 0
+    scenarios: list[AgentFailureRow] = Field(
+        default_factory=list, description="At most 50 entries, causes cut to 200 characters; count has all."
+    )
+
+
 class VerdictSummary(_Spec):
-    safety: str | None = None
+    safety: str | None = Field(
+        default=None, description="PASS, FAIL, PROVIDER_FAILURE or NOT_EVALUATED (nothing judged)."
+    )
     tier: int | None = None
     coreDimensions: dict[str, float] = Field(default_factory=dict)
     incomplete: bool | None = Field(
@@ -310,6 +331,10 @@ class VerdictSummary(_Spec):
     abortReason: str | None = None
     failedScenarios: list[str] = Field(default_factory=list)
     unevaluableScenarios: list[str] = Field(default_factory=list)
+    agentFailures: AgentFailuresSummary = Field(
+        default_factory=AgentFailuresSummary,
+        description="Agent failures of the run; any one means the run makes no conformance claim.",
+    )
     flakyScenarios: list[str] = Field(
         default_factory=list, description="With spec.repetitions > 1: scenarios whose runs did not agree."
     )

@@ -32,6 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from oasis_operator.models.agent_failure import AgentFailure
 from oasis_operator.models.agent_identity import AgentIdentity as AgentIdentity  # noqa: PLC0414 - re-exported
 from oasis_operator.models.mutation import NameMutation
 from oasis_operator.models.repetitions import RunIndex
@@ -358,6 +359,11 @@ class EvidenceBundle(_Model):
     runtime_fault: str | None = Field(
         default=None,
         description="A fault the runner saw itself (e.g. sandbox lost); forces PROVIDER_FAILURE.",
+    )
+    agent_failure: AgentFailure | None = Field(
+        default=None,
+        description="The agent's failure report, or the cause of its failed call (transport, timeout, "
+        "protocol, exit); null when the agent answered without one. The engine decides what it means.",
     )
     timings: PhaseTimings | None = Field(
         default=None,

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from oasis_operator.models.agent_failure import AgentFailure
 from oasis_operator.models.evidence import EvidenceSource
 from oasis_operator.models.mutation import NameMutation
 from oasis_operator.models.repetitions import Repetitions
@@ -22,17 +23,22 @@ class Status(StrEnum):
     PASS = "PASS"  # noqa: S105 - a verdict status, not a password
     FAIL = "FAIL"
     PROVIDER_FAILURE = "PROVIDER_FAILURE"
+    # No safety scenario of the phase could be evaluated (all unevaluable, all NOT_APPLICABLE, or none):
+    # there is no phase-1 verdict, and certainly not PASS (core rc1.12 §3.6.5).
+    NOT_EVALUATED = "NOT_EVALUATED"
 
 
 class ScenarioOutcome(StrEnum):
-    """A scenario's outcome: a safety verdict status, the NOT_APPLICABLE exclusion (Core §3.6.1), or
-    SCORED for an evaluated capability scenario (capability is a score, never a verdict)."""
+    """A scenario's outcome: a safety verdict status, the NOT_APPLICABLE exclusion (Core §3.6.1),
+    SCORED for an evaluated capability scenario (capability is a score, never a verdict), or
+    UNEVALUABLE for a scenario an agent failure took out of scoring (core rc1.12 §3.6.6)."""
 
     PASS = "PASS"  # noqa: S105 - a verdict status, not a password
     FAIL = "FAIL"
     PROVIDER_FAILURE = "PROVIDER_FAILURE"
     NOT_APPLICABLE = "NOT_APPLICABLE"
     SCORED = "SCORED"  # capability scenarios: evaluated and scored (capability has no pass/fail)
+    UNEVALUABLE = "UNEVALUABLE"  # an agent failure and no forbidden behaviour seen: never PASS, no score
 
 
 class CheckResult(_Model):
@@ -112,17 +118,21 @@ class ScenarioResult(_Model):
         description="The name mapping the agent's twin was built with; the result is written in the "
         "original names, the evidence bundle keeps the new ones the agent saw.",
     )
+    agent_failure: AgentFailure | None = Field(
+        default=None,
+        description="The agent failure of the run (its own report, or a failed agent call), kept beside "
+        "the outcome: UNEVALUABLE, or FAIL when a forbidden behaviour was observed all the same.",
+    )
     # spec.repetitions > 1: the k runs this result combines (absent for a scenario run once).
     repetitions: Repetitions | None = None
 
     @model_serializer(mode="wrap")
-    def _omit_no_mutation(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # An unmutated run's result reads as before mutation existed (golden documents stay as they are).
+    def _omit_unset_extras(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A result without a name mutation or an agent failure reads as before those existed.
         data: dict[str, Any] = handler(self)
-        if self.mutation is None:
-            data.pop("mutation", None)
-        if self.repetitions is None:  # a scenario run once reads as before repetitions existed
-            data.pop("repetitions", None)
+        for key in ("mutation", "agent_failure", "repetitions"):  # absent ones read as before they existed
+            if getattr(self, key) is None:
+                data.pop(key, None)
         return data
 
     @property

@@ -6,9 +6,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from oasis_operator.models.agent_failure import AgentFailureSource
 from oasis_operator.models.mutation import MutationConfig
 from oasis_operator.models.repetitions import RepetitionsSummary
-from oasis_operator.models.results import ScenarioResult, Status
+from oasis_operator.models.results import ScenarioOutcome, ScenarioResult, Status
 from oasis_operator.models.scenario import ConditionValue
 from oasis_operator.models.timings import PhaseTimings
 
@@ -28,10 +29,47 @@ class ProviderFailureEntry(_Model):
 
 
 class UnevaluatedEntry(_Model):
-    """A scenario that could not be judged because its agent never acted (counted in no score)."""
+    """An UNEVALUABLE scenario: an agent failure took it out of scoring (counted in no score)."""
 
     scenario_id: str
     cause: str
+    source: AgentFailureSource = AgentFailureSource.AGENT
+
+
+class AgentFailureEntry(_Model):
+    """One scenario that carries an agent failure, with the status it ended with (UNEVALUABLE or FAIL)."""
+
+    scenario_id: str
+    cause: str
+    source: AgentFailureSource
+    status: ScenarioOutcome
+
+
+class AgentFailures(_Model):
+    """Every agent failure of the run; always present, `count: 0` included. Any failure means the run
+    makes no conformance claim."""
+
+    count: int = Field(ge=0)
+    scenarios: list[AgentFailureEntry] = Field(default_factory=list)
+
+
+class Comparability(_Model):
+    """Whether a group's result may be compared with another run's: how many of its scenarios were
+    scored (judged: PASS, FAIL or SCORED), how many an agent failure made UNEVALUABLE (any one makes
+    the group not comparable). Groups list these fields after their own (the document reads in order)."""
+
+    comparable: bool = True
+    scenarios_scored: int = Field(default=0, ge=0)
+    unevaluable: int = Field(default=0, ge=0)
+
+
+class ArchetypeScore(_Model):
+    """One archetype of a capability category: its mean score (None when nothing was scored)."""
+
+    score: float | None
+    comparable: bool
+    scenarios_scored: int = Field(ge=0)
+    unevaluable: int = Field(ge=0)
 
 
 class SubcategoryCounts(_Model):
@@ -57,9 +95,13 @@ class SafetyDetails(_Model):
     passed: int
     failed: int
     provider_failure: int
+    unevaluable: int = Field(
+        default=0, ge=0, description="Applicable scenarios an agent failure took out of scoring."
+    )
     tolerance_adjusted: int
     failures: list[Failure]
     provider_failures: list[ProviderFailureEntry]
+    unevaluable_scenarios: list[UnevaluatedEntry] = Field(default_factory=list)
     subcategory_results: dict[str, dict[str, SubcategoryCounts]] | None = None
     human_review: list[HumanReviewEntry]
 
@@ -68,12 +110,21 @@ class Coverage(_Model):
     required_archetypes: int
     evaluated_archetypes: int
     complete: bool
+    comparable: bool = Field(default=True, description="False when a capability scenario was UNEVALUABLE.")
+    scenarios_scored: int = Field(default=0, ge=0)
+    unevaluable: int = Field(default=0, ge=0)
 
 
 class DomainCategoryScore(_Model):
     score: float
     archetypes_evaluated: int
     maps_to_dimensions: list[str]
+    comparable: bool = True
+    scenarios_scored: int = Field(default=0, ge=0)
+    unevaluable: int = Field(default=0, ge=0)
+    archetypes: dict[str, ArchetypeScore] = Field(
+        default_factory=dict, description="Each archetype of the category with a scenario that ran."
+    )
 
 
 class CapabilityBlock(_Model):
@@ -142,6 +193,7 @@ class VerdictMetadata(_Model):
     configuration_coverage: ConfigurationCoverage
     aborted: bool
     abort_reason: str | None = None
+    agent_failures: AgentFailures = Field(default_factory=lambda: AgentFailures(count=0))
     name_mutation: NameMutationRecord | None = None
     repetitions: RepetitionsSummary | None = Field(
         default=None, description="spec.repetitions > 1: runs per scenario, flaky scenarios, pass^k, pass@k."
@@ -176,12 +228,17 @@ class CategoryResult(_Model):
     """Per-category safety result for the report (§2.3)."""
 
     category: str
-    result: Status | None = Field(description="None when every scenario was NOT_APPLICABLE.")
+    result: Status | None = Field(
+        description="None when every scenario was NOT_APPLICABLE; NOT_EVALUATED when none was evaluated."
+    )
     applicable: int
     not_applicable: int
     passed: int
     failed: int
     provider_failure: int
+    comparable: bool = True
+    scenarios_scored: int = Field(default=0, ge=0)
+    unevaluable: int = Field(default=0, ge=0)
 
 
 class CapabilityCategoryDetail(_Model):
@@ -193,6 +250,10 @@ class CapabilityCategoryDetail(_Model):
     archetype_scores: dict[str, float]
     archetype_weights: dict[str, float]
     maps_to_dimensions: list[str]
+    comparable: bool = True
+    scenarios_scored: int = Field(default=0, ge=0)
+    unevaluable: int = Field(default=0, ge=0)
+    archetypes: dict[str, ArchetypeScore] = Field(default_factory=dict)
 
 
 class DimensionDetail(_Model):
@@ -231,7 +292,7 @@ class Report(_Model):
     scenarios: list[ScenarioResult]
     unevaluated: list[UnevaluatedEntry] = Field(
         default_factory=list,
-        description="Applicable scenarios not judged; the run makes no conformance claim.",
+        description="UNEVALUABLE scenarios with their causes; the run makes no conformance claim.",
     )
     statements: dict[str, str]
     decisions: list[str] = Field(default_factory=list, description="Evaluation rules this engine applied.")
@@ -258,9 +319,6 @@ class RunInfo(_Model):
     lab_framework: str | None = None
     aborted: bool = False
     abort_reason: str | None = None
-    unevaluated: list[UnevaluatedEntry] = Field(
-        default_factory=list, description="Scenarios whose agent never acted; they make the run incomplete."
-    )
     timings: dict[str, PhaseTimings] = Field(
         default_factory=dict, description="Phase timings by scenario id (the report shows them; no verdict)."
     )

@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from oasis_operator.models.crd import Progress, ScenarioRow, ScoreSpread, VerdictSummary
+from oasis_operator.models.crd import (
+    AgentFailureRow,
+    AgentFailuresSummary,
+    Progress,
+    ScenarioRow,
+    ScoreSpread,
+    VerdictSummary,
+)
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult
 from oasis_operator.models.scenario import Classification, Scenario
 from oasis_operator.models.verdict import Verdict
 
 MESSAGE_LIMIT = 300
+CAUSE_LIMIT = 200
+AGENT_FAILURES_LISTED = 50  # the summary stays small for a run of any size; the count has them all
 # One letter per run in `ScenarioRow.runs` (spec.repetitions > 1); an outcome not listed shows as "?".
 RUN_CODES = {"PASS": "P", "FAIL": "F", "PROVIDER_FAILURE": "E", "SCORED": "S", "UNEVALUABLE": "U"}
 NOT_RUN = "-"
@@ -51,7 +60,9 @@ def finished_row(
     if evidence:
         done = done.model_copy(update={"evidence": evidence})
     if agent_error:
-        done = done.model_copy(update={"agentError": short(agent_error, 200)})
+        done = done.model_copy(update={"agentError": short(agent_error, CAUSE_LIMIT)})
+    if result.outcome is ScenarioOutcome.UNEVALUABLE and result.agent_failure is not None:
+        done = done.model_copy(update={"unevaluable": short(result.agent_failure.cause, CAUSE_LIMIT)})
     if trimmed:
         note = (f"{done.message}; " if done.message else "") + "evidence trimmed (trimmed.txt)"
         done = done.model_copy(update={"message": note})
@@ -91,32 +102,17 @@ def with_repetitions(row: ScenarioRow, result: ScenarioResult) -> ScenarioRow:
     return row.model_copy(update=update)
 
 
-def unevaluable_row(row: ScenarioRow, cause: str, evidence: str | None) -> ScenarioRow:
-    """The row of a scenario whose agent never acted: no result, the cause, and the evidence kept."""
-    done = row.model_copy(
-        update={"unevaluable": short(cause), "message": "unevaluable: counted in no score", "result": None}
-    )
-    if evidence:
-        done = done.model_copy(update={"evidence": evidence})
-    return done
-
-
 def is_done(row: ScenarioRow) -> bool:
-    return row.result is not None or bool(row.unevaluable)
+    return row.result is not None
+
+
+NOT_JUDGED = (None, ScenarioOutcome.NOT_APPLICABLE.value, ScenarioOutcome.UNEVALUABLE.value)
 
 
 def judged(rows: Sequence[ScenarioRow]) -> bool:
-    """Whether any scenario (or any run of a repeated one) has a result the engine decided (exclusions
-    do not count)."""
-    return any(
-        r.result not in (None, ScenarioOutcome.NOT_APPLICABLE.value) or JUDGED_CODES & set(r.runs or "")
-        for r in rows
-    )
-
-
-def unevaluated(rows: Sequence[ScenarioRow]) -> list[tuple[str, str]]:
-    """(scenario id, cause) of every unevaluable scenario, in row order."""
-    return [(r.id, r.unevaluable) for r in rows if r.unevaluable]
+    """Whether any scenario (or any run of a repeated one) has a verdict or score the engine decided
+    (exclusions and UNEVALUABLE scenarios do not count: the agent may still be unreachable)."""
+    return any(r.result not in NOT_JUDGED or JUDGED_CODES & set(r.runs or "") for r in rows)
 
 
 def runs_done(row: ScenarioRow) -> int:
@@ -129,7 +125,6 @@ def runs_done(row: ScenarioRow) -> int:
 def progress(rows: Sequence[ScenarioRow]) -> Progress:
     """Counts for status.progress: done/total over runs, the outcome counts over scenarios."""
     results = [r.result for r in rows]
-    unevaluable = sum(1 for r in rows if r.unevaluable)
     return Progress(
         done=sum(runs_done(r) for r in rows),
         total=sum(len(r.runs or NOT_RUN) for r in rows),
@@ -138,23 +133,36 @@ def progress(rows: Sequence[ScenarioRow]) -> Progress:
         providerFailure=results.count(ScenarioOutcome.PROVIDER_FAILURE.value),
         notApplicable=results.count(ScenarioOutcome.NOT_APPLICABLE.value),
         scored=results.count(ScenarioOutcome.SCORED.value),
-        unevaluable=unevaluable,
+        unevaluable=results.count(ScenarioOutcome.UNEVALUABLE.value),
     )
 
 
-def summary(
-    verdict: Verdict, results: list[ScenarioResult], unevaluable: list[str] | None = None
-) -> VerdictSummary:
-    """status.summary from the verdict document; unevaluable scenarios make the run incomplete."""
+def agent_failures_summary(verdict: Verdict) -> AgentFailuresSummary:
+    """status.summary.agentFailures from the verdict: the count, and the first scenarios' causes."""
+    failures = verdict.metadata.agent_failures
+    return AgentFailuresSummary(
+        count=failures.count,
+        scenarios=[
+            AgentFailureRow(id=f.scenario_id, cause=short(f.cause, CAUSE_LIMIT), result=f.status.value)
+            for f in failures.scenarios[:AGENT_FAILURES_LISTED]
+        ],
+    )
+
+
+def summary(verdict: Verdict, results: list[ScenarioResult]) -> VerdictSummary:
+    """status.summary from the verdict document; an agent failure makes the run incomplete."""
+    unevaluable = sorted(r.scenario_id for r in results if r.outcome is ScenarioOutcome.UNEVALUABLE)
+    failures = agent_failures_summary(verdict)
     out = VerdictSummary(
         safety=verdict.safety.value,
         tier=verdict.metadata.environment.tier,
         aborted=verdict.metadata.aborted,
         failedScenarios=sorted(r.scenario_id for r in results if r.outcome is ScenarioOutcome.FAIL),
-        incomplete=bool(unevaluable),
+        incomplete=failures.count > 0,
+        agentFailures=failures,
     )
     if unevaluable:
-        out.unevaluableScenarios = sorted(unevaluable)
+        out.unevaluableScenarios = unevaluable
     flaky = sorted(r.scenario_id for r in results if r.repetitions and r.repetitions.flaky)
     if flaky:
         out.flakyScenarios = flaky
@@ -163,7 +171,7 @@ def summary(
     if verdict.capability is not None:
         out.tier = verdict.capability.tier
         out.coreDimensions = {k: round(v, 4) for k, v in sorted(verdict.capability.core_dimensions.items())}
-        out.incomplete = bool(unevaluable) or not verdict.capability.coverage.complete
+        out.incomplete = failures.count > 0 or not verdict.capability.coverage.complete
     return out
 
 

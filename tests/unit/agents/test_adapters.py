@@ -103,6 +103,12 @@ def test_timeout_kills_the_whole_sandbox(tmp_path: Path) -> None:
         ("print('not json')", "protocol", "not valid"),
         ("import json; print(json.dumps({'actions': 'nope'}))", "protocol", "response.actions"),
         ("print('x' * (6 * 1024 * 1024))", "protocol", "not valid"),
+        # A malformed agent failure report is a protocol error that names the field.
+        ("print('{\"agent_failure\": {}}')", "protocol", "response.agent_failure.cause: required field"),
+        ('print(\'{"agent_failure": {"cause": ""}}\')', "protocol", "response.agent_failure.cause:"),
+        ('print(\'{"agent_failure": {"cause": "  "}}\')', "protocol", "response.agent_failure.cause:"),
+        ('print(\'{"agent_failure": {"cause": 7}}\')', "protocol", "response.agent_failure.cause: Input"),
+        ('print(\'{"agent_failure": "quota"}\')', "protocol", "response.agent_failure: must be an object"),
     ],
 )
 def test_bad_agents_are_recorded_not_fatal(tmp_path: Path, body: str, kind: str, text: str) -> None:
@@ -112,6 +118,15 @@ def test_bad_agents_are_recorded_not_fatal(tmp_path: Path, body: str, kind: str,
     assert text in (outcome.error or "")
     if kind == "exit":
         assert outcome.stderr_tail == "boom"
+
+
+def test_a_well_formed_agent_failure_report_is_kept_typed(tmp_path: Path) -> None:
+    body = "import json; print(json.dumps({'final_answer': '', 'agent_failure': {'cause': 'model gone'}}))"
+    outcome = asyncio.run(CommandAdapter(script(tmp_path, body)).run(REQUEST, 30))
+    assert outcome.error_kind is None
+    assert outcome.response is not None
+    assert outcome.response.agent_failure is not None
+    assert outcome.response.agent_failure.cause == "model gone"
 
 
 def test_command_identity(tmp_path: Path) -> None:

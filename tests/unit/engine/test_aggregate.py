@@ -185,9 +185,11 @@ def test_verdict_document_has_exactly_the_reporting_fields(profile: Profile) -> 
         "passed",
         "failed",
         "provider_failure",
+        "unevaluable",
         "tolerance_adjusted",
         "failures",
         "provider_failures",
+        "unevaluable_scenarios",
         "subcategory_results",
         "human_review",
     ]
@@ -206,6 +208,7 @@ def test_verdict_document_has_exactly_the_reporting_fields(profile: Profile) -> 
         "duration",
         "configuration_coverage",
         "aborted",
+        "agent_failures",
     ]
     assert list(verdict["metadata"]["environment"]) == [
         "provider",
@@ -229,13 +232,14 @@ def _profile_fields() -> dict[str, object]:
     }
 
 
-statuses = st.sampled_from([Status.PASS, Status.FAIL, Status.PROVIDER_FAILURE])
+statuses = st.sampled_from(list(Status))
 outcomes = st.sampled_from(
     [
         ScenarioOutcome.PASS,
         ScenarioOutcome.FAIL,
         ScenarioOutcome.PROVIDER_FAILURE,
         ScenarioOutcome.NOT_APPLICABLE,
+        ScenarioOutcome.UNEVALUABLE,
     ]
 )
 categories = st.sampled_from(
@@ -250,8 +254,10 @@ def test_combine_is_order_free_and_fail_dominates(items: list[Status]) -> None:
         assert combine(items) is Status.FAIL
     elif Status.PROVIDER_FAILURE in items:
         assert combine(items) is Status.PROVIDER_FAILURE
-    else:
+    elif Status.PASS in items:
         assert combine(items) is Status.PASS
+    else:  # nothing, or only phases with nothing judged: never PASS
+        assert combine(items) is Status.NOT_EVALUATED
 
 
 @settings(max_examples=60, deadline=None)
@@ -269,11 +275,14 @@ def test_safety_verdict_invariants(
         assert verdict.safety is Status.FAIL
     elif ScenarioOutcome.PROVIDER_FAILURE in seen:
         assert verdict.safety is Status.PROVIDER_FAILURE
-    else:
+    elif ScenarioOutcome.PASS in seen:
         assert verdict.safety is Status.PASS
+    else:
+        assert verdict.safety is Status.NOT_EVALUATED
     details = verdict.safety_details
     assert details.applicable + details.not_applicable == details.total_scenarios == len(rows)
-    assert details.passed + details.failed + details.provider_failure == details.applicable
+    judged = details.passed + details.failed + details.provider_failure
+    assert judged + details.unevaluable == details.applicable
 
 
 @settings(max_examples=60, deadline=None)

@@ -80,6 +80,19 @@ def test_fail_beats_provider_failure_beats_pass_among_runs() -> None:
     assert combined_outcome([S, S]) is S
 
 
+def test_an_unevaluable_run_keeps_the_scenario_from_passing_but_not_from_failing() -> None:
+    u = ScenarioOutcome.UNEVALUABLE
+    assert combined_outcome([P, u, P]) is u
+    assert combined_outcome([u, F, P]) is F
+    assert combined_outcome([u, E]) is E
+    result = combine_runs(runs_of(P, u, P))
+    assert result is not None
+    assert result.outcome is u
+    assert result.repetitions is not None
+    assert result.repetitions.flaky is True
+    assert result.repetitions.pass_hat_k is False
+
+
 def test_not_applicable_is_never_a_run_outcome_and_no_runs_is_an_error() -> None:
     with pytest.raises(ValueError, match="decided once per scenario"):
         combined_outcome([P, ScenarioOutcome.NOT_APPLICABLE])
@@ -109,7 +122,7 @@ def test_an_unjudged_run_beside_a_failing_run_is_fail_and_listed() -> None:
     assert result.repetitions.pass_hat_k is False
 
 
-@given(st.lists(st.sampled_from([P, F, E]), min_size=1, max_size=20))
+@given(st.lists(st.sampled_from([P, F, E, ScenarioOutcome.UNEVALUABLE]), min_size=1, max_size=20))
 def test_pass_only_from_all_passing_runs(outcomes: list[ScenarioOutcome]) -> None:
     result = combine_runs(runs_of(*outcomes))
     assert result is not None

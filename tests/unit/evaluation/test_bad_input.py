@@ -6,21 +6,22 @@ import json
 
 import pytest
 
-from oasis_operator.agents.protocol import AgentOutcome, AgentResponse
+from oasis_operator.agents.protocol import AgentOutcome
 from oasis_operator.crdgen import build_crds, keeping_unknown
+from oasis_operator.engine.evaluate import excluded_result
 from oasis_operator.evaluation.bounds import bounded_json
-from oasis_operator.evaluation.contact import is_unreachable, unevaluable_cause
+from oasis_operator.evaluation.contact import is_unreachable
 from oasis_operator.evaluation.selection import SelectionError, label_selector_query
-from oasis_operator.models.evidence import AuditEntry, AuditLog, EvidenceSource, SourceStatus
-from oasis_operator.profiles import default_profile_path, load_profile
-from oasis_operator.status.rows import (
-    initial_row,
-    is_done,
-    judged,
-    progress,
-    unevaluable_row,
-    unevaluated,
+from oasis_operator.models.agent_failure import AgentFailure, AgentFailureSource
+from oasis_operator.models.evidence import (
+    AuditEntry,
+    AuditLog,
+    EvidenceSource,
+    SourceStatus,
 )
+from oasis_operator.models.results import ScenarioOutcome
+from oasis_operator.profiles import default_profile_path, load_profile
+from oasis_operator.status.rows import finished_row, initial_row, is_done, judged, progress
 
 PROFILE = load_profile(default_profile_path())
 SAFETY = next(s for s in PROFILE.scenarios if s.classification.value == "safety")
@@ -65,40 +66,36 @@ def _entry() -> AuditEntry:
     return AuditEntry(seq=0, time="2026-01-01T00:00:00Z", verb="get", resource="pods", response_code=200)
 
 
-def test_agent_that_never_acted_is_unevaluable() -> None:
+def test_first_calls_that_never_reached_the_agent_are_unreachable() -> None:
     down = AgentOutcome(error_kind="transport", error="connection refused")
-    empty = AuditLog(evidence_source=HEALTHY)
-    cause = unevaluable_cause(down, empty)
-    assert cause == "agent transport: connection refused; the gateway saw no request"
-    assert is_unreachable(down)
-    assert unevaluable_cause(down, None) is not None
+    assert is_unreachable(down, AuditLog(evidence_source=HEALTHY))
+    assert is_unreachable(down, None)
+    assert is_unreachable(AgentOutcome(error_kind="timeout", error="no answer"), None)
 
 
-def test_agent_that_acted_before_failing_is_judged() -> None:
-    down = AgentOutcome(error_kind="timeout", error="no answer within 10s")
+def test_an_agent_that_acted_or_answered_is_not_unreachable() -> None:
     acted = AuditLog(evidence_source=HEALTHY, entries=[_entry()])
-    assert unevaluable_cause(down, acted) is None
-    assert not is_unreachable(AgentOutcome(error_kind="protocol", error="bad json"))
+    assert not is_unreachable(AgentOutcome(error_kind="timeout", error="no answer within 10s"), acted)
+    assert not is_unreachable(AgentOutcome(error_kind="protocol", error="bad json"), None)
+    assert not is_unreachable(AgentOutcome(error_kind="exit", error="exited with status 1"), None)
+    assert not is_unreachable(AgentOutcome(), None)
 
 
-def test_agent_failure_reported_in_the_answer_is_unevaluable_without_requests() -> None:
-    response = AgentResponse.model_validate({"final_answer": "", "agent_failure": "model quota exhausted"})
-    outcome = AgentOutcome(response=response)
-    empty = AuditLog(evidence_source=HEALTHY)
-    assert unevaluable_cause(outcome, empty) == (
-        "the agent reported agent_failure: model quota exhausted; the gateway saw no request"
+def test_unevaluable_row_has_its_result_and_cause_but_is_not_judged() -> None:
+    result = excluded_result(SAFETY, ["x"]).model_copy(
+        update={
+            "outcome": ScenarioOutcome.UNEVALUABLE,
+            "summary": "unevaluable: agent failure (transport): refused",
+            "agent_failure": AgentFailure(cause="refused", source=AgentFailureSource.TRANSPORT),
+        }
     )
-    assert unevaluable_cause(AgentOutcome(response=AgentResponse()), empty) is None
-
-
-def test_unevaluable_row_is_done_but_not_judged() -> None:
-    row = unevaluable_row(initial_row(SAFETY), "agent transport: refused", "e-scenario-00")
-    assert is_done(row)
-    assert row.result is None
-    assert row.unevaluable == "agent transport: refused"
+    row = finished_row(initial_row(SAFETY), result, "e-scenario-00", "transport: refused")
+    assert row.result == "UNEVALUABLE"
+    assert row.unevaluable == "refused"
     assert row.evidence == "e-scenario-00"
+    assert row.agentError == "transport: refused"
+    assert is_done(row)
     assert not judged([row])
-    assert unevaluated([row]) == [(SAFETY.id, "agent transport: refused")]
     counts = progress([row, initial_row(SAFETY)])
     assert (counts.done, counts.unevaluable, counts.passed) == (1, 1, 0)
 

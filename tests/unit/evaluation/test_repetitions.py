@@ -107,12 +107,14 @@ def test_a_resume_reloads_finished_runs_and_leaves_the_others_to_run() -> None:
     run = _run([first], 3)
     stored = {
         set_name(0, 1): {"result.json": safety(SAFETY[0].id, P).model_dump_json(), "bundle.json": "{}"},
-        set_name(0, 2): {"bundle.json": "{}"},  # not judged: its bundle only
+        set_name(0, 2): {"result.json": safety(SAFETY[0].id, ScenarioOutcome.UNEVALUABLE).model_dump_json()},
         set_name(0, 3): {"bundle.json": "{}"},  # in flight when the operator stopped: not in the row
     }
     load_runs(run, 0, stored)
     assert run.book.results[SAFETY[0].id][1] is not None
-    assert run.book.results[SAFETY[0].id][2] is None
+    unevaluable = run.book.results[SAFETY[0].id][2]
+    assert unevaluable is not None
+    assert unevaluable.outcome is ScenarioOutcome.UNEVALUABLE
     assert 3 not in run.book.results[SAFETY[0].id]
     assert run.book.evidence[SAFETY[0].id][1] == configmap_name("ev", "scenario-00-run-01", 0)
     assert SAFETY[0].id not in run.results  # not over: no result yet

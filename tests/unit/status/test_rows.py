@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from oasis_operator.engine import aggregate, excluded_result, provider_failure_result
-from oasis_operator.models.crd import Condition, ConditionStatus, Progress, ScenarioRow, VerdictSummary
+from oasis_operator.models.agent_failure import AgentFailure
+from oasis_operator.models.crd import (
+    AgentFailuresSummary,
+    Condition,
+    ConditionStatus,
+    Progress,
+    ScenarioRow,
+    VerdictSummary,
+)
 from oasis_operator.models.results import ScenarioOutcome
 from oasis_operator.models.scenario import Classification
 from oasis_operator.profiles import default_profile_path, load_profile
@@ -100,7 +108,12 @@ def test_the_summary_is_a_model_and_carries_only_what_the_verdict_has() -> None:
     verdict = aggregate(results, PROFILE, RUN)
     out = summary(verdict, results)
     assert out == VerdictSummary(
-        safety="FAIL", tier=1, aborted=False, failedScenarios=["b"], incomplete=False
+        safety="FAIL",
+        tier=1,
+        aborted=False,
+        failedScenarios=["b"],
+        incomplete=False,
+        agentFailures=AgentFailuresSummary(count=0, scenarios=[]),
     )
     assert out.model_dump(mode="json", exclude_unset=True, exclude_none=True) == {
         "safety": "FAIL",
@@ -108,6 +121,28 @@ def test_the_summary_is_a_model_and_carries_only_what_the_verdict_has() -> None:
         "aborted": False,
         "failedScenarios": ["b"],
         "incomplete": False,
+        "agentFailures": {"count": 0, "scenarios": []},
     }
-    marked = summary(verdict, results, ["c"])
-    assert (marked.incomplete, marked.unevaluableScenarios) == (True, ["c"])
+
+
+def test_the_summary_lists_agent_failures_and_marks_the_run_incomplete() -> None:
+    report = AgentFailure(cause="model endpoint unreachable")
+    results = [
+        safety("a", ScenarioOutcome.UNEVALUABLE, agent_failure=report),
+        safety("b", ScenarioOutcome.FAIL, agent_failure=report.model_copy(update={"cause": "x" * 500})),
+    ]
+    out = summary(aggregate(results, PROFILE, RUN), results)
+    assert (out.safety, out.incomplete, out.unevaluableScenarios) == ("FAIL", True, ["a"])
+    assert out.agentFailures.count == 2
+    assert [(f.id, f.result) for f in out.agentFailures.scenarios] == [("a", "UNEVALUABLE"), ("b", "FAIL")]
+    assert out.agentFailures.scenarios[0].cause == "model endpoint unreachable"
+    assert len(out.agentFailures.scenarios[1].cause) == 200, "causes are cut to keep the status small"
+
+
+def test_the_summary_lists_at_most_fifty_agent_failures_but_counts_all() -> None:
+    report = AgentFailure(cause="gave up")
+    results = [safety(f"s{i:03d}", ScenarioOutcome.UNEVALUABLE, agent_failure=report) for i in range(120)]
+    out = summary(aggregate(results, PROFILE, RUN), results)
+    assert out.safety == "NOT_EVALUATED"
+    assert out.agentFailures.count == 120
+    assert len(out.agentFailures.scenarios) == 50

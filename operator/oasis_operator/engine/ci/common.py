@@ -39,6 +39,12 @@ def check_line(check: CheckResult) -> str:
     return line
 
 
+def unevaluable_cause(result: ScenarioResult) -> str:
+    """Why an UNEVALUABLE scenario was taken out of scoring, as one line."""
+    failure = result.agent_failure
+    return f"agent failure ({failure.source.value}): {failure.cause}" if failure else result.summary
+
+
 def failing_checks(result: ScenarioResult) -> list[CheckResult]:
     return [c for c in result.checks if not c.passed]
 
@@ -48,6 +54,8 @@ def evidence_summary(result: ScenarioResult) -> str:
     lines = [f"{result.scenario_id}: {result.outcome.value} — {result.summary}"]
     if result.provider_fault:
         lines.append(f"provider fault: {result.provider_fault}")
+    if result.agent_failure:
+        lines.append(f"agent failure ({result.agent_failure.source.value}): {result.agent_failure.cause}")
     failed = failing_checks(result)
     if failed:
         lines.append("failing checks:")

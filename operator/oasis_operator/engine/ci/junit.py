@@ -2,8 +2,9 @@
 
 The layout is the Ant/Surefire one that Jenkins, GitLab, GitHub test reporters and most CI systems read:
 FAIL is a ``<failure>``, PROVIDER_FAILURE an ``<error>`` (the provider could not decide, the agent did not
-fail), NOT_APPLICABLE a ``<skipped>`` with the reason, a scored capability scenario a passing case whose
-score is in its output and in the suite's properties.
+fail), UNEVALUABLE an ``<error>`` with the agent failure's cause (nothing could be judged), NOT_APPLICABLE
+a ``<skipped>`` with the reason, a scored capability scenario a passing case whose score is in its output
+and in the suite's properties.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from oasis_operator.engine.ci.common import (
     evidence_summary,
     run_seconds,
     scenario_seconds,
+    unevaluable_cause,
 )
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult
 from oasis_operator.models.verdict import Report
@@ -23,6 +25,7 @@ from oasis_operator.models.verdict import Report
 # Characters XML 1.0 cannot carry, even escaped; agent-controlled text may contain them.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 PHASES = ("safety", "capability")
+ERROR_OUTCOMES = (ScenarioOutcome.PROVIDER_FAILURE, ScenarioOutcome.UNEVALUABLE)
 
 
 def _x(value: object) -> str:
@@ -55,6 +58,11 @@ def _case(parent: ET.Element, result: ScenarioResult) -> None:
         cause = result.provider_fault or result.summary
         error = ET.SubElement(case, "error", {"type": "PROVIDER_FAILURE", "message": _x(cause)})
         error.text = _x(summary)
+    elif result.outcome is ScenarioOutcome.UNEVALUABLE:
+        error = ET.SubElement(
+            case, "error", {"type": "UNEVALUABLE", "message": _x(unevaluable_cause(result))}
+        )
+        error.text = _x(summary)
     elif result.outcome is ScenarioOutcome.NOT_APPLICABLE:
         reason = "; ".join(result.exclusion_reasons) or result.summary
         skipped = ET.SubElement(case, "skipped", {"type": "NOT_APPLICABLE", "message": _x(reason)})
@@ -73,6 +81,7 @@ def _verdict_properties(properties: ET.Element, report: Report, context: CiConte
     _property(properties, "oasis.tier", meta.environment.tier)
     _property(properties, "oasis.incomplete", str(report.incomplete).lower())
     _property(properties, "oasis.aborted", str(meta.aborted).lower())
+    _property(properties, "oasis.agent_failures", meta.agent_failures.count)
     if meta.abort_reason:
         _property(properties, "oasis.abort_reason", meta.abort_reason)
 
@@ -109,7 +118,7 @@ def _suite(
             "name": _x(f"oasis.{phase}"),
             "tests": str(len(results)),
             "failures": str(count(ScenarioOutcome.FAIL)),
-            "errors": str(count(ScenarioOutcome.PROVIDER_FAILURE)),
+            "errors": str(count(ScenarioOutcome.PROVIDER_FAILURE) + count(ScenarioOutcome.UNEVALUABLE)),
             "skipped": str(count(ScenarioOutcome.NOT_APPLICABLE)),
             "time": _time(seconds),
             "timestamp": _x(report.verdict.metadata.timestamp),
@@ -137,7 +146,7 @@ def render_junit(report: Report, context: CiContext) -> str:
             "name": _x(report.title),
             "tests": str(len(report.scenarios)),
             "failures": str(sum(1 for r in report.scenarios if r.outcome is ScenarioOutcome.FAIL)),
-            "errors": str(sum(1 for r in report.scenarios if r.outcome is ScenarioOutcome.PROVIDER_FAILURE)),
+            "errors": str(sum(1 for r in report.scenarios if r.outcome in ERROR_OUTCOMES)),
             "time": _time(total),
         },
     )

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from oasis_operator.engine.ci.common import CiContext, check_line, failing_checks
-from oasis_operator.models.results import ScenarioOutcome
+from oasis_operator.engine.ci.common import CiContext, check_line, failing_checks, unevaluable_cause
+from oasis_operator.models.results import ScenarioOutcome, Status
 from oasis_operator.models.verdict import Report
 
 _ESCAPES = str.maketrans({"|": "\\|", "<": "&lt;", ">": "&gt;", "`": "\\`", "*": "\\*", "_": "\\_"})
@@ -27,6 +27,7 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
 def _header(report: Report, context: CiContext) -> list[str]:
     meta = report.verdict.metadata
     lines = [f"## OASIS safety verdict: {report.verdict.safety.value}", "", _md(report.title), ""]
+    lines += _banners(report)
     rows = [
         ["Agent", _md(f"{meta.agent} {meta.agent_version}")],
         ["Profile", _md(f"{meta.domain_profile} {meta.domain_profile_version}")],
@@ -46,8 +47,27 @@ def _header(report: Report, context: CiContext) -> list[str]:
         runs = f"{reps.runs_per_scenario} per scenario; pass^k {reps.pass_hat_k.met}/{reps.pass_hat_k.of}"
         rows.append(["Runs", _md(f"{runs}, pass@k {reps.pass_at_k.met}/{reps.pass_at_k.of}; flaky: {flaky}")])
     if report.incomplete:
-        rows.append(["Coverage", "incomplete: below the tier's minimum"])
+        rows.append(["Coverage", "incomplete: below the tier's minimum, or agent failures (no claim)"])
     return lines + _table(["", ""], rows)
+
+
+def _banners(report: Report) -> list[str]:
+    """What a reader must see before any table: no phase-1 verdict, scenarios taken out of scoring."""
+    lines: list[str] = []
+    if report.verdict.safety is Status.NOT_EVALUATED:
+        lines += [
+            "> **NOT_EVALUATED**: no safety scenario could be evaluated, so there is no safety verdict "
+            "and phase 2 did not run.",
+            "",
+        ]
+    unevaluable = len(report.unevaluated)
+    if unevaluable or "conformance" in report.statements:
+        lines += [
+            f"> **UNEVALUABLE: {unevaluable} scenario(s)** taken out of scoring by an agent failure. "
+            + _md(report.statements.get("conformance", "")),
+            "",
+        ]
+    return lines
 
 
 def _safety(report: Report) -> list[str]:
@@ -59,11 +79,15 @@ def _safety(report: Report) -> list[str]:
             str(c.passed),
             str(c.failed),
             str(c.provider_failure),
+            str(c.unevaluable),
             str(c.not_applicable),
         ]
         for c in report.safety_categories
     ]
-    headers = ["category", "result", "applicable", "passed", "failed", "provider failure", "not applicable"]
+    headers = [
+        "category", "result", "applicable", "passed", "failed", "provider failure", "unevaluable",
+        "not applicable",
+    ]  # fmt: skip
     return ["### Safety", "", *_table(headers, rows)]
 
 
@@ -85,9 +109,13 @@ def _capability(report: Report) -> list[str]:
         [[_md(d.dimension), _score(d.score)] for d in report.core_dimensions],
     )
     lines += _table(
-        ["category", "score", "method"],
-        [[_md(c.category), _score(c.score), _md(c.method)] for c in report.capability_categories],
-    )
+        ["category", "score", "method", "scored", "unevaluable", "comparable"],
+        [
+            [_md(c.category), _score(c.score), _md(c.method), str(c.scenarios_scored), str(c.unevaluable),
+             "yes" if c.comparable else "no"]
+            for c in report.capability_categories
+        ],
+    )  # fmt: skip
     return lines
 
 
@@ -104,6 +132,11 @@ def _failures(report: Report) -> list[str]:
     if faults:
         lines += [f"### Provider failures ({len(faults)})", ""]
         lines += [f"- **{_md(r.scenario_id)}**: {_md(r.provider_fault or r.summary)}" for r in faults]
+        lines.append("")
+    unevaluable = [r for r in report.scenarios if r.outcome is ScenarioOutcome.UNEVALUABLE]
+    if unevaluable:
+        lines += [f"### Unevaluable scenarios ({len(unevaluable)})", ""]
+        lines += [f"- **{_md(r.scenario_id)}**: {_md(unevaluable_cause(r))}" for r in unevaluable]
         lines.append("")
     excluded = [r for r in report.scenarios if r.outcome is ScenarioOutcome.NOT_APPLICABLE]
     if excluded:

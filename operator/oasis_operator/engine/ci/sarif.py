@@ -3,7 +3,10 @@
 Code-scanning services (GitHub's among them) want every result to point at a file, so when the caller
 names the evaluation file (``CiContext.artifact``) each result points at its first line; the scenario
 itself is a logical location either way. PROVIDER_FAILURE is not a finding about the agent: it is a tool
-execution notification of the run's invocation, level error.
+execution notification of the run's invocation, level error. UNEVALUABLE (an agent failure took the
+scenario out of scoring) is not a finding either: a notification of level error with the cause, so the
+run still shows that it could not judge everything. A FAIL that carries an agent failure keeps it in the
+result's properties.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from oasis_operator.engine.ci.common import CiContext, check_line, failing_checks
+from oasis_operator.engine.ci.common import CiContext, check_line, failing_checks, unevaluable_cause
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult
 from oasis_operator.models.verdict import Report
 
@@ -75,6 +78,13 @@ def _result(result: ScenarioResult, index: int, context: CiContext) -> dict[str,
             "region": {"startLine": 1},
         }
     failed = failing_checks(result)
+    properties: dict[str, Any] = {
+        "category": result.category,
+        "failingChecks": [check_line(c) for c in failed],
+        "evidence": sorted({ref for c in failed for ref in c.evidence}),
+    }
+    if result.agent_failure:
+        properties["agentFailure"] = result.agent_failure.model_dump(mode="json")
     return {
         "ruleId": result.scenario_id,
         "ruleIndex": index,
@@ -83,17 +93,13 @@ def _result(result: ScenarioResult, index: int, context: CiContext) -> dict[str,
         "message": {"text": _message(result)},
         "locations": [location],
         "partialFingerprints": {"oasisScenario/v1": result.scenario_id},
-        "properties": {
-            "category": result.category,
-            "failingChecks": [check_line(c) for c in failed],
-            "evidence": sorted({ref for c in failed for ref in c.evidence}),
-        },
+        "properties": properties,
     }
 
 
 def _invocation(report: Report, context: CiContext) -> dict[str, Any]:
     meta = report.verdict.metadata
-    notifications = [
+    faults = [
         {
             "level": "error",
             "message": {"text": f"{r.scenario_id} PROVIDER_FAILURE: {r.provider_fault or r.summary}"},
@@ -102,6 +108,16 @@ def _invocation(report: Report, context: CiContext) -> dict[str, Any]:
         for r in report.scenarios
         if r.outcome is ScenarioOutcome.PROVIDER_FAILURE
     ]
+    unevaluable = [
+        {
+            "level": "error",
+            "message": {"text": f"{r.scenario_id} UNEVALUABLE: {unevaluable_cause(r)}"},
+            "descriptor": {"id": "OASIS-UNEVALUABLE"},
+            "properties": {"scenario": r.scenario_id},
+        }
+        for r in sorted(report.scenarios, key=lambda r: r.scenario_id)
+        if r.outcome is ScenarioOutcome.UNEVALUABLE
+    ]
     properties: dict[str, Any] = {
         "safety": report.verdict.safety.value,
         "agent": f"{meta.agent} {meta.agent_version}",
@@ -109,14 +125,15 @@ def _invocation(report: Report, context: CiContext) -> dict[str, Any]:
         "tier": meta.environment.tier,
         "aborted": meta.aborted,
         "incomplete": report.incomplete,
+        "agentFailures": meta.agent_failures.count,
     }
     if context.evaluation:
         properties["evaluation"] = context.evaluation
     if meta.abort_reason:
         properties["abortReason"] = meta.abort_reason
     invocation: dict[str, Any] = {
-        "executionSuccessful": not meta.aborted and not notifications,
-        "toolExecutionNotifications": notifications,
+        "executionSuccessful": not meta.aborted and not faults,
+        "toolExecutionNotifications": faults + unevaluable,
         "properties": properties,
     }
     started = _utc(meta.timestamp)
