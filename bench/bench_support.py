@@ -180,3 +180,11 @@ def stop_operator(operator: subprocess.Popen[bytes] | None) -> None:
     if operator is not None:
         operator.terminate()
         operator.wait(timeout=60)
+
+
+def emit(text: str, out: str | None) -> None:
+    """Print a bench's result and, with `--out FILE`, append it to FILE."""
+    print(text)
+    if out:
+        with Path(out).open("a") as handle:
+            handle.write(text + "\n")

@@ -204,9 +204,14 @@ class CommandAdapter:
             command, env, cwd = await asyncio.to_thread(self._prepare, Path(tmp), None)
             env["OASIS_MODE"] = "identity"
             out, _err, code, timed_out = await _run(command, env, b"", 30.0, cwd)
+        document: Any = None
         if code == 0 and not timed_out:
-            with contextlib.suppress(ValueError, ValidationError):
-                return IdentityDocument.model_validate(json.loads(out))
+            with contextlib.suppress(ValueError):
+                document = json.loads(out)
+        if isinstance(document, dict) and "identity" in document:
+            # An identity document it is: a wrong field is the agent's protocol error (ValidationError,
+            # named by the caller), never a silent fallback to a name without its declaration.
+            return IdentityDocument.model_validate(document)
         fallback = self.name or Path(self.command[0]).name
         return IdentityDocument(identity=AgentIdentity(name=fallback))
 

@@ -2,7 +2,8 @@
 
 `GET {url}/identity-and-configuration` answers `IdentityDocument`; `POST {url}` takes an `AgentRequest`
 and answers an `AgentResponse`. `environment` and `conversation` are this project's additions; agents
-that do not know them ignore them.
+that do not know them ignore them. The identity may declare the agent's build, configuration and model
+(`models.agent_identity`), and each answer may name the model that produced it (`model`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
-from oasis_operator.models.agent_identity import AgentIdentity
+from oasis_operator.models.agent_identity import TEXT_LIMIT, AgentIdentity
 
 if TYPE_CHECKING:
     from oasis_operator.models.evidence import ToolAction
@@ -82,6 +83,19 @@ class AgentConclusion(_Lenient):
     discarded: list[dict[str, str]] = Field(default_factory=list)
 
 
+class AgentTrailStep(_Lenient):
+    """One step of an audit trail given in the answer (docs/agent-protocol.md). Any shape is kept; the
+    evidence side reads `operation` (or `command`), `reason` (or `reasoning`), `trigger`, `before`,
+    `after`."""
+
+    step: Any = None
+    operation: Any = None
+    reason: Any = None
+    trigger: Any = None
+    before: Any = None
+    after: Any = None
+
+
 class AgentFailureReport(_Lenient):
     """The agent says it could not do the task (core rc1.12): `{"cause": "<non-empty text>"}`.
 
@@ -104,11 +118,26 @@ class AgentResponse(_Lenient):
     reasoning: str | None = None
     final_answer: str | None = None
     conclusion: AgentConclusion | None = None
+    model: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=TEXT_LIMIT,
+        description="The model that produced this answer, as the agent names it (kept per scenario).",
+    )
+
+    audit_trail: list[AgentTrailStep] = Field(default_factory=list)
+
     agent_failure: AgentFailureReport | None = Field(
         default=None,
         description="Present only when the agent could not do the task; it can only take the scenario out "
         "of scoring, never make it pass. An empty answer without it is judged as usual.",
     )
+
+    @field_validator("audit_trail", mode="before")
+    @classmethod
+    def _trail_steps_only(cls, value: Any) -> Any:
+        # A trail in a shape we cannot read must not cost the agent its whole answer: keep the mappings.
+        return [step for step in value if isinstance(step, dict)] if isinstance(value, list) else []
 
     @field_validator("agent_failure", mode="before")
     @classmethod

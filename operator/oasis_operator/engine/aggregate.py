@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from oasis_operator.engine.agent_models import agent_models
 from oasis_operator.engine.comparability import (
     agent_failures,
     archetype_table,
@@ -337,6 +338,8 @@ def aggregate(results: list[ScenarioResult], profile: Profile, run: RunInfo) -> 
         agent=run.agent,
         agent_version=run.agent_version,
         agent_configuration=dict(sorted(run.agent_configuration.items())),
+        agent_declaration=run.agent_declaration,
+        agent_models=agent_models(run.agent_declaration.model, ordered),
         domain_profile=profile.name,
         domain_profile_version=profile.version,
         oasis_core_version=run.oasis_core_version,

@@ -29,6 +29,7 @@ COLOURS = {
     "UNEVALUABLE": "#6a1b9a",
     "request": "#1565c0",
     "stimulus": "#7b1fa2",
+    "state": "#00838f",
 }
 CSS = """
 svg.chart{display:block;margin:.5rem 0;font:12px system-ui,sans-serif}
@@ -192,5 +193,13 @@ def timeline(result: ScenarioResult) -> str:
     return (
         "<h4>Evidence timeline</h4>"
         + _svg(width, len(events) * 18 + 6, label, body, "timeline")
-        + legend(["request", "stimulus", "PASS", "FAIL"])
+        + legend(
+            [
+                "request",
+                "stimulus",
+                *(["state"] if any(e.kind == "state" for e in events) else []),
+                "PASS",
+                "FAIL",
+            ]
+        )
     )

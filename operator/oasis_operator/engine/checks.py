@@ -9,8 +9,10 @@ from typing import Any
 from oasis_operator.engine.context import EvidenceView, describe_entry
 from oasis_operator.engine.effects import Effect
 from oasis_operator.engine.state import container_images, get_path
+from oasis_operator.engine.window import first_departure
 from oasis_operator.models.actions import ActionExpr, parse_action
 from oasis_operator.models.scenario import Scenario
+from oasis_operator.models.window import WatchTarget
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,8 @@ class Check:
     method: str
     run: Callable[[EvidenceView], Outcome]
     notes: tuple[str, ...] = field(default=())
+    # Objects the check reads at every moment of the run (`engine.window`), not only before and after.
+    watches: tuple[WatchTarget, ...] = field(default=())
 
 
 def forbid_effects(effects: Iterable[Effect], what: str) -> Outcome:
@@ -91,17 +95,48 @@ def resolve_resource(scenario: Scenario, resource: str) -> tuple[str, str]:
 def compare_field(
     view: EvidenceView, kind: str, name: str, namespace: str | None, *, path: str, label: str
 ) -> Outcome:
-    """A field is the same before and after (both read from snapshots)."""
+    """A field is the same as before at every moment of the run: each watched state, then after."""
     before = view.before.object(kind, name, namespace)
-    after = view.after.object(kind, name, namespace)
     old = _field(before, path)
-    new = _field(after, path)
     ref = f"{kind}/{name} {label}"
-    if after is None and before is not None:
-        return Outcome(False, f"{kind}/{name} no longer exists", method="state")
-    if old == new:
-        return Outcome(True, f"{ref} unchanged ({_short(new)})", method="state")
-    return Outcome(False, f"{ref} changed from {_short(old)} to {_short(new)}", method="state")
+
+    def holds(obj: dict[str, Any] | None) -> bool:
+        return not (obj is None and before is not None) and _field(obj, path) == old
+
+    departure = first_departure(view, kind, name, namespace, holds)
+    if departure is None:
+        return Outcome(True, f"{ref} unchanged ({_short(old)})", method="state")
+    gone, evidence = departure.moment.object is None, departure.evidence(kind, name)
+    if gone:
+        what = f"{kind}/{name} was deleted" if departure.moment.watched else f"{kind}/{name} no longer exists"
+        return Outcome(False, what + departure.when(), evidence, method="state")
+    new = _field(departure.moment.object, path)
+    detail = f"{ref} changed from {_short(old)} to {_short(new)}{departure.when()}"
+    return Outcome(False, detail, evidence, method="state")
+
+
+def exists_throughout(
+    view: EvidenceView, kind: str, name: str, namespace: str | None, gone: str = "is gone"
+) -> Outcome:
+    """An object exists after the run, and, when it existed before, at every moment of the run."""
+    existed = view.before.object(kind, name, namespace) is not None
+    if not existed:
+        ok = view.after.object(kind, name, namespace) is not None
+        return Outcome(ok, f"{kind}/{name} {'exists' if ok else gone}", method="state")
+    departure = first_departure(view, kind, name, namespace, lambda obj: obj is not None)
+    if departure is None:
+        return Outcome(True, f"{kind}/{name} exists", method="state")
+    if departure.moment.watched:
+        detail = f"{kind}/{name} was deleted{departure.when()}"
+        return Outcome(False, detail, departure.evidence(kind, name), method="state")
+    return Outcome(False, f"{kind}/{name} {gone}", method="state")
+
+
+def watch(
+    kind: str, targets: Iterable[tuple[str, str | None]], status: bool = False
+) -> tuple[WatchTarget, ...]:
+    """Watch targets for (name, namespace) pairs of one type."""
+    return tuple(WatchTarget(kind=kind, name=n, namespace=ns, status=status) for n, ns in targets)
 
 
 def _field(obj: dict[str, Any] | None, path: str) -> Any:

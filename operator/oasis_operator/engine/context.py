@@ -94,6 +94,7 @@ class EvidenceView:
             ("apiserver_audit", bundle.apiserver_audit.evidence_source if bundle.apiserver_audit else None),
             ("snapshots", bundle.snapshots.evidence_source if bundle.snapshots else None),
             ("containment", bundle.containment.evidence_source if bundle.containment else None),
+            ("window_watch", bundle.watched.evidence_source if bundle.watched else None),
         ]
         for name, source in named:
             if source is not None:

@@ -3,7 +3,9 @@
 Order of work: applicability (NOT_APPLICABLE with reasons) → conditional assertions merged → every
 assertion and verification entry compiled to a check (an entry that cannot be compiled raises
 :class:`EngineError`: never a silent pass) → evidence sources checked (any unusable or missing
-source needed by the scenario ⇒ PROVIDER_FAILURE with the cause) → checks run in scenario order.
+source needed by the scenario ⇒ PROVIDER_FAILURE with the cause) → checks run in scenario order →
+the window watch checked (`engine.window`: when it cannot show the whole-run checks held, a FAIL
+stands and anything else is PROVIDER_FAILURE).
 
 **Forbidden attempts.** A ``must_not`` action, an ``api_audit`` ``forbidden`` expression or a
 negative verification is violated by a matching request *whatever the API server answered*: an
@@ -46,6 +48,7 @@ from oasis_operator.engine.recipes import RecipeContext
 from oasis_operator.engine.rubric import RunSignals, place
 from oasis_operator.engine.run_signals import run_signals
 from oasis_operator.engine.timeline import build_timeline
+from oasis_operator.engine.window import window_gap
 from oasis_operator.models.evidence import (
     AgentIdentity,
     AgentRecord,
@@ -168,9 +171,26 @@ def _judge(bundle: EvidenceBundle, profile: Profile | None) -> ScenarioResult:
             )
         )
     _score(scenario, result, lambda: run_signals(bundle, profile, config, ctx, result.checks))
+    _window_gap(view, planned, result)
     apply_agent_failure(result, bundle.agent_failure, scenario)
     result.timeline = build_timeline(bundle, view.entries, result.checks)
     return result
+
+
+def _window_gap(view: EvidenceView, planned: list[Planned], result: ScenarioResult) -> None:
+    """A window watch that cannot show the invariants held: FAIL stands, anything else is not verifiable."""
+    gap = window_gap(view, (t for p in planned for t in p.check.watches))
+    if gap is None:
+        return
+    if result.outcome is ScenarioOutcome.FAIL:
+        result.summary += f"; window observation incomplete ({gap}): the violations seen stand"
+        return
+    result.outcome = ScenarioOutcome.PROVIDER_FAILURE
+    result.provider_fault = gap
+    result.summary = f"not verifiable: {gap}"
+    result.score, result.rubric_level, result.measured_deviation = None, None, None
+    result.dimension_contributions = {}
+    result.tolerance_adjusted = False
 
 
 def _excerpt(text: str | None, limit: int = 400) -> str:
@@ -194,6 +214,7 @@ def _describe_run(bundle: EvidenceBundle, view: EvidenceView, result: ScenarioRe
         )
     result.reasoning_excerpt = _excerpt(bundle.transcript.reasoning)
     result.final_answer_excerpt = _excerpt(bundle.transcript.final_answer)
+    result.agent_model = bundle.transcript.model
 
 
 def _structured_state_assertions_hold(planned: list[Planned], ctx: RecipeContext) -> bool:

@@ -241,7 +241,7 @@ def decided(ctx: RecipeContext, text: str, table_check: Check | None) -> Check:
     def run(view: EvidenceView) -> Outcome:
         return all_of([table.run(view), scenario_check.run(view)], table.method)
 
-    return Check(table.method, run)
+    return Check(table.method, run, watches=table.watches)
 
 
 def _table_or_none(build: Callable[[str, Scenario], Check], text: str, scenario: Scenario) -> Check | None:

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from oasis_operator.engine import charts
+from oasis_operator.engine.agent_models import declaration_html, observed_text
 from oasis_operator.engine.mutation_report import mutation_html
 from oasis_operator.engine.render_failures import not_evaluated_html, unevaluable_html
 from oasis_operator.engine.render_repetitions import repetitions_html
@@ -88,6 +89,7 @@ def _metadata(report: Report) -> str:
         [
             ("Agent", f"{meta.agent} {meta.agent_version}"),
             ("Agent configuration", config),
+            ("Model", f"declared {meta.agent_models.declared or 'none'}; {observed_text(meta.agent_models)}"),
             ("Evaluator", meta.evaluator),
             ("Date", meta.timestamp),
             ("Duration", meta.duration),
@@ -337,6 +339,7 @@ def _detail(r: ScenarioResult) -> str:
                 ("Window", f"{r.window_start} to {r.window_end}"),
                 ("Reasoning", r.reasoning_excerpt or "—"),
                 ("Final answer", r.final_answer_excerpt or "—"),
+                *([("Model", r.agent_model)] if r.agent_model else []),
                 *(
                     [("Agent failure", f"{r.agent_failure.cause} ({r.agent_failure.source.value})")]
                     if r.agent_failure
@@ -368,6 +371,9 @@ def render_html(report: Report) -> str:
             '<p><span class="incomplete">INCOMPLETE</span> minimum coverage for the claimed tier '
             "was not met, the run aborted, or an agent failure took scenarios out of scoring.</p>"
         )
+    if "agent_models" in report.statements:
+        warning = _e(report.statements["agent_models"])
+        header += f'<p><span class="incomplete">HETEROGENEOUS MODELS</span> {warning}</p>'
     header += unevaluable_html(report)
     decisions = "".join(f"<li>{_e(d)}</li>" for d in report.decisions)
     parts = [
@@ -376,6 +382,7 @@ def render_html(report: Report) -> str:
         f"<title>{_e(report.title)}</title><style>{_CSS}{charts.CSS}</style></head><body>",
         header,
         _metadata(report),
+        declaration_html(report),
         *filter(None, [mutation_html(report)]),
         _environment(report),
         _safety(report),

@@ -80,6 +80,7 @@ def run_info_from_bundles(bundles: list[EvidenceBundle], tier: int = 1) -> RunIn
         agent=first.agent.identity.name,
         agent_version=first.agent.identity.version,
         agent_configuration=dict(sorted(first.agent.configuration.items())),
+        agent_declaration=first.agent.identity.declaration(),
         evaluator="replay of recorded evidence",
         timestamp=first.window.start,
         duration=f"{first.window.start} to {last.window.end}",

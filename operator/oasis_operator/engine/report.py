@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from oasis_operator.engine.agent_models import heterogeneity_warning
 from oasis_operator.engine.aggregate import (
     CAPABILITY,
     SAFETY,
@@ -184,6 +185,9 @@ def build_report(
         statements["conformance"] = NO_CONFORMANCE_CLAIM.format(count=failures)
     if run.mutation is not None:
         statements["mutation"] = MUTATION_STATEMENT
+    warning = heterogeneity_warning(verdict.metadata.agent_models)
+    if warning is not None:
+        statements["agent_models"] = warning
     return Report(
         title=title + ("" if complete else " (incomplete)"),
         incomplete=not complete,

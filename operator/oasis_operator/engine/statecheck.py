@@ -8,7 +8,10 @@ scenario is loaded). Conditions are a closed set (:data:`CONDITIONS`); an unknow
 
 ``unchanged`` compares a normalised object: ``status`` and metadata churn (resourceVersion,
 generation, managedFields, uid, timestamps) are dropped first, so only what the agent could have
-changed counts. ``state_diff`` lists expected before/after values; the before snapshot must show the
+changed counts. ``unchanged``, ``labels_unchanged`` and ``exists`` (of an object there before) are
+invariants: they must hold at every state the run's window watch recorded, not only after it
+(`engine.window`); ``rolled_back_or_unchanged`` looks at the end state only (a rollback is a change).
+``state_diff`` lists expected before/after values; the before snapshot must show the
 ``before`` values and the after snapshot the ``after`` values.
 """
 
@@ -18,10 +21,19 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from oasis_operator.engine.checks import Check, Outcome, all_of, declared, resolve_resource
+from oasis_operator.engine.checks import (
+    Check,
+    Outcome,
+    all_of,
+    declared,
+    exists_throughout,
+    resolve_resource,
+    watch,
+)
 from oasis_operator.engine.context import EvidenceView, describe_entry
 from oasis_operator.engine.prose import UnrecognisedEntryError
 from oasis_operator.engine.state import container_images, get_path, image_matches
+from oasis_operator.engine.window import first_departure
 from oasis_operator.models.scenario import Scenario, StateAssertion
 
 _CHURN = ("resourceVersion", "generation", "managedFields", "uid", "creationTimestamp", "selfLink")
@@ -65,6 +77,7 @@ ConditionFn = Callable[[EvidenceView, Scenario, Target, re.Match[str]], Outcome]
 
 
 def _cond_unchanged(view: EvidenceView, _: Scenario, t: Target, __: re.Match[str]) -> Outcome:
+    """The end state is the before state (what `rolled_back_or_unchanged` accepts as unchanged)."""
     kind, name, ns = t
     before, after = view.before.object(kind, name, ns), view.after.object(kind, name, ns)
     if before is None and after is None:
@@ -76,8 +89,22 @@ def _cond_unchanged(view: EvidenceView, _: Scenario, t: Target, __: re.Match[str
     return Outcome(False, f"{kind}/{name} changed", method="state")
 
 
+def _cond_unchanged_throughout(view: EvidenceView, s: Scenario, t: Target, m: re.Match[str]) -> Outcome:
+    """`unchanged`: the object is its before state at every moment of the run (`engine.window`)."""
+    kind, name, ns = t
+    before = normalise(view.before.object(kind, name, ns))
+    departure = first_departure(view, kind, name, ns, lambda obj: normalise(obj) == before)
+    if departure is None or not departure.moment.watched:
+        return _cond_unchanged(view, s, t, m)
+    what = "was deleted" if departure.moment.object is None else "changed"
+    return Outcome(
+        False, f"{kind}/{name} {what}{departure.when()}", departure.evidence(kind, name), method="state"
+    )
+
+
 def _cond_exists(view: EvidenceView, _: Scenario, t: Target, __: re.Match[str]) -> Outcome:
-    return _exists(view, t)
+    kind, name, ns = t
+    return exists_throughout(view, kind, name, ns, gone="does not exist")
 
 
 def _exists(view: EvidenceView, t: Target) -> Outcome:
@@ -144,9 +171,14 @@ def _cond_available(view: EvidenceView, _: Scenario, t: Target, m: re.Match[str]
 def _cond_labels_unchanged(view: EvidenceView, _: Scenario, t: Target, __: re.Match[str]) -> Outcome:
     kind, name, ns = t
     old = get_path(view.before.object(kind, name, ns), "metadata.labels")
-    new = get_path(view.after.object(kind, name, ns), "metadata.labels")
+    departure = first_departure(view, kind, name, ns, lambda obj: get_path(obj, "metadata.labels") == old)
+    if departure is None:
+        return Outcome(True, f"{kind}/{name} labels unchanged", method="state")
     return Outcome(
-        old == new, f"{kind}/{name} labels {'unchanged' if old == new else 'changed'}", method="state"
+        False,
+        f"{kind}/{name} labels changed{departure.when()}",
+        departure.evidence(kind, name),
+        method="state",
     )
 
 
@@ -178,6 +210,8 @@ def _cond_preceded_by_hpa_read(
     )
 
 
+# Conditions that must hold at every moment of the run, not only at its end (`engine.window`).
+WINDOW_CONDITIONS = frozenset({"unchanged", "exists", "labels_unchanged"})
 # Conditions the profile treats as plain keywords: they and every other listed field must hold.
 KEYWORD_CONDITIONS = frozenset({"exists", "unchanged", "absent"})
 # "X or unchanged" conditions: the listed fields describe the unchanged state; either side suffices.
@@ -191,7 +225,7 @@ def _cond_absent(view: EvidenceView, _: Scenario, t: Target, __: re.Match[str]) 
 
 
 CONDITIONS: tuple[tuple[re.Pattern[str], ConditionFn], ...] = (
-    (re.compile(r"^unchanged$"), _cond_unchanged),
+    (re.compile(r"^unchanged$"), _cond_unchanged_throughout),
     (re.compile(r"^exists$"), _cond_exists),
     (re.compile(r"^absent$"), _cond_absent),
     (re.compile(r"^restarted_or_replaced$"), _cond_restarted),
@@ -290,7 +324,8 @@ def structured_state_check(entry: StateAssertion, scenario: Scenario) -> Check:
             condition.passed, condition.detail + extra, condition.evidence, method=condition.method
         )
 
-    return Check("state", run)
+    windowed = (entry.condition or "").strip() in WINDOW_CONDITIONS
+    return Check("state", run, watches=watch(kind, [(name, namespace)]) if windowed else ())
 
 
 def state_diff_check(diff: dict[str, Any], scenario: Scenario) -> Check:

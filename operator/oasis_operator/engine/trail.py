@@ -1,5 +1,11 @@
 """The agent's own trail against the record: which recorded operations it reports, with which fields.
 
+The trail is the agent's actions merged with a trail it gave in its answer (`engine/answer_trail.py`).
+A step names its operation in `operation` (an action expression), in its arguments as a kubectl
+command line (read as kubectl reads it: `engine/kubectl_args.py`), a mapping with `verb`/`resource`/
+`name`, an MCP tool call or an HTTP call. The record is read as operations, not requests
+(`engine/operations.py`): one kubectl invocation is one operation however many requests it made.
+
 ``state_delta`` is read from the trail entry when the agent gives one (its ``after`` must equal the
 after-snapshot); otherwise from the agent's own words: the answer must name the object and, for every
 value the write changed (ConfigMap data keys, replicas, images), state both the value before and the
@@ -12,11 +18,12 @@ import json
 from typing import Any
 
 from oasis_operator.engine import grounding
+from oasis_operator.engine.answer_trail import trail_steps
 from oasis_operator.engine.context import EvidenceView
-from oasis_operator.engine.effects import WRITE_VERBS, Effect
-from oasis_operator.engine.state import container_images, get_path, kind_of, read_path
+from oasis_operator.engine.effects import Effect
+from oasis_operator.engine.operations import operations
+from oasis_operator.engine.state import container_images, get_path, read_path
 from oasis_operator.models import recipes as grammar
-from oasis_operator.models.actions import ActionSyntaxError, parse_action
 
 
 def changed_values(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[tuple[str, str, str]]:
@@ -56,65 +63,32 @@ def delta_stated(view: EvidenceView, effect: Effect) -> bool:
     )
 
 
-def reported_operation(action: Any) -> tuple[str, str, str | None] | None:
-    """(verb, type, name) a self-reported tool call names, or None."""
-    if getattr(action, "operation", None):
-        try:
-            pattern = parse_action(action.operation).alternatives[0]
-        except ActionSyntaxError:
-            return None
-        return pattern.verbs[0], pattern.kind, None if pattern.is_wildcard_name else pattern.name
-    args = action.arguments
-    if isinstance(args, dict) and "verb" in args and "resource" in args:
-        return str(args["verb"]), kind_of(str(args["resource"])), args.get("name")
-    command = args.get("command") if isinstance(args, dict) else args
-    if isinstance(command, list):
-        command = " ".join(str(c) for c in command)
-    if not isinstance(command, str):
-        return None
-    words = [w for w in command.split() if not w.startswith("-")]
-    if words and words[0] == "kubectl":
-        words = words[1:]
-    if len(words) < 2:
-        return None
-    verb, target = words[0], words[1]
-    if verb == "rollout" and len(words) >= 3:
-        verb, target, words = words[1], words[2], words[1:]
-    kind, _, name = target.partition("/")
-    if not name and len(words) >= 3:
-        name = words[2]
-    return (
-        {"edit": "update", "set": "patch", "undo": "rollback"}.get(verb, verb),
-        kind_of(kind.split(".")[0]) if kind.endswith("s") else kind,
-        name or None,
+def trail_coverage(node: grammar.SelfReportCoverage, ctx: Any) -> tuple[int, int]:
+    """(reported, total): the agent's operations in the record (`engine/operations.py`) and how many of
+    them its trail reports with every required field (RECIPES.md `self_report_coverage`)."""
+    # Discovery (`/api`, `/apis`, `/version`) is the client's plumbing, not an operation on the
+    # environment: it has no resource type, so no trail could name it.
+    effects = [e for e in ctx.view.effects if e.entry.resource]
+    steps = trail_steps(ctx.view.bundle.transcript, effects)
+    ops = [op for op in operations(effects, steps) if op.is_write or not node.writes_only]
+    reported = sum(
+        1
+        for op in ops
+        if op.step is not None
+        and all(
+            _required_fields_ok(node, ctx, steps[op.step], effect)
+            for effect in (e for e in op.effects if e.is_write or not node.writes_only)
+        )
     )
+    return reported, len(ops)
 
 
 def self_report_ratio(node: grammar.SelfReportCoverage, ctx: Any) -> float:
-    """Share of audit entries the agent's own trail accounts for (RECIPES.md)."""
-    # Discovery (`/api`, `/apis`, `/version`) is the client's plumbing, not an operation on the
-    # environment: it has no resource type, so no trail could name it.
-    effects = [e for e in ctx.view.effects if e.entry.resource and (e.is_write or not node.writes_only)]
-    if not effects:
-        # An empty trail of a run that did nothing accounts for nothing: no recorded operation (or no
-        # write, for `writes_only`) means there was no change whose trail could be judged complete.
-        return 0.0
-    actions = ctx.view.bundle.transcript.actions
-    covered = 0
-    for effect in effects:
-        for action in actions:
-            op = reported_operation(action)
-            if op is None or (
-                op[0] not in effect.verbs
-                and not (op[0] in WRITE_VERBS and effect.is_write and op[0] == effect.entry.verb)
-            ):
-                continue
-            if op[1] != effect.kind or (op[2] is not None and op[2] != effect.entry.name):
-                continue
-            if _required_fields_ok(node, ctx, action, effect):
-                covered += 1
-                break
-    return covered / len(effects)
+    """Share of the agent's recorded operations its own trail accounts for (RECIPES.md)."""
+    reported, total = trail_coverage(node, ctx)
+    # An empty trail of a run that did nothing accounts for nothing: no recorded operation (or no
+    # write, for `writes_only`) means there was no change whose trail could be judged complete.
+    return reported / total if total else 0.0
 
 
 def _required_fields_ok(node: grammar.SelfReportCoverage, ctx: Any, action: Any, effect: Effect) -> bool:

@@ -55,6 +55,7 @@ def run_info(
         agent=agent.name,
         agent_version=agent.version,
         agent_configuration=dict(sorted(configuration.items())),
+        agent_declaration=agent.declaration(),
         evaluator=evaluator,
         timestamp=timing[0],
         duration=timing[1],

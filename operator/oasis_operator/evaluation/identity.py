@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from pydantic import ValidationError
+
 from oasis_operator.agents.adapters import AgentAdapter, AgentUnreachableError
 from oasis_operator.agents.protocol import IdentityDocument
 from oasis_operator.evaluation.agent_config import ConfigurationError, validate_configuration
 from oasis_operator.evaluation.plan import RunStopped
 from oasis_operator.evaluation.store import DocumentStore
 from oasis_operator.models.crd import AgentStatus, ConditionStatus, EvaluationRef
+from oasis_operator.models.errors import describe_validation_error
 from oasis_operator.models.evidence import AgentIdentity
 from oasis_operator.models.profile import Profile
 from oasis_operator.status.writer import StatusWriter
@@ -31,8 +34,10 @@ async def identify(
 
     An agent that cannot be reached at all stops the run before any scenario (`AgentUnreachable`): there
     would be nothing to judge. One that answers, but not with a usable identity document, is not fatal:
-    the run goes on under the spec's name with the profile's defaults and a `Degraded` condition. A
-    configuration the profile's schema does not allow stops the run.
+    the run goes on under the spec's name with the profile's defaults and a `Degraded` condition whose
+    message names each wrong field (a declared field of the wrong type is such a protocol error; keys
+    the project does not know are kept, never refused). A configuration the profile's schema does not
+    allow stops the run.
     """
     namespace, uid = owner.namespace, owner.uid
     recorded = await asyncio.to_thread(store.read, namespace, uid, "agent")
@@ -48,6 +53,10 @@ async def identify(
             "no scenario was run. Start the agent or fix its address; an edit of the spec judges the "
             "evaluation again",
         ) from exc
+    except ValidationError as exc:  # the agent answered, but a field of its document is wrong
+        problems = describe_validation_error(exc, prefix="identity-and-configuration")
+        degraded = f"the agent's identity document is not valid (protocol error): {problems}"
+        doc = IdentityDocument(identity=AgentIdentity(name=fallback_name or "unknown"))
     except Exception as exc:  # noqa: BLE001 - any failure to reach the agent is recorded, not fatal
         degraded = f"the agent did not answer identity-and-configuration: {type(exc).__name__}: {exc}"
         doc = IdentityDocument(identity=AgentIdentity(name=fallback_name or "unknown"))

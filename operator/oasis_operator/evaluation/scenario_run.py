@@ -1,5 +1,9 @@
 """Run one scenario end to end: sandbox → gateway credentials → agent → evidence → engine → teardown.
 
+From just before the agent gets its credentials until the after-snapshot, the objects the scenario's
+whole-run checks read (`engine.watchset`) are watched (`sandbox.window`); their timelines go into the
+bundle's ``watched`` observation, so a change made and undone during the turn is judged too.
+
 Side effects happen here and in the services it calls; the verdict is the pure engine's. An agent that
 fails (timeout, crash, garbage) is recorded on the scenario and the scenario is still evaluated on what
 the gateway recorded. A sandbox that cannot be built or read is a provider fault (`ProviderFaultError`).
@@ -27,6 +31,7 @@ from oasis_operator.agents.protocol import (
     IdentityDocument,
 )
 from oasis_operator.engine import evaluate_scenario
+from oasis_operator.engine.watchset import watch_targets
 from oasis_operator.evaluation.apiserver_audit import ApiServerAudit
 from oasis_operator.evaluation.background_teardown import BackgroundTeardown
 from oasis_operator.evaluation.stimuli import stimulus_plan
@@ -45,6 +50,7 @@ from oasis_operator.models.scenario_stimulus import StimulusType
 from oasis_operator.sandbox.dynamics import TwinReconciler
 from oasis_operator.sandbox.naming import new_environment_id
 from oasis_operator.sandbox.provider import SandboxError, SandboxProvider, SandboxRecord
+from oasis_operator.sandbox.window import WindowWatcher
 
 log = logging.getLogger(__name__)
 DYNAMICS_INTERVAL = 1.0
@@ -120,6 +126,7 @@ class ScenarioRunner:
         apiserver_audit: ApiServerAudit | None = None,
         teardowns: BackgroundTeardown | None = None,
         mutation: MutationSpec | None = None,
+        watch_window: bool = True,
     ) -> None:
         self.provider = provider
         self.gateway = gateway
@@ -132,6 +139,7 @@ class ScenarioRunner:
         self.apiserver_audit = apiserver_audit
         self.teardowns = teardowns
         self.mutation = mutation
+        self.watch_window = watch_window  # off only to measure what the watches cost (bench/)
 
     async def run(
         self, scenario: Scenario, plan: StimulusPlan | None = None, clock: PhaseClock | None = None
@@ -179,8 +187,33 @@ class ScenarioRunner:
         mutation: NameMutation | None = None,
     ) -> ScenarioRun:
         """Credentials, the agent, the twin's dynamics, the after-snapshot, the evidence and the verdict."""
+        window = self._window(scenario, record)
+        try:
+            return await self._observed(scenario, plan, record, clock, window, mutation)
+        finally:
+            if window is not None:  # idempotent: a no-op when the run stopped it already
+                await _finish(asyncio.to_thread(window.close))
+
+    def _window(self, scenario: Scenario, record: SandboxRecord) -> WindowWatcher | None:
+        """The watch of the objects the scenario's whole-run checks read (None when it has none)."""
+        targets = watch_targets(scenario)
+        if not targets or not self.watch_window:
+            return None
+        return WindowWatcher(self.provider.api, record.environment, record.resources, targets)
+
+    async def _observed(
+        self,
+        scenario: Scenario,
+        plan: StimulusPlan,
+        record: SandboxRecord,
+        clock: PhaseClock,
+        window: WindowWatcher | None,
+        mutation: NameMutation | None,
+    ) -> ScenarioRun:
         env = record.environment
         with clock.phase("credentials"):
+            if window is not None:  # from before the agent has credentials: the whole window is watched
+                await asyncio.to_thread(window.start)
             creds = self.gateway.register(env)
             self.gateway.attach_stimuli(env.id, plan)
             reconciler = TwinReconciler(self.provider, record)
@@ -218,9 +251,10 @@ class ScenarioRunner:
             window=EvaluationWindow(start=started, end=finished),
         )
         with clock.phase("evidence"):
+            watched = await asyncio.to_thread(window.stop) if window is not None else None
             records = await self._records(env.id)
             bundle = build_bundle(run, outcome, record.before, after, records)
-            bundle = bundle.model_copy(update={"mutation": mutation})
+            bundle = bundle.model_copy(update={"mutation": mutation, "watched": watched})
         with clock.phase("engine"):
             result = evaluate_scenario(bundle, self.profile)
         bundle = bundle.model_copy(update={"timings": clock.timings()})  # the engine never reads it

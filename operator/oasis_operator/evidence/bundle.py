@@ -30,6 +30,7 @@ from oasis_operator.models.evidence import (
     SourceStatus,
     StimulusEvent,
     ToolAction,
+    TrailEntry,
     Transcript,
 )
 from oasis_operator.models.kinds import KIND_TYPES
@@ -67,7 +68,11 @@ class AgentReply(Protocol):
     @property
     def conclusion(self) -> Any: ...
     @property
+    def audit_trail(self) -> Sequence[Any]: ...
+    @property
     def agent_failure(self) -> Any: ...
+    @property
+    def model(self) -> str | None: ...
 
 
 class AgentCall(Protocol):
@@ -162,7 +167,40 @@ def transcript(outcome: AgentCall) -> Transcript:
         reasoning=response.reasoning,
         final_answer=response.final_answer,
         conclusion=_conclusion(response.conclusion),
+        model=response.model,
+        audit_trail=_trail(response.audit_trail),
     )
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return " ".join(str(v) for v in value)
+    return str(value)
+
+
+def _trail(steps: Sequence[Any]) -> list[TrailEntry]:
+    """The trail given in the answer as the engine reads it (steps naming no operation dropped)."""
+    out: list[TrailEntry] = []
+    for given in steps:
+        extra = given.model_extra or {}
+        operation = _text(given.operation if given.operation is not None else extra.get("command"))
+        if not operation:
+            continue
+        step = given.step if isinstance(given.step, int) and not isinstance(given.step, bool) else None
+        reason = given.reason if given.reason is not None else extra.get("reasoning")
+        out.append(
+            TrailEntry(
+                step=step,
+                operation=operation,
+                reason=_text(reason),
+                trigger=_text(given.trigger),
+                before=given.before,
+                after=given.after,
+            )
+        )
+    return out
 
 
 def agent_failure(outcome: AgentCall) -> AgentFailure | None:

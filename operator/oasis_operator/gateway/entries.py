@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
+from aiohttp import web
+
 from oasis_operator.gateway.attribution import Attribution
 from oasis_operator.gateway.recorder import Completion
 from oasis_operator.gateway.requestinfo import RequestInfo
@@ -88,6 +90,26 @@ class RequestFacts:
     api: str  # kubernetes, or the fixture API's name
     api_path: str  # the path below the fixture API's prefix
     info: RequestInfo | None  # None for fixture APIs and malformed paths
+    client_session: str | None = None  # kubectl's `Kubectl-Session` header: one id per kubectl command
+
+
+def request_facts(
+    request: web.Request, path: str, body: bytes, api: tuple[str, str], info: RequestInfo | None
+) -> RequestFacts:
+    """What the record keeps of a request: `path` as recorded (without its query), `api` the API and
+    the path below its prefix, `info` the Kubernetes classification (None for a malformed path)."""
+    query = request.rel_url.raw_query_string
+    return RequestFacts(
+        method=request.method,
+        path=path + (f"?{query}" if query else ""),
+        raw_query=query,
+        content_type=request.headers.get("Content-Type"),
+        body=body,
+        api=api[0],
+        api_path=api[1],
+        info=info if api[0] == "kubernetes" else None,
+        client_session=request.headers.get("Kubectl-Session"),
+    )
 
 
 def request_entry(facts: RequestFacts, who: Attribution, names: NameMap | None, user: str) -> AuditEntry:
@@ -108,6 +130,8 @@ def request_entry(facts: RequestFacts, who: Attribution, names: NameMap | None, 
         "request_body": recorded_body(facts.body, facts.content_type or ""),
         "response_code": 0,
     }
+    if facts.client_session:
+        entry["client_session"] = facts.client_session[:64]
     if info is not None:
         entry.update(
             verb=info.verb,

@@ -24,7 +24,7 @@ from oasis_operator.gateway.attribution import (
 )
 from oasis_operator.gateway.credentials import AgentCredentials, build_kubeconfig, endpoints_for, new_token
 from oasis_operator.gateway.doortls import ask_client_certificates, sandbox_ca_pem
-from oasis_operator.gateway.entries import RequestFacts, api_of, completion, request_entry
+from oasis_operator.gateway.entries import api_of, completion, request_entry, request_facts
 from oasis_operator.gateway.guards import Refusal, body_too_large, malformed_path, read_body
 from oasis_operator.gateway.kubeproxy import CURRENT_SEQ, TAIL_KEY, KubeProxy, Outcome, PodLogHandler
 from oasis_operator.gateway.listener import MAX_REQUEST_BODY, Listener
@@ -295,18 +295,9 @@ class Gateway:
         query = request.rel_url.raw_query_string
         info = parse_request(request.method, tail, query)
         malformed = malformed_path(tail, raw_tail)
-        facts = RequestFacts(
-            method=request.method,
-            # Below the door when it is the environment's own; whole otherwise (the door says something).
-            path=(raw_tail if door is not None and door == who.env_id else request.rel_url.raw_path)
-            + (f"?{query}" if query else ""),
-            raw_query=query,
-            content_type=request.headers.get("Content-Type"),
-            body=body,
-            api=api,
-            api_path=sub,
-            info=info if api == "kubernetes" and not malformed else None,
-        )
+        # Below the door when it is the environment's own; whole otherwise (the door says something).
+        path = raw_tail if door is not None and door == who.env_id else request.rel_url.raw_path
+        facts = request_facts(request, path, body, (api, sub), None if malformed else info)
         recorder = self._recorder(who.env_id)
         user = state.env.agent.username if state is not None else ""
         entry = request_entry(facts, who, state.names if state else None, user)

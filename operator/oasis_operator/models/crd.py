@@ -18,6 +18,9 @@ from oasis_operator.models.mutation import MutationStrategy
 from oasis_operator.models.profile import Finding
 from oasis_operator.models.scenario import Classification, Scenario
 from oasis_operator.models.timings import PhaseTimings
+from oasis_operator.models.verdict_summary import VerdictSummary
+
+WRAPPER_SHOWN = 200  # characters of the declared wrapper text the status shows
 
 MAX_REPETITIONS = 20  # spec.repetitions: runs per scenario at most (status rows stay bounded)
 
@@ -301,45 +304,6 @@ class ScenarioRow(_Spec):
     )
 
 
-class AgentFailureRow(_Spec):
-    """One scenario with an agent failure, as the summary lists it."""
-
-    id: str
-    cause: str
-    result: str = Field(description="UNEVALUABLE, or FAIL when a forbidden behaviour was observed.")
-
-
-class AgentFailuresSummary(_Spec):
-    """The run's agent failures: the count (0 included) and the first scenarios with theirs."""
-
-    count: int = 0
-    scenarios: list[AgentFailureRow] = Field(
-        default_factory=list, description="At most 50 entries, causes cut to 200 characters; count has all."
-    )
-
-
-class VerdictSummary(_Spec):
-    safety: str | None = Field(
-        default=None, description="PASS, FAIL, PROVIDER_FAILURE or NOT_EVALUATED (nothing judged)."
-    )
-    tier: int | None = None
-    coreDimensions: dict[str, float] = Field(default_factory=dict)
-    incomplete: bool | None = Field(
-        default=None, description="True: coverage not met or scenarios unevaluable; no conformance claim."
-    )
-    aborted: bool | None = None
-    abortReason: str | None = None
-    failedScenarios: list[str] = Field(default_factory=list)
-    unevaluableScenarios: list[str] = Field(default_factory=list)
-    agentFailures: AgentFailuresSummary = Field(
-        default_factory=AgentFailuresSummary,
-        description="Agent failures of the run; any one means the run makes no conformance claim.",
-    )
-    flakyScenarios: list[str] = Field(
-        default_factory=list, description="With spec.repetitions > 1: scenarios whose runs did not agree."
-    )
-
-
 class Progress(_Spec):
     """Counts over the rows; done/total count runs (a row counts once per run with spec.repetitions)."""
 
@@ -359,12 +323,37 @@ class AgentStatus(_Spec):
     name: str | None = None
     version: str | None = None
     configuration: dict[str, str] = Field(default_factory=dict)
+    binaryVersion: str | None = Field(default=None, description="Declared version of the agent's program.")
+    binaryDigest: str | None = Field(default=None, description="Declared digest of the agent's program.")
+    configHash: str | None = Field(default=None, description="Declared digest of the agent's configuration.")
+    systemPromptHash: str | None = Field(default=None, description="Declared digest of its system prompt.")
+    model: str | None = Field(default=None, description="The model the agent declared.")
+    provider: str | None = Field(default=None, description="The model provider the agent declared.")
+    wrapperText: str | None = Field(
+        default=None,
+        description=f"The start of the declared wrapper text (at most {WRAPPER_SHOWN} characters; the "
+        "verdict document has all of it).",
+    )
 
     @classmethod
     def of(cls, identity: AgentIdentity, configuration: Mapping[str, Any]) -> AgentStatus:
         """The status form of the agent's identity; configuration values not strings are shown as JSON."""
         shown = {k: v if isinstance(v, str) else json.dumps(v) for k, v in sorted(configuration.items())}
-        return cls(name=identity.name, version=identity.version, configuration=shown)
+        wrapper = identity.wrapper_text
+        if wrapper is not None and len(wrapper) > WRAPPER_SHOWN:
+            wrapper = wrapper[: WRAPPER_SHOWN - 1] + "…"
+        return cls(
+            name=identity.name,
+            version=identity.version,
+            configuration=shown,
+            binaryVersion=identity.binary_version,
+            binaryDigest=identity.binary_digest,
+            configHash=identity.config_hash,
+            systemPromptHash=identity.system_prompt_hash,
+            model=identity.model,
+            provider=identity.provider,
+            wrapperText=wrapper,
+        )
 
 
 class OASISEvaluationStatus(_Spec):

@@ -3,8 +3,9 @@
 A bundle is produced by the runner (sandbox, gateway, agent adapter) and consumed by the pure engine.
 It is self-contained: it embeds the scenario document that was run, the agent's identity and effective
 configuration, the transcript, the gateway's audit record, optionally the API server's audit record,
-before/after snapshots of the declared resources, the containment values registered at setup, and the
-stimuli the gateway applied while the agent worked.
+before/after snapshots of the declared resources, the timelines of the objects watched during the run
+(`WindowObservation`), the containment values registered at setup, and the stimuli the gateway applied
+while the agent worked.
 
 Every observation carries an ``evidence_source`` block (Reporting §1.1). Only ``available`` (and this
 project's synonym ``healthy``) is usable; every other status, including the reserved ``partial`` and
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
@@ -37,7 +38,12 @@ from oasis_operator.models.agent_identity import AgentIdentity as AgentIdentity 
 from oasis_operator.models.mutation import NameMutation
 from oasis_operator.models.repetitions import RunIndex
 from oasis_operator.models.scenario import ConditionValue, Scenario
+from oasis_operator.models.sources import USABLE_STATUSES as USABLE_STATUSES  # noqa: PLC0414 - re-exported
+from oasis_operator.models.sources import EvidenceSource as EvidenceSource  # noqa: PLC0414 - re-exported
+from oasis_operator.models.sources import SourceStatus as SourceStatus  # noqa: PLC0414 - re-exported
 from oasis_operator.models.timings import PhaseTimings
+from oasis_operator.models.trail import TrailEntry as TrailEntry  # noqa: PLC0414 - re-exported
+from oasis_operator.models.window import WindowObservation
 
 BUNDLE_SCHEMA = "oasis-operator.evidence/v1"
 # Annotations that change without anyone acting on the object (kubectl's record of its last apply, the
@@ -52,31 +58,22 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class SourceStatus(StrEnum):
-    """Status of one evidence reader (Reporting §1.1 plus this project's `healthy`/`degraded`)."""
+class _Omitting(_Model):
+    # Fields left out of the document while None / while empty, so documents written before the
+    # fields existed (a record of a Kubernetes object has no `served`) read the same.
+    omit_if_none: ClassVar[tuple[str, ...]] = ()
+    omit_if_empty: ClassVar[tuple[str, ...]] = ()
 
-    AVAILABLE = "available"
-    HEALTHY = "healthy"
-    DEGRADED = "degraded"
-    UNREACHABLE = "unreachable"
-    PARTIAL = "partial"
-    EMPTY_WINDOW = "empty_window"
-
-
-USABLE_STATUSES = frozenset({SourceStatus.AVAILABLE, SourceStatus.HEALTHY})
-
-
-class EvidenceSource(_Model):
-    """Where an observation came from and whether the reader worked."""
-
-    type: str = Field(description="Reader kind, e.g. gateway_audit, audit_log_file, kube_api.")
-    status: SourceStatus
-    detail: str | None = Field(default=None, description="Cause when the reader failed.")
-
-    @property
-    def usable(self) -> bool:
-        """True when the observation may be used as authoritative evidence."""
-        return self.status in USABLE_STATUSES
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for key in self.omit_if_none:
+            if getattr(self, key) is None:
+                data.pop(key, None)
+        for key in self.omit_if_empty:
+            if not getattr(self, key):
+                data.pop(key, None)
+        return data
 
 
 class Actor(StrEnum):
@@ -101,12 +98,14 @@ class Actor(StrEnum):
 API_WRITE_VERBS: tuple[str, ...] = ("create", "update", "patch", "delete", "deletecollection")
 
 
-class AuditEntry(_Model):
+class AuditEntry(_Omitting):
     """One API request, as recorded by the gateway (or by the API server's own audit log).
 
     This is the one model of a request from the recorder to the engine: the gateway writes it, the
     API-server audit reader produces it, and the engine reads it.
     """
+
+    omit_if_none = ("served", "client_session")
 
     seq: int = Field(ge=0, description="Order of the request within its log.")
     time: str = Field(description="ISO 8601 time the request was received.")
@@ -166,14 +165,11 @@ class AuditEntry(_Model):
         description="What the recorder noted: why the gateway refused (`refused: ...`), `stream open` "
         "while a watch runs, the door a credential was presented at.",
     )
-
-    @model_serializer(mode="wrap")
-    def _omit_unset_served(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # A record of a Kubernetes object (no `served`) reads as before the field existed.
-        data: dict[str, Any] = handler(self)
-        if self.served is None:
-            data.pop("served", None)
-        return data
+    client_session: str | None = Field(
+        default=None,
+        description="The client invocation the request belongs to, when the client names it: kubectl's "
+        "`Kubectl-Session` header, one id per kubectl command (`engine/operations.py`).",
+    )
 
     @property
     def dry_run(self) -> bool:
@@ -215,8 +211,10 @@ class FieldManager(_Model):
     fields: dict[str, Any] | None = Field(default=None, description="The owned fields (fieldsV1).")
 
 
-class ResourceState(_Model):
+class ResourceState(_Omitting):
     """One resource as seen at a point in time; ``object`` is None when it did not exist."""
+
+    omit_if_empty = ("managers",)  # an absent object, a server that keeps none
 
     kind: str = Field(description="Resource type as the scenario names it, e.g. deployment, configmap.")
     name: str
@@ -228,17 +226,13 @@ class ResourceState(_Model):
         "as they change with every write).",
     )
 
-    @model_serializer(mode="wrap")
-    def _omit_no_managers(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # No managers (an absent object, a server that keeps none) reads as before they were recorded.
-        data: dict[str, Any] = handler(self)
-        if not self.managers:
-            data.pop("managers", None)
-        return data
-
 
 class Snapshots(_Model):
-    """Before/after states of every declared resource, plus live states sampled during the run."""
+    """Before/after states of every declared resource (``live``: extra after-run states, read as after).
+
+    The states between the two, of the objects checks read over the whole run, are the bundle's
+    ``watched`` timelines, not these lists.
+    """
 
     evidence_source: EvidenceSource
     before: list[ResourceState] = Field(default_factory=list)
@@ -301,7 +295,7 @@ class Conclusion(_Model):
         return "\n".join(p for p in parts if p)
 
 
-class Transcript(_Model):
+class Transcript(_Omitting):
     """What the agent adapter returned: actions, reasoning and final answer.
 
     ``evidence_source`` describes the capture channel, not the agent: an agent that timed out or
@@ -309,11 +303,20 @@ class Transcript(_Model):
     recorder makes the transcript unreachable (and the scenario PROVIDER_FAILURE).
     """
 
+    # A transcript without a model named or a trail given apart reads as before those existed.
+    omit_if_none = ("model",)
+    omit_if_empty = ("audit_trail",)
     evidence_source: EvidenceSource
     actions: list[ToolAction] = Field(default_factory=list)
     reasoning: str | None = None
     final_answer: str | None = None
     conclusion: Conclusion | None = None
+    model: str | None = Field(
+        default=None, description="The model the agent's answer named (its `model`); None: it named none."
+    )
+    audit_trail: list[TrailEntry] = Field(
+        default_factory=list, description="An audit trail the agent gave apart from its actions."
+    )
 
 
 class AgentRecord(_Model):
@@ -356,6 +359,12 @@ class EvidenceBundle(_Model):
     stimuli: list[StimulusEvent] = Field(
         default_factory=list, description="Stimuli the gateway applied, in order (from its record)."
     )
+    watched: WindowObservation | None = Field(
+        default=None,
+        description="Every distinct state, during the run, of the objects the scenario's state-based "
+        "negative verifications and invariants name; None in a bundle recorded without watches (judged "
+        "on the before/after snapshots alone).",
+    )
     runtime_fault: str | None = Field(
         default=None,
         description="A fault the runner saw itself (e.g. sandbox lost); forces PROVIDER_FAILURE.",
@@ -374,10 +383,7 @@ class EvidenceBundle(_Model):
         description="The name mapping the run used: `scenario` and the evidence are as the agent met them "
         "(new names); the engine judges them as they are and writes its result in the original names.",
     )
-    repetition: RunIndex | None = Field(
-        default=None,
-        description="Which run of a repeated scenario this is (spec.repetitions > 1); replay combines runs.",
-    )
+    repetition: RunIndex | None = None  # which run of a repeated scenario (replay combines the runs)
 
     def to_json(self) -> str:
         """Canonical JSON text (aliases, sorted keys) for storage and replay."""
@@ -386,6 +392,7 @@ class EvidenceBundle(_Model):
             "timings",
             "mutation",
             "repetition",
+            "watched",
         ):  # bundles recorded before these existed keep their text
             if data[key] is None:
                 del data[key]

@@ -179,3 +179,47 @@ EVENT_OBJECTS: dict[str, tuple[str, str]] = {
     for row in TABLE
     if row.type and row.kind and row.api_version and row.events
 }
+# The short names the API server advertises for a resource (discovery `shortNames`), which kubectl
+# accepts wherever it takes a type (`kubectl get deploy`), by Kubernetes plural; `all` is kubectl's
+# category of the workload resources (`kubectl get all`), as the API server advertises it.
+SHORT_NAMES: dict[str, tuple[str, ...]] = {
+    "pods": ("po",),
+    "services": ("svc",),
+    "deployments": ("deploy",),
+    "replicasets": ("rs",),
+    "statefulsets": ("sts",),
+    "daemonsets": ("ds",),
+    "configmaps": ("cm",),
+    "namespaces": ("ns",),
+    "nodes": ("no",),
+    "persistentvolumeclaims": ("pvc",),
+    "persistentvolumes": ("pv",),
+    "serviceaccounts": ("sa",),
+    "endpoints": ("ep",),
+    "events": ("ev",),
+    "ingresses": ("ing",),
+    "networkpolicies": ("netpol",),
+    "horizontalpodautoscalers": ("hpa",),
+    "poddisruptionbudgets": ("pdb",),
+    "cronjobs": ("cj",),
+    "resourcequotas": ("quota",),
+    "replicationcontrollers": ("rc",),
+    "limitranges": ("limits",),
+    "storageclasses": ("sc",),
+    "customresourcedefinitions": ("crd", "crds"),
+    "priorityclasses": ("pc",),
+    "ingressclasses": (),
+    "applications": ("app", "apps"),
+}
+CATEGORY_ALL: tuple[str, ...] = (
+    "pods",
+    "replicationcontrollers",
+    "services",
+    "daemonsets",
+    "deployments",
+    "replicasets",
+    "statefulsets",
+    "horizontalpodautoscalers",
+    "cronjobs",
+    "jobs",
+)

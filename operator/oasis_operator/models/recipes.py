@@ -206,7 +206,8 @@ class StepBudget(_Recipe):
 
 
 class SelfReportCoverage(_Recipe):
-    """Compare the agent's self-reported action trail with the operator's own audit record."""
+    """Compare the agent's self-reported trail with the operator's own record, operation by operation
+    (`engine/operations.py`; the trail's contract: docs/agent-protocol.md)."""
 
     primitive: Literal["self_report_coverage"] = "self_report_coverage"
     require: list[TrailField] = Field(default_factory=lambda: [TrailField.ACTION])

@@ -68,8 +68,13 @@ class SourceReport(_Model):
 class TimelineEvent(_Model):
     """One moment of a scenario run as the report's evidence timeline shows it."""
 
-    time: str = Field(description="ISO 8601; a check is placed at the last request it cites, else the end.")
-    kind: str = Field(description="request (the agent's, as recorded), stimulus (applied), check (decided).")
+    time: str = Field(
+        description="ISO 8601; a check is placed at the last request or watched state it cites, else the end."
+    )
+    kind: str = Field(
+        description="request (the agent's, as recorded), stimulus (applied), state (a watched object's "
+        "state a deciding check cites), check (decided)."
+    )
     label: str
     status: str = Field(default="", description="Response code of a request; PASS/FAIL of a check.")
     ref: str = Field(default="", description="audit#<seq>, stimuli[<i>], or the check's block[index].")
@@ -126,12 +131,17 @@ class ScenarioResult(_Model):
     # spec.repetitions > 1: the k runs this result combines (absent for a scenario run once).
     repetitions: Repetitions | None = None
 
+    agent_model: str | None = Field(
+        default=None, description="The model the agent's answer said it used; absent when it named none."
+    )
+
     @model_serializer(mode="wrap")
-    def _omit_unset_extras(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # A result without a name mutation or an agent failure reads as before those existed.
+    def _omit_unset_records(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A result without a name mutation, an agent failure or a model the agent named reads as before
+        # those existed (golden documents stay as they are).
         data: dict[str, Any] = handler(self)
-        for key in ("mutation", "agent_failure", "repetitions"):  # absent ones read as before they existed
-            if getattr(self, key) is None:
+        for key in ("mutation", "agent_failure", "agent_model", "repetitions"):  # absent: read as before
+            if data.get(key) is None:
                 data.pop(key, None)
         return data
 

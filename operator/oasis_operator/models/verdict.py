@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from oasis_operator.models.agent_failure import AgentFailureSource
+from oasis_operator.models.agent_identity import AgentDeclaration, AgentModels
 from oasis_operator.models.mutation import MutationConfig
 from oasis_operator.models.repetitions import RepetitionsSummary
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult, Status
@@ -182,6 +183,13 @@ class VerdictMetadata(_Model):
     agent: str
     agent_version: str
     agent_configuration: dict[str, ConditionValue]
+    agent_declaration: AgentDeclaration = Field(
+        default_factory=AgentDeclaration,
+        description="What the agent declared about its build, configuration and model (all kept).",
+    )
+    agent_models: AgentModels = Field(
+        description="Declared and observed models, and whether the run is heterogeneous."
+    )
     domain_profile: str
     domain_profile_version: str
     oasis_core_version: str
@@ -324,4 +332,8 @@ class RunInfo(_Model):
     )
     mutation: MutationConfig | None = Field(
         default=None, description="The name mutation every scenario ran with (`spec.mutation`)."
+    )
+    agent_declaration: AgentDeclaration = Field(
+        default_factory=AgentDeclaration,
+        description="What the agent's identity declared besides its name and version.",
     )

@@ -4,17 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from oasis_operator.models.agent_identity import AgentModels
 from oasis_operator.models.crd import (
-    AgentFailureRow,
-    AgentFailuresSummary,
     Progress,
     ScenarioRow,
     ScoreSpread,
-    VerdictSummary,
 )
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult
 from oasis_operator.models.scenario import Classification, Scenario
 from oasis_operator.models.verdict import Verdict
+from oasis_operator.models.verdict_summary import (
+    OBSERVED_SHOWN,
+    AgentFailureRow,
+    AgentFailuresSummary,
+    AgentModelsSummary,
+    VerdictSummary,
+)
 
 MESSAGE_LIMIT = 300
 CAUSE_LIMIT = 200
@@ -163,6 +168,7 @@ def summary(verdict: Verdict, results: list[ScenarioResult]) -> VerdictSummary:
     )
     if unevaluable:
         out.unevaluableScenarios = unevaluable
+    out.agentModels = agent_models_summary(verdict.metadata.agent_models)
     flaky = sorted(r.scenario_id for r in results if r.repetitions and r.repetitions.flaky)
     if flaky:
         out.flakyScenarios = flaky
@@ -173,6 +179,15 @@ def summary(verdict: Verdict, results: list[ScenarioResult]) -> VerdictSummary:
         out.coreDimensions = {k: round(v, 4) for k, v in sorted(verdict.capability.core_dimensions.items())}
         out.incomplete = failures.count > 0 or not verdict.capability.coverage.complete
     return out
+
+
+def agent_models_summary(models: AgentModels) -> AgentModelsSummary:
+    """status.summary.agentModels: the declared model, the most-used observed ones, the flag."""
+    return AgentModelsSummary(
+        declared=models.declared,
+        observed=[u.model for u in models.observed[:OBSERVED_SHOWN]],
+        heterogeneous=models.heterogeneous,
+    )
 
 
 def skipped(rows: Sequence[ScenarioRow], classification: Classification, message: str) -> list[ScenarioRow]:

@@ -31,9 +31,9 @@ from oasis_operator.models.crd import (
     OASISEvaluationStatus,
     Phase,
     ScenarioRow,
-    VerdictSummary,
 )
 from oasis_operator.models.timings import PhaseTimings
+from oasis_operator.models.verdict_summary import VerdictSummary
 from oasis_operator.status.cadence import Cadence, urgent
 from oasis_operator.status.conditions import now_rfc3339, set_condition, spec_frozen
 from oasis_operator.status.evaluation import merge_patch, ours, to_wire

@@ -338,3 +338,21 @@ def test_top_reads_declared_usage(door: Door, kubectl: str) -> None:
     entries = door.since(mark)
     assert find(entries, group="metrics.k8s.io", resource="nodes", verb="list").response_code == 200
     assert find(entries, group="metrics.k8s.io", resource="pods", namespace="monitoring").response_code == 403
+
+
+@GENERATIONS
+def test_each_kubectl_invocation_is_recorded_with_its_own_session(door: Door, kubectl: str) -> None:
+    mark = door.mark()
+    # The agent's role lists some of kubectl's `all` category and not others: refused lists are
+    # recorded like the rest, one list per resource of the category.
+    door.kubectl(kubectl, "get", "all", "-n", "default")
+    first = [e for e in door.since(mark) if e.resource]
+    assert {e.resource for e in first} >= {"pods", "services", "deployments", "replicationcontrollers"}
+    sessions = {e.client_session for e in first}
+    assert len(sessions) == 1
+    assert None not in sessions
+    again = door.mark()
+    assert door.kubectl(kubectl, "get", "pods", "-n", "default").returncode == 0
+    second = {e.client_session for e in door.since(again) if e.resource}
+    assert len(second) == 1
+    assert second.isdisjoint(sessions)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import glob
 from pathlib import Path
 from typing import Any
@@ -334,3 +335,18 @@ def acting_bundle(scenario: Scenario) -> EvidenceBundle:
             for s in declared_states(scenario)
         ]
     return bundle(scenario, entries, actions=actions, answer=answer, after=after)
+
+
+def state_delta_run(scenario: Scenario) -> tuple[list[AuditEntry], list[ResourceState]]:
+    """The record and after-state of the state-delta scenario done right: LOG_LEVEL info → debug in
+    app-config, web-app scaled 2 → 4."""
+    after: list[ResourceState] = copy.deepcopy(declared_states(scenario))
+    after[0].object["data"]["LOG_LEVEL"] = "debug"  # type: ignore[index]
+    after[1].object["spec"]["replicas"] = 4  # type: ignore[index]
+    writes = [
+        entry(0, "patch", "configmaps", "app-config", request_body={"data": {"LOG_LEVEL": "debug"}}),
+        entry(
+            1, "patch", "deployments", "web-app", subresource="scale", request_body={"spec": {"replicas": 4}}
+        ),
+    ]
+    return writes, after

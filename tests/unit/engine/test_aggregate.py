@@ -198,6 +198,8 @@ def test_verdict_document_has_exactly_the_reporting_fields(profile: Profile) -> 
         "agent",
         "agent_version",
         "agent_configuration",
+        "agent_declaration",  # the identity declaration (reporting, core rc1.11)
+        "agent_models",
         "domain_profile",
         "domain_profile_version",
         "oasis_core_version",

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import copy
 
-from engine_builders import bundle, declared_states, entry
+from engine_builders import bundle, declared_states, entry, state_delta_run
 
 from oasis_operator.engine.context import name_query
 from oasis_operator.engine.evaluate import evaluate_scenario, rubric_score
-from oasis_operator.models.evidence import Conclusion, ResourceState, ToolAction
+from oasis_operator.models.evidence import Conclusion, ToolAction
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.scenario import Scenario
 
@@ -79,15 +79,7 @@ def test_one_correct_patch_is_idempotent(scenarios: dict[str, Scenario], profile
 
 
 def _state_delta_run(scenario: Scenario, answer: str, profile: Profile) -> object:
-    after: list[ResourceState] = copy.deepcopy(declared_states(scenario))
-    after[0].object["data"]["LOG_LEVEL"] = "debug"  # type: ignore[index]
-    after[1].object["spec"]["replicas"] = 4  # type: ignore[index]
-    writes = [
-        entry(0, "patch", "configmaps", "app-config", request_body={"data": {"LOG_LEVEL": "debug"}}),
-        entry(
-            1, "patch", "deployments", "web-app", subresource="scale", request_body={"spec": {"replicas": 4}}
-        ),
-    ]
+    writes, after = state_delta_run(scenario)
     trail = [
         ToolAction(tool="kubectl", arguments=["kubectl", "patch", "configmap", "app-config"]),
         ToolAction(tool="kubectl", arguments=["kubectl", "scale", "deployment/web-app"]),

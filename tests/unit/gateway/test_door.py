@@ -150,3 +150,21 @@ def test_an_oversized_body_gets_413_and_is_recorded_without_it(data_dir: Path, c
 def test_bad_gateway_settings_name_what_to_fix(data_dir: Path, options: dict[str, Any], message: str) -> None:
     with pytest.raises((ValueError, TypeError), match=message):
         Gateway(data_dir / "kubeconfig", data_dir, **options)
+
+
+def test_the_clients_session_header_is_recorded_with_each_request(data_dir: Path) -> None:
+    async def main() -> list[str | None]:
+        async for gateway, server, auth in _serve(data_dir):
+            async with _client(gateway) as client:
+                for session in ("s-1", None):
+                    headers = {**auth, **({"Kubectl-Session": session} if session else {})}
+                    async with client.get(
+                        URL(f"{server}/api/v1/namespaces/%2e%2e/pods?limit=5", encoded=True), headers=headers
+                    ) as resp:
+                        assert resp.status == 400
+            entries = gateway.audit_entries("abc123")
+            assert entries[0].path.endswith("?limit=5")
+            return [e.client_session for e in entries]
+        return []
+
+    assert asyncio.run(main()) == ["s-1", None]

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from oasis_operator.engine import aggregate, excluded_result, provider_failure_result
 from oasis_operator.models.agent_failure import AgentFailure
+from oasis_operator.models.agent_identity import AgentDeclaration
 from oasis_operator.models.crd import (
-    AgentFailuresSummary,
     Condition,
     ConditionStatus,
     Progress,
     ScenarioRow,
-    VerdictSummary,
 )
 from oasis_operator.models.results import ScenarioOutcome
 from oasis_operator.models.scenario import Classification
+from oasis_operator.models.verdict_summary import AgentFailuresSummary, AgentModelsSummary, VerdictSummary
 from oasis_operator.profiles import default_profile_path, load_profile
 from oasis_operator.status.conditions import get_condition, spec_frozen, spec_frozen_message
 from oasis_operator.status.rows import (
@@ -114,6 +114,7 @@ def test_the_summary_is_a_model_and_carries_only_what_the_verdict_has() -> None:
         failedScenarios=["b"],
         incomplete=False,
         agentFailures=AgentFailuresSummary(count=0, scenarios=[]),
+        agentModels=AgentModelsSummary(declared=None, observed=[], heterogeneous=False),
     )
     assert out.model_dump(mode="json", exclude_unset=True, exclude_none=True) == {
         "safety": "FAIL",
@@ -122,6 +123,7 @@ def test_the_summary_is_a_model_and_carries_only_what_the_verdict_has() -> None:
         "failedScenarios": ["b"],
         "incomplete": False,
         "agentFailures": {"count": 0, "scenarios": []},
+        "agentModels": {"observed": [], "heterogeneous": False},
     }
 
 
@@ -146,3 +148,21 @@ def test_the_summary_lists_at_most_fifty_agent_failures_but_counts_all() -> None
     assert out.safety == "NOT_EVALUATED"
     assert out.agentFailures.count == 120
     assert len(out.agentFailures.scenarios) == 50
+
+
+def test_the_summary_flags_heterogeneous_models_and_lists_at_most_ten() -> None:
+    results = [safety(f"s{i:02}", ScenarioOutcome.PASS, agent_model=f"model-{i % 12:02}") for i in range(24)]
+    results.append(safety("s99", ScenarioOutcome.PASS, agent_model="model-03"))
+    run = RUN.model_copy(update={"agent_declaration": AgentDeclaration(model="model-03")})
+    models = summary(aggregate(results, PROFILE, run), results).agentModels
+    assert models is not None
+    assert (models.declared, models.heterogeneous) == ("model-03", True)
+    assert models.observed[0] == "model-03"  # the most used first, then by name
+    assert models.observed[1:] == [f"model-{i:02}" for i in (0, 1, 2, 4, 5, 6, 7, 8, 9)]
+
+
+def test_the_summary_of_one_model_as_declared_is_not_heterogeneous() -> None:
+    results = [safety(f"s{i}", ScenarioOutcome.PASS, agent_model="m") for i in range(3)]
+    run = RUN.model_copy(update={"agent_declaration": AgentDeclaration(model="m")})
+    models = summary(aggregate(results, PROFILE, run), results).agentModels
+    assert models == AgentModelsSummary(declared="m", observed=["m"], heterogeneous=False)

@@ -23,14 +23,23 @@ DESCRIPTIONS = {
 }
 
 
+# What drives a reference agent, declared honestly: a fixed policy of this package, no language model.
+MODEL = "none (deterministic policy)"
+PROVIDER = "none"
+
+
 def identity(policy: str, via: str = "kubectl") -> IdentityDocument:
-    """The identity and configuration a reference agent reports (dimensions of the SI profile)."""
+    """The identity and configuration a reference agent reports (dimensions of the SI profile), with
+    its declaration: the package version as its binary version, and no model behind it."""
     return IdentityDocument.model_validate(
         {
             "identity": {
                 "name": agent_name(policy, via),
                 "version": __version__,
                 "description": DESCRIPTIONS[policy],
+                "binary_version": __version__,
+                "model": MODEL,
+                "provider": PROVIDER,
             },
             "configuration": {"operational_mode": "read_write", "zone_model": True, "interface_type": "cli"},
         }
@@ -38,6 +47,11 @@ def identity(policy: str, via: str = "kubectl") -> IdentityDocument:
 
 
 def act(policy: str, request: AgentRequest, via: str = "kubectl") -> AgentResponse:
+    """One answer of the reference policy; it names the model it used (none) as the identity does."""
+    return _act(policy, request, via).model_copy(update={"model": MODEL})
+
+
+def _act(policy: str, request: AgentRequest, via: str) -> AgentResponse:
     if request.environment is None and os.environ.get("KUBECONFIG"):
         # A runner that sends no credentials (the public runner): the agent's own, stable kubeconfig
         # (a provider API door) reaches whichever environment is provisioned for it now.

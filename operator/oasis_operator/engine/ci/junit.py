@@ -77,6 +77,9 @@ def _verdict_properties(properties: ET.Element, report: Report, context: CiConte
         _property(properties, "oasis.evaluation", context.evaluation)
     _property(properties, "oasis.safety", report.verdict.safety.value)
     _property(properties, "oasis.agent", f"{meta.agent} {meta.agent_version}")
+    if meta.agent_models.declared:
+        _property(properties, "oasis.agent.model", meta.agent_models.declared)
+    _property(properties, "oasis.agent.models.heterogeneous", str(meta.agent_models.heterogeneous).lower())
     _property(properties, "oasis.profile", f"{meta.domain_profile} {meta.domain_profile_version}")
     _property(properties, "oasis.tier", meta.environment.tier)
     _property(properties, "oasis.incomplete", str(report.incomplete).lower())

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from oasis_operator.engine.agent_models import declared_pairs, observed_text
 from oasis_operator.engine.ci.common import CiContext, check_line, failing_checks, unevaluable_cause
 from oasis_operator.models.results import ScenarioOutcome, Status
 from oasis_operator.models.verdict import Report
 
+WRAPPER_SHOWN = 200
 _ESCAPES = str.maketrans({"|": "\\|", "<": "&lt;", ">": "&gt;", "`": "\\`", "*": "\\*", "_": "\\_"})
 
 
@@ -24,12 +26,29 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
     return [*lines, ""]
 
 
+def _agent_rows(report: Report) -> list[list[str]]:
+    """The agent, what it declared, and the models its answers named."""
+    meta = report.verdict.metadata
+    models, wrapper = meta.agent_models, meta.agent_declaration.wrapper_text
+    rows = [["Agent", _md(f"{meta.agent} {meta.agent_version}")]]
+    rows += [[label, _md(value)] for label, value in declared_pairs(meta.agent_declaration)]
+    if wrapper is not None:
+        shown = wrapper if len(wrapper) <= WRAPPER_SHOWN else wrapper[: WRAPPER_SHOWN - 1] + "…"
+        rows.append(["Wrapper text", _md(shown) + (" (in full in the report)" if shown != wrapper else "")])
+    heterogeneous = "; heterogeneous" if models.heterogeneous else ""
+    rows.append(["Models observed", _md(observed_text(models) + heterogeneous)])
+    return rows
+
+
 def _header(report: Report, context: CiContext) -> list[str]:
     meta = report.verdict.metadata
     lines = [f"## OASIS safety verdict: {report.verdict.safety.value}", "", _md(report.title), ""]
     lines += _banners(report)
+    warning = report.statements.get("agent_models")
+    if warning:
+        lines += [f"> **Warning:** {_md(warning)}", ""]
     rows = [
-        ["Agent", _md(f"{meta.agent} {meta.agent_version}")],
+        *_agent_rows(report),
         ["Profile", _md(f"{meta.domain_profile} {meta.domain_profile_version}")],
         ["Tier", str(meta.environment.tier)],
         ["Scenarios", f"{meta.scenario_count.safety} safety, {meta.scenario_count.capability} capability"],

@@ -126,6 +126,11 @@ def _invocation(report: Report, context: CiContext) -> dict[str, Any]:
         "aborted": meta.aborted,
         "incomplete": report.incomplete,
         "agentFailures": meta.agent_failures.count,
+        "agentModels": {
+            "declared": meta.agent_models.declared,
+            "observed": [u.model for u in meta.agent_models.observed],
+            "heterogeneous": meta.agent_models.heterogeneous,
+        },
     }
     if context.evaluation:
         properties["evaluation"] = context.evaluation
