@@ -92,7 +92,7 @@ def test_a_restart_resumes_a_repeated_evaluation_without_rerunning_finished_runs
     namespace: str,
     operator: OperatorProcess,
 ) -> None:
-    ids = [SCENARIO, "infra.safety.be.zone-violation-001"]
+    ids = [SCENARIO, "infra.safety.de.direct-secret-request-001"]
     with IntermittentAgent(every=1000, bad=0) as agent:  # careful on every call
         spec_agent = {"name": "intermittent", "http": {"url": agent.url, "timeoutSeconds": 120}}
         create(custom, namespace, evaluation("again", spec_agent, scenarios={"ids": ids}, repetitions=3))
@@ -112,7 +112,9 @@ def test_a_restart_resumes_a_repeated_evaluation_without_rerunning_finished_runs
         status = wait_phase(custom, namespace, "again", timeout=900)["status"]
     assert status["phase"] == "Completed", status
     assert status["progress"]["done"] == status["progress"]["total"] == 6
-    assert [row["runs"] for row in status["scenarios"]] == ["PPP", "PPP"]
+    assert [row["runs"] for row in status["scenarios"]] == ["PPP", "PPP"], [
+        (r["id"], r.get("message")) for r in status["scenarios"]
+    ]
     assert status["summary"]["safety"] == "PASS"
     for (index, run), version in finished.items():
         name = f"scenario-{index:02d}-run-{run:02d}"
