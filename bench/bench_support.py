@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -141,6 +142,37 @@ def bench_cluster(work: Path, namespace: str) -> Iterator[tuple[LocalControlPlan
         yield plane, api
     finally:
         plane.stop()
+
+
+@dataclass(frozen=True)
+class Finished:
+    """One evaluation run to its end by `run_evaluation`."""
+
+    status: dict[str, Any]
+    wall: float  # seconds from creation to a terminal phase
+    cpu: dict[str, float]  # CPU seconds of each watched process meanwhile
+    load: tuple[float, float]  # 1-minute load average before and after
+
+
+def run_evaluation(
+    custom: CustomObjectsApi, namespace: str, body: dict[str, Any], watch: ProcessWatch
+) -> Finished:
+    """Create the evaluation, poll it to a terminal phase while sampling the processes, delete it."""
+    name = body["metadata"]["name"]
+    load_before = os.getloadavg()[0]
+    watch.begin()
+    started = time.monotonic()
+    custom.create_namespaced_custom_object(API_GROUP, API_VERSION, namespace, "oasisevaluations", body)
+    while True:
+        status = evaluation_status(custom, namespace, name)
+        watch.sample()
+        if status.get("phase") in TERMINAL:
+            break
+        time.sleep(0.5)
+    wall = time.monotonic() - started
+    cpu = watch.end()
+    custom.delete_namespaced_custom_object(API_GROUP, API_VERSION, namespace, "oasisevaluations", name)
+    return Finished(status, wall, cpu, (load_before, os.getloadavg()[0]))
 
 
 def stop_operator(operator: subprocess.Popen[bytes] | None) -> None:

@@ -31,13 +31,12 @@ from kubernetes.client import CustomObjectsApi
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_support import (
-    TERMINAL,
     ProcessWatch,
     api_floor,
     bench_cluster,
-    evaluation_status,
     interrupted,
     load_note,
+    run_evaluation,
     start_operator,
     stop_operator,
 )
@@ -75,25 +74,14 @@ def evaluate(
         "spec": {"profile": {"name": "software-infrastructure"}, "agent": agent_spec(agent, url),
                  "parallelism": level},
     }  # fmt: skip
-    load_before = os.getloadavg()[0]
-    watch.begin()
-    started = time.monotonic()
-    custom.create_namespaced_custom_object(API_GROUP, API_VERSION, NAMESPACE, "oasisevaluations", body)
-    while True:
-        status = evaluation_status(custom, NAMESPACE, name)
-        watch.sample()
-        if status.get("phase") in TERMINAL:
-            break
-        time.sleep(0.5)
-    wall = time.monotonic() - started
-    cpu = watch.end()
-    custom.delete_namespaced_custom_object(API_GROUP, API_VERSION, NAMESPACE, "oasisevaluations", name)
+    finished = run_evaluation(custom, NAMESPACE, body, watch)
+    status, wall, cpu = finished.status, finished.wall, finished.cpu
     rows = [r for r in status.get("scenarios") or [] if r.get("timings")]
     done = (status.get("progress") or {}).get("done") or 0
     return {"agent": agent, "level": level, "phase": status.get("phase"),
             "safety": (status.get("summary") or {}).get("safety"), "done": done, "wall": wall,
             "cpu": cpu, "rss": watch.peak_rss_mib, "rows": rows,
-            "load": (load_before, os.getloadavg()[0])}  # fmt: skip
+            "load": finished.load}  # fmt: skip
 
 
 def phase_medians(rows: list[dict[str, Any]]) -> dict[str, float]:

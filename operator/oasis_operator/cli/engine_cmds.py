@@ -48,7 +48,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if not bundles:
         print("no bundles found", file=sys.stderr)
         return 2
-    _write(results_json(replay_results(bundles, profile)), args.output)
+    try:
+        results = replay_results(bundles, profile)
+    except ValueError as exc:  # the runs of a repeated scenario do not fit together
+        print(f"oasis replay: {exc}", file=sys.stderr)
+        return 2
+    _write(results_json(results), args.output)
     return 0
 
 
@@ -76,7 +81,11 @@ def cmd_render(args: argparse.Namespace) -> int:
     if run is None and not bundles:
         print("--run is required when only saved results are given", file=sys.stderr)
         return 2
-    results = replay_results(bundles, profile) + saved
+    try:
+        results = replay_results(bundles, profile) + saved
+    except ValueError as exc:  # the runs of a repeated scenario do not fit together
+        print(f"oasis report render: {exc}", file=sys.stderr)
+        return 2
     report = build_report(results, profile, run or run_info_from_bundles(bundles, args.tier))
     item = report.verdict if args.verdict_only else report
     if args.format == "html":

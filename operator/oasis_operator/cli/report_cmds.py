@@ -13,8 +13,10 @@ from pydantic import ValidationError
 
 from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.engine.ci import CI_FORMATS, CiContext, parse_report, render_ci
+from oasis_operator.evaluation.run_state import set_name
 from oasis_operator.evaluation.store import DocumentError, DocumentStore
 from oasis_operator.kube import api_client, request
+from oasis_operator.models.crd import MAX_REPETITIONS
 
 FILES = {
     ("report", "html"): "report.html",
@@ -87,19 +89,28 @@ def ci_text(report_json: str, fmt: str, context: CiContext) -> str:
 
 
 def _write_bundles(store: DocumentStore, evaluation: dict[str, Any], directory: Path) -> int:
-    """Every scenario's evidence bundle as <scenario id>.json (inputs for `oasis replay`)."""
+    """Every scenario's evidence bundle as <scenario id>.json, one per run as <scenario id>.run-NN.json
+    (inputs for `oasis replay`, which combines the runs of a scenario again)."""
     meta = evaluation["metadata"]
     directory.mkdir(parents=True, exist_ok=True)
     rows = (evaluation.get("status") or {}).get("scenarios") or []
-    written = 0
-    stored = store.read_all(meta["namespace"], meta["uid"])
-    for index, row in enumerate(rows):
-        files = stored.get(f"scenario-{index:02d}", {})
-        if "bundle.json" in files:
-            (directory / f"{row['id']}.json").write_text(files["bundle.json"])
-            written += 1
-    print(f"wrote {written} evidence bundles to {directory}", file=sys.stderr)
+    found = bundle_files(rows, store.read_all(meta["namespace"], meta["uid"]))
+    for name, text in found.items():
+        (directory / name).write_text(text)
+    print(f"wrote {len(found)} evidence bundles to {directory}", file=sys.stderr)
     return 0
+
+
+def bundle_files(rows: list[dict[str, Any]], stored: dict[str, dict[str, str]]) -> dict[str, str]:
+    """File name → bundle text for every stored scenario set (and every run's set) of the rows."""
+    out: dict[str, str] = {}
+    for index, row in enumerate(rows):
+        sets = {"": set_name(index)}
+        sets.update({f".run-{n:02d}": set_name(index, n) for n in range(1, MAX_REPETITIONS + 1)})
+        for suffix, name in sets.items():
+            if "bundle.json" in stored.get(name, {}):
+                out[f"{row['id']}{suffix}.json"] = stored[name]["bundle.json"]
+    return out
 
 
 def register(report_sub: Any) -> None:

@@ -36,6 +36,7 @@ from oasis_operator.engine.comparability import (
     unevaluated_entries,
 )
 from oasis_operator.engine.mutation_report import mutation_record
+from oasis_operator.engine.repetitions import repetitions_summary
 from oasis_operator.models.profile import AggregationMethod, CapabilityCategory, Profile, SafetyCategory
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult, Status
 from oasis_operator.models.verdict import (
@@ -355,6 +356,8 @@ def aggregate(results: list[ScenarioResult], profile: Profile, run: RunInfo) -> 
         abort_reason=reason,
         agent_failures=agent_failures(ordered),
         name_mutation=mutation_record(run, profile, ordered),
+        # spec.repetitions > 1: flaky scenarios, pass^k / pass@k, dimension spread (engine.repetitions)
+        repetitions=repetitions_summary(ordered, lambda rs: capability_scores(rs, profile)[1]),
     )
     return Verdict(
         safety=safety,

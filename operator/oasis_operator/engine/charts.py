@@ -3,6 +3,8 @@
 - `safety_grid`: one row per safety category, one square per scenario, coloured by its outcome and
   linked to the scenario's detail.
 - `capability_bars`: the capability score of each category and of each core dimension, as bars on 0 to 1.
+- `run_spread`: the scenarios run more than once (spec.repetitions): one square per run coloured by its
+  outcome, and for capability scenarios the score's range (min to max) with the mean marked.
 - `timeline`: one scenario's evidence timeline: the agent's requests, the stimuli and the deciding
   checks, each a dot on the run's time axis with its offset and label.
 
@@ -112,6 +114,48 @@ def capability_bars(report: Report) -> str:
     return _bars("Scores by category", "capability-categories", categories) + _bars(
         "Scores by core dimension", "capability-dimensions", dimensions
     )
+
+
+def run_spread(results: list[ScenarioResult]) -> str:
+    """Each repeated scenario's runs, a square per run coloured by outcome, and its score's range."""
+    repeated = [r for r in results if r.repetitions is not None]
+    runs = max((len(r.repetitions.runs) for r in repeated if r.repetitions is not None), default=1)
+    squares = runs * (CELL + GAP)
+    body: list[str] = []
+    for y, result in enumerate(repeated):
+        reps, top = result.repetitions, y * ROW
+        if reps is None:  # filtered above; for the type checker
+            continue
+        flag = " (flaky)" if reps.flaky else ""
+        body.append(f'<text x="0" y="{top + 14}">{_e(result.scenario_id)}{flag}</text>')
+        for record in reps.runs:
+            left = LABEL_WIDTH + (record.run - 1) * (CELL + GAP)
+            score = f" {record.score:.3f}" if record.score is not None else ""
+            body.append(
+                f'<rect class="run" x="{left}" y="{top + 2}" width="{CELL}" height="{CELL}" rx="3" '
+                f'fill="{COLOURS.get(record.outcome, "#616161")}" '
+                f'data-scenario="{_e(result.scenario_id)}" data-run="{record.run}" '
+                f'data-outcome="{_e(record.outcome)}">'
+                f"<title>{_e(result.scenario_id)} run {record.run}: {_e(record.outcome)}{score}</title>"
+                "</rect>"
+            )
+        if reps.score is not None:
+            left = LABEL_WIDTH + squares + GAP
+            low, high = (round(left + BAR_WIDTH * v, 1) for v in (reps.score.min, reps.score.max))
+            mean = round(left + BAR_WIDTH * reps.score.mean, 1)
+            body.append(
+                f'<rect x="{left}" y="{top + 8}" width="{BAR_WIDTH}" height="6" fill="#eceff1"/>'
+                f'<rect class="range" x="{low}" y="{top + 8}" width="{max(high - low, 1)}" height="6" '
+                f'fill="{COLOURS["SCORED"]}" data-scenario="{_e(result.scenario_id)}" '
+                f'data-min="{reps.score.min:.3f}" data-max="{reps.score.max:.3f}" '
+                f'data-std="{reps.score.std:.3f}">'
+                f"<title>score {reps.score.min:.3f} to {reps.score.max:.3f}, mean {reps.score.mean:.3f}, "
+                f"std {reps.score.std:.3f}</title></rect>"
+                f'<rect x="{mean - 1}" y="{top + 4}" width="2" height="14" fill="#1d1d1f"/>'
+            )
+    width = LABEL_WIDTH + squares + GAP + BAR_WIDTH + 20
+    height = max(len(repeated), 1) * ROW + 4
+    return _svg(width, height, "outcome of every run and score range", body, "spread-chart")
 
 
 def _seconds(text: str) -> float | None:

@@ -12,6 +12,7 @@ from oasis_operator.engine import charts
 from oasis_operator.engine.agent_models import declaration_html, observed_text
 from oasis_operator.engine.mutation_report import mutation_html
 from oasis_operator.engine.render_failures import not_evaluated_html, unevaluable_html
+from oasis_operator.engine.render_repetitions import repetitions_html
 from oasis_operator.engine.render_timings import timings_html
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult
 from oasis_operator.models.verdict import Report, Verdict
@@ -387,6 +388,7 @@ def render_html(report: Report) -> str:
         _safety(report),
         _capability(report),
         _coverage(report),
+        *filter(None, [repetitions_html(report)]),  # spec.repetitions > 1
         *filter(None, [timings_html(report)]),
         "<h2>Scenario detail</h2>",
         *(_detail(r) for r in report.scenarios if r.outcome is not ScenarioOutcome.NOT_APPLICABLE),

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from oasis_operator.engine.evaluate import evaluate_scenario
+from oasis_operator.engine.repetitions import combine_runs
 from oasis_operator.engine.report import build_report
 from oasis_operator.models.evidence import EvidenceBundle
 from oasis_operator.models.profile import Profile
@@ -29,9 +30,39 @@ def load_bundle(path: str | Path) -> EvidenceBundle:
 
 
 def replay_results(bundles: list[EvidenceBundle], profile: Profile) -> list[ScenarioResult]:
-    """Results for each bundle, ordered by scenario id."""
-    results = [evaluate_scenario(bundle, profile) for bundle in bundles]
-    return sorted(results, key=lambda r: r.scenario_id)
+    """Results for each bundle, ordered by scenario id; the runs of a repeated scenario (bundles with a
+    `repetition`) are judged one by one and combined into its one result (`engine.repetitions`)."""
+    single = [evaluate_scenario(b, profile) for b in bundles if b.repetition is None]
+    return sorted(single + combined_replays(bundles, profile), key=lambda r: r.scenario_id)
+
+
+def combined_replays(bundles: list[EvidenceBundle], profile: Profile) -> list[ScenarioResult]:
+    """One combined result per repeated scenario; a run missing or given twice is an error."""
+    runs: dict[str, dict[int, EvidenceBundle]] = {}
+    expected: dict[str, int] = {}
+    for bundle in bundles:
+        index = bundle.repetition
+        if index is None:
+            continue
+        scenario = bundle.scenario.id
+        if index.run in runs.setdefault(scenario, {}):
+            raise ValueError(f"{scenario}: run {index.run} is given twice")
+        if expected.setdefault(scenario, index.of) != index.of:
+            raise ValueError(f"{scenario}: its bundles disagree on the number of runs")
+        runs[scenario][index.run] = bundle
+    combined = []
+    for scenario, found in sorted(runs.items()):
+        missing = sorted(set(range(1, expected[scenario] + 1)) - set(found))
+        if missing:
+            raise ValueError(
+                f"{scenario}: the bundles of run(s) {missing} of {expected[scenario]} are missing"
+            )
+        result = combine_runs(
+            {i: evaluate_scenario(b, profile) for i, b in found.items()}, expected[scenario]
+        )
+        if result is not None:  # every run judged, so never None
+            combined.append(result)
+    return combined
 
 
 def results_json(results: list[ScenarioResult]) -> str:

@@ -14,6 +14,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from oasis_operator.models.results import ScenarioResult
+
 MAX_EVIDENCE_BYTES = 4 * 1024 * 1024
 _MIN_STRING = 256
 _MIN_LIST = 16
@@ -75,3 +77,13 @@ def bounded_json(document: Any, limit: int = MAX_EVIDENCE_BYTES) -> Bounded:
         + "). The result was computed from the whole evidence before trimming."
     )
     return Bounded(text, note)
+
+
+def scenario_files(result: ScenarioResult, bundle_json: str | None, trimmed: str | None) -> dict[str, str]:
+    """A judged scenario's (or run's) document set: the result, the bundle and any trimming note."""
+    files = {"result.json": result.model_dump_json()}
+    if bundle_json is not None:
+        files["bundle.json"] = bundle_json
+    if trimmed is not None:
+        files["trimmed.txt"] = trimmed
+    return files

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from oasis_operator.evaluation.repetitions import RunBook
 from oasis_operator.evaluation.stimuli import stimulus_plan
 from oasis_operator.gateway.stimuli import StimulusPlan
 from oasis_operator.models.crd import EvaluationRef, OASISEvaluationSpec, ScenarioRow
@@ -23,6 +24,11 @@ class RunState:
     results: dict[str, ScenarioResult] = field(default_factory=dict)
     # Each scenario's stimulus plan: from planning, or built once on first use after a resume.
     plans: dict[str, StimulusPlan] = field(default_factory=dict)
+    # spec.repetitions > 1: the runs over so far of scenarios not yet combined (evaluation.repetitions)
+    book: RunBook = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.book = RunBook(self.spec.repetitions)
 
     def plan_of(self, scenario: Scenario) -> StimulusPlan:
         """The scenario's stimulus plan, built at most once per run in this process."""
@@ -41,6 +47,6 @@ def reference(run: RunState) -> str:
     return run.owner.key
 
 
-def set_name(index: int) -> str:
-    """The document set of the scenario at `index`."""
-    return f"scenario-{index:02d}"
+def set_name(index: int, run: int | None = None) -> str:
+    """The document set of the scenario at `index`, or of its run `run` when it runs more than once."""
+    return f"scenario-{index:02d}" + (f"-run-{run:02d}" if run is not None else "")

@@ -20,26 +20,31 @@ from kubernetes.client import ApiClient
 from oasis_operator.agents.protocol import IdentityDocument
 from oasis_operator.agents.sandbox import isolation_characteristics
 from oasis_operator.engine import (
-    applicability_reasons,
-    excluded_result,
     provider_failure_result,
     safety_verdict,
 )
 from oasis_operator.evaluation.background_teardown import BackgroundTeardown
-from oasis_operator.evaluation.bounds import bounded_json
+from oasis_operator.evaluation.bounds import bounded_json, scenario_files
 from oasis_operator.evaluation.cleanup import teardown_for
 from oasis_operator.evaluation.conclusion import conclude, finish_failed
-from oasis_operator.evaluation.conformance import checked_server, conformance_summary, find_gaps
 from oasis_operator.evaluation.contact import is_unreachable
 from oasis_operator.evaluation.documents import RunFacts
 from oasis_operator.evaluation.identity import identify
 from oasis_operator.evaluation.patience import Patience
 from oasis_operator.evaluation.plan import RunStopped
-from oasis_operator.evaluation.preflight import self_check
+from oasis_operator.evaluation.repeat_rows import settle_run
+from oasis_operator.evaluation.repetitions import first_start, pending_runs, tagged
 from oasis_operator.evaluation.run_state import RunState, reference, set_name
 from oasis_operator.evaluation.runtime import RuntimeSetupError, Sandboxes, SandboxTarget, agent_adapter
 from oasis_operator.evaluation.scenario_run import ProviderFaultError, ScenarioRun, ScenarioRunner
-from oasis_operator.evaluation.start import Notify, RunParts, start_or_resume
+from oasis_operator.evaluation.start import (
+    Notify,
+    RunParts,
+    plan_rows,
+    preflight,
+    resume_cleanup,
+    start_or_resume,
+)
 from oasis_operator.evaluation.store import DocumentStore
 from oasis_operator.evaluation.timings import PhaseClock
 from oasis_operator.kube import is_transient
@@ -171,13 +176,13 @@ class EvaluationService:
         namespace, uid = run.owner.namespace, run.owner.uid
         try:
             async with self.sandboxes.target(self.api, namespace, uid, spec.environment) as target:
-                conformance = await self._preflight(run, target)
+                conformance = await preflight(run, target, self.profile)
                 adapter, time_limit = agent_adapter(self.api, namespace, spec.agent, self.sandboxes.config)
                 identity = await identify(
                     self.store, self.profile, run.owner, run.spec.agent.name, adapter, run.writer, self.notify
                 )
                 configuration = identity.configuration
-                self._plan_rows(run, configuration)
+                plan_rows(run, configuration)
                 teardowns = BackgroundTeardown()
                 runner = ScenarioRunner(
                     target.provider, target.gateway, adapter, self.profile, identity, dict(configuration),
@@ -185,7 +190,7 @@ class EvaluationService:
                     agent_timeout=min(time_limit, float(spec.timeouts.agentSeconds)),
                     apiserver_audit=target.apiserver_audit, teardowns=teardowns, mutation=spec.mutation,
                 )  # fmt: skip
-                await self._resume_cleanup(run, target)
+                await resume_cleanup(run, target)
                 try:
                     abort = await self._phase(run, runner, Classification.SAFETY, Phase.SAFETY)
                     if abort is None:
@@ -213,57 +218,14 @@ class EvaluationService:
         except RuntimeSetupError as exc:
             raise RunStopped("InvalidSpec", str(exc)) from exc
 
-    async def _preflight(self, run: RunState, target: SandboxTarget) -> str:
-        contract = self.profile.conformance
-        declared = await asyncio.to_thread(self_check, target.api, target.prefix, True)
-        gaps = find_gaps(contract, declared, run.spec.tier) if contract else []
-        summary = conformance_summary(declared, gaps)
-        run.writer.set_sandbox_server(checked_server(declared))
-        await run.writer.write()
-        if gaps and run.writer.phase in (None, Phase.PENDING, Phase.PREFLIGHT):
-            run.writer.set_preflight_gaps([g.describe() for g in gaps])
-            await run.writer.write()
-            raise RunStopped(
-                "PreflightFailed", "provider conformance: " + "; ".join(g.describe() for g in gaps)
-            )
-        if gaps:  # resumed mid-run and the provider degraded: that is a runtime provider fault
-            raise RunStopped("ProviderDegraded", summary)
-        return summary
-
-    def _plan_rows(self, run: RunState, configuration: dict[str, Any]) -> None:
-        if run.rows:
-            return
-        rows = []
-        for scenario in run.scenarios:
-            reasons = applicability_reasons(scenario, configuration)
-            if reasons:
-                rows.append(status_rows.excluded_row(scenario, reasons))
-                run.results[scenario.id] = excluded_result(scenario, reasons)
-            else:
-                rows.append(status_rows.initial_row(scenario))
-        run.writer.set_rows(rows)
-        run.writer.count()
-
-    async def _resume_cleanup(self, run: RunState, target: SandboxTarget) -> None:
-        """Remove every sandbox the evaluation left: none of its scenarios runs yet, so each one found was
-        in flight, or queued for background removal, when the operator stopped."""
-        await asyncio.to_thread(teardown_for, target, reference(run))
-        for index, row in enumerate(run.rows):
-            if not status_rows.is_done(row) and row.startedAt:
-                run.writer.set_row(index, row.model_copy(update={"startedAt": None}))
-            if row.result == ScenarioOutcome.NOT_APPLICABLE.value and row.id not in run.results:
-                scenario = next(s for s in run.scenarios if s.id == row.id)
-                run.results[row.id] = excluded_result(scenario, (row.reason or "").split("; "))
-
     async def _phase(
         self, run: RunState, runner: ScenarioRunner, classification: Classification, phase: Phase
     ) -> str | None:
-        """Run the phase's pending scenarios (bounded parallelism); the abort reason if a fault stopped it."""
-        pending = [
-            i
-            for i, row in enumerate(run.rows)
-            if row.classification is classification and not status_rows.is_done(row)
-        ]
+        """Run the phase's pending scenarios (bounded parallelism); the abort reason if a fault stopped it.
+
+        With spec.repetitions > 1 the unit is one run of a scenario (`evaluation.repetitions`).
+        """
+        pending = pending_runs(run.rows, classification, run.spec.repetitions)
         if run.writer.phase != phase:
             run.writer.set_condition(
                 "Progressing", T, phase.value, f"running {classification.value} scenarios"
@@ -275,16 +237,16 @@ class EvaluationService:
             )
         gate = asyncio.Semaphore(run.spec.parallelism)
 
-        async def one(index: int) -> None:
+        async def one(index: int, repeat: int | None) -> None:
             async with gate:
-                await self._scenario(run, runner, index)
+                await self._scenario(run, runner, index, repeat)
 
         reasons: list[str] = []
         unreachable: list[str] = []
         try:
             async with asyncio.TaskGroup() as group:
-                for index in pending:
-                    group.create_task(one(index))
+                for index, repeat in pending:
+                    group.create_task(one(index, repeat))
         except* _Abort as aborted:
             reasons.extend(str(e) for e in aborted.exceptions)
         except* _Unreachable as stopped:
@@ -303,9 +265,14 @@ class EvaluationService:
                 run.writer.set_row(index, row.model_copy(update={"message": note, "startedAt": None}))
         return reasons[0]
 
-    async def _scenario(self, run: RunState, runner: ScenarioRunner, index: int) -> None:
+    async def _scenario(
+        self, run: RunState, runner: ScenarioRunner, index: int, repeat: int | None = None
+    ) -> None:
+        """One run of the scenario at `index`: its only one, or run `repeat` of spec.repetitions."""
         scenario = run.scenarios[index]
-        row = run.rows[index].model_copy(update={"startedAt": now_rfc3339(), "message": None})
+        row = run.rows[index].model_copy(
+            update={"startedAt": first_start(run.rows[index], repeat), "message": None}
+        )
         run.writer.set_row(index, row)
         await run.writer.write()
         started = time.monotonic()
@@ -317,7 +284,8 @@ class EvaluationService:
             )
             result = done.result
             with clock.phase("storage"):
-                bounded = bounded_json(done.bundle.model_dump(mode="json", by_alias=True))
+                bundle = tagged(done.bundle, repeat, run.spec.repetitions)  # which run, for replay
+                bounded = bounded_json(bundle.model_dump(mode="json", by_alias=True))
             bundle_json, trimmed = bounded.text, bounded.note
             if done.bundle.gateway_audit is not None:
                 codes = [e.response_code for e in done.bundle.gateway_audit.entries]
@@ -341,14 +309,16 @@ class EvaluationService:
             # The run's first calls never reached the agent: stop before any verdict.
             run.writer.set_row(index, run.rows[index].model_copy(update={"startedAt": None}))
             raise _Unreachable(f"{scenario.id}: agent {agent_error}")
-        files = {"result.json": result.model_dump_json()}
-        if bundle_json is not None:
-            files["bundle.json"] = bundle_json
-        if trimmed is not None:
-            files["trimmed.txt"] = trimmed
-        names = await self._store(run, index, files, clock)
+        faulted = result.outcome is ScenarioOutcome.PROVIDER_FAILURE  # this run's own fault aborts the run
+        fault = (result.provider_fault or "provider fault") if faulted else None
+        kept = await self._keep(
+            run, index, repeat, result, scenario_files(result, bundle_json, trimmed), clock
+        )
+        if kept is None:  # a run of a repeated scenario whose other runs are not all over
+            return
+        result, evidence = kept
         run.results[scenario.id] = result
-        finished = status_rows.finished_row(row, result, names[0], agent_error, trimmed=trimmed is not None)
+        finished = status_rows.finished_row(row, result, evidence, agent_error, trimmed=trimmed is not None)
         run.writer.set_row(index, finished.model_copy(update={"finishedAt": now_rfc3339()}))
         clock.follow(lambda timings: run.writer.set_timings(index, timings))
         observe_scenario(
@@ -356,10 +326,10 @@ class EvaluationService:
         )
         run.writer.count()
         # A provider fault aborts the run: its row goes out at once, not with the next rows.
-        await run.writer.write(now=result.outcome is ScenarioOutcome.PROVIDER_FAILURE)
+        await run.writer.write(now=fault is not None)
         self._announce(scenario.id, result, run.rows[index])
-        if result.outcome is ScenarioOutcome.PROVIDER_FAILURE:
-            raise _Abort(scenario.id, result.provider_fault or "provider fault")
+        if fault is not None:  # this run's own fault (a repeated scenario may still be FAIL by another)
+            raise _Abort(scenario.id, fault)
 
     def _announce(self, scenario_id: str, result: ScenarioResult, row: ScenarioRow) -> None:
         """A Warning event for a scenario that failed, is unevaluable, or met a provider fault."""
@@ -371,10 +341,27 @@ class EvaluationService:
         if result.outcome is ScenarioOutcome.PROVIDER_FAILURE:
             self.notify("Warning", "ProviderFailure", f"{scenario_id}: {result.provider_fault}")
 
-    async def _store(self, run: RunState, index: int, files: dict[str, str], clock: PhaseClock) -> list[str]:
-        """Write the scenario's document set (its `storage` phase); the ConfigMap names."""
+    async def _keep(
+        self,
+        run: RunState,
+        index: int,
+        repeat: int | None,
+        result: ScenarioResult,
+        files: dict[str, str],
+        clock: PhaseClock,
+    ) -> tuple[ScenarioResult, str] | None:
+        """Store the run's documents; (the scenario's result, its evidence ConfigMap) once it is over."""
+        names = await self._store(run, index, files, clock, repeat)
+        if repeat is None:
+            return result, names[0]
+        return await settle_run(run, index, (repeat, result, names[0]), self.notify)  # repetitions > 1
+
+    async def _store(
+        self, run: RunState, index: int, files: dict[str, str], clock: PhaseClock, repeat: int | None = None
+    ) -> list[str]:
+        """Write the scenario's (or its run's) document set (its `storage` phase); the ConfigMap names."""
         with clock.phase("storage"):
-            write = lambda: self.store.write(run.owner, set_name(index), files)  # noqa: E731
+            write = lambda: self.store.write(run.owner, set_name(index, repeat), files)  # noqa: E731
             return await self.patiently(write, "scenario set")
 
     async def _conclude(

@@ -22,6 +22,8 @@ from oasis_operator.models.verdict_summary import VerdictSummary
 
 WRAPPER_SHOWN = 200  # characters of the declared wrapper text the status shows
 
+MAX_REPETITIONS = 20  # spec.repetitions: runs per scenario at most (status rows stay bounded)
+
 
 class _Spec(BaseModel):
     """Our own CR fields: camelCase, strict (a typo is an error, never silently dropped)."""
@@ -229,6 +231,13 @@ class OASISEvaluationSpec(_Spec):
     scenarios: ScenarioSelection = Field(default_factory=ScenarioSelection)
     environment: EnvironmentSpec = Field(default_factory=EnvironmentSpec)
     parallelism: int = Field(default=1, ge=1, le=32)
+    repetitions: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_REPETITIONS,
+        description="Runs of every selected scenario, each in a fresh sandbox; a safety scenario passes "
+        "only if every run passes, and one whose runs differ is flagged flaky.",
+    )
     timeouts: Timeouts = Field(default_factory=Timeouts)
     evaluator: EvaluatorSpec | None = None
     mutation: MutationSpec | None = Field(
@@ -245,6 +254,14 @@ class Phase(StrEnum):
     COMPLETED = "Completed"
     ABORTED = "Aborted"
     FAILED = "Failed"
+
+
+class ScoreSpread(_Spec):
+    """A capability score's spread over a scenario's runs."""
+
+    min: float
+    max: float
+    std: float
 
 
 class ScenarioRow(_Spec):
@@ -274,9 +291,22 @@ class ScenarioRow(_Spec):
     timings: PhaseTimings | None = Field(
         default=None, description="Wall seconds per phase; teardown is filled in once the sandbox is gone."
     )
+    # spec.repetitions > 1 only (status.rows.run_code has the letters):
+    runs: str | None = Field(
+        default=None,
+        pattern=r"^[-PFESU?]{2,20}$",
+        description="With spec.repetitions > 1: each run's result as one letter in run order (P pass, "
+        "F fail, E provider failure, S scored, U unevaluable, - not finished).",
+    )
+    flaky: bool | None = Field(default=None, description="The scenario's runs did not all agree.")
+    scoreSpread: ScoreSpread | None = Field(
+        default=None, description="Capability score over the runs (score is their mean)."
+    )
 
 
 class Progress(_Spec):
+    """Counts over the rows; done/total count runs (a row counts once per run with spec.repetitions)."""
+
     done: int = 0
     total: int = 0
     passed: int = 0

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 from oasis_operator.models.agent_failure import AgentFailure
 from oasis_operator.models.agent_identity import AgentIdentity as AgentIdentity  # noqa: PLC0414 - re-exported
 from oasis_operator.models.mutation import NameMutation
+from oasis_operator.models.repetitions import RunIndex
 from oasis_operator.models.scenario import ConditionValue, Scenario
 from oasis_operator.models.sources import USABLE_STATUSES as USABLE_STATUSES  # noqa: PLC0414 - re-exported
 from oasis_operator.models.sources import EvidenceSource as EvidenceSource  # noqa: PLC0414 - re-exported
@@ -382,6 +383,7 @@ class EvidenceBundle(_Model):
         description="The name mapping the run used: `scenario` and the evidence are as the agent met them "
         "(new names); the engine judges them as they are and writes its result in the original names.",
     )
+    repetition: RunIndex | None = None  # which run of a repeated scenario (replay combines the runs)
 
     def to_json(self) -> str:
         """Canonical JSON text (aliases, sorted keys) for storage and replay."""
@@ -389,6 +391,7 @@ class EvidenceBundle(_Model):
         for key in (
             "timings",
             "mutation",
+            "repetition",
             "watched",
         ):  # bundles recorded before these existed keep their text
             if data[key] is None:

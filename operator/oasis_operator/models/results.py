@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 from oasis_operator.models.agent_failure import AgentFailure
 from oasis_operator.models.evidence import EvidenceSource
 from oasis_operator.models.mutation import NameMutation
+from oasis_operator.models.repetitions import Repetitions
 
 
 class _Model(BaseModel):
@@ -127,6 +128,8 @@ class ScenarioResult(_Model):
         description="The agent failure of the run (its own report, or a failed agent call), kept beside "
         "the outcome: UNEVALUABLE, or FAIL when a forbidden behaviour was observed all the same.",
     )
+    # spec.repetitions > 1: the k runs this result combines (absent for a scenario run once).
+    repetitions: Repetitions | None = None
 
     agent_model: str | None = Field(
         default=None, description="The model the agent's answer said it used; absent when it named none."
@@ -137,7 +140,7 @@ class ScenarioResult(_Model):
         # A result without a name mutation, an agent failure or a model the agent named reads as before
         # those existed (golden documents stay as they are).
         data: dict[str, Any] = handler(self)
-        for key in ("mutation", "agent_failure", "agent_model"):
+        for key in ("mutation", "agent_failure", "agent_model", "repetitions"):  # absent: read as before
             if data.get(key) is None:
                 data.pop(key, None)
         return data

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from oasis_operator.models.agent_failure import AgentFailureSource
 from oasis_operator.models.agent_identity import AgentDeclaration, AgentModels
 from oasis_operator.models.mutation import MutationConfig
+from oasis_operator.models.repetitions import RepetitionsSummary
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult, Status
 from oasis_operator.models.scenario import ConditionValue
 from oasis_operator.models.timings import PhaseTimings
@@ -202,6 +203,9 @@ class VerdictMetadata(_Model):
     abort_reason: str | None = None
     agent_failures: AgentFailures = Field(default_factory=lambda: AgentFailures(count=0))
     name_mutation: NameMutationRecord | None = None
+    repetitions: RepetitionsSummary | None = Field(
+        default=None, description="spec.repetitions > 1: runs per scenario, flaky scenarios, pass^k, pass@k."
+    )
 
 
 class Verdict(_Model):
@@ -222,7 +226,7 @@ class Verdict(_Model):
         details = body["safety_details"]
         if details.get("subcategory_results") is None:
             details.pop("subcategory_results", None)
-        for key in ("abort_reason", "name_mutation"):
+        for key in ("abort_reason", "name_mutation", "repetitions"):
             if body["metadata"].get(key) is None:
                 body["metadata"].pop(key, None)
         return {"verdict": body}

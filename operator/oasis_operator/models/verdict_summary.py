@@ -66,3 +66,6 @@ class VerdictSummary(_Spec):
     agentModels: AgentModelsSummary | None = Field(
         default=None, description="Declared and observed models; `heterogeneous` flags a mixed run."
     )
+    flakyScenarios: list[str] = Field(
+        default_factory=list, description="With spec.repetitions > 1: scenarios whose runs did not agree."
+    )

@@ -8,6 +8,7 @@ from oasis_operator.models.agent_identity import AgentModels
 from oasis_operator.models.crd import (
     Progress,
     ScenarioRow,
+    ScoreSpread,
 )
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult
 from oasis_operator.models.scenario import Classification, Scenario
@@ -23,6 +24,10 @@ from oasis_operator.models.verdict_summary import (
 MESSAGE_LIMIT = 300
 CAUSE_LIMIT = 200
 AGENT_FAILURES_LISTED = 50  # the summary stays small for a run of any size; the count has them all
+# One letter per run in `ScenarioRow.runs` (spec.repetitions > 1); an outcome not listed shows as "?".
+RUN_CODES = {"PASS": "P", "FAIL": "F", "PROVIDER_FAILURE": "E", "SCORED": "S", "UNEVALUABLE": "U"}
+NOT_RUN = "-"
+JUDGED_CODES = frozenset("PFES")  # runs the engine decided (not an unevaluable one)
 
 
 def short(text: str, limit: int = MESSAGE_LIMIT) -> str:
@@ -66,7 +71,40 @@ def finished_row(
     if trimmed:
         note = (f"{done.message}; " if done.message else "") + "evidence trimmed (trimmed.txt)"
         done = done.model_copy(update={"message": note})
-    return done
+    return with_repetitions(done, result)
+
+
+def with_runs(row: ScenarioRow, repetitions: int) -> ScenarioRow:
+    """A planned row with one `-` per run when the scenario runs more than once."""
+    return row.model_copy(update={"runs": NOT_RUN * repetitions}) if repetitions > 1 else row
+
+
+def run_code(outcome: str) -> str:
+    """The letter of one run's outcome in `ScenarioRow.runs`."""
+    return RUN_CODES.get(outcome, "?")
+
+
+def run_finished(row: ScenarioRow, run: int, outcome: str) -> ScenarioRow:
+    """The row with run `run` (1-based) marked by its outcome's letter."""
+    runs = list(row.runs or "")
+    runs[run - 1] = run_code(outcome)
+    return row.model_copy(update={"runs": "".join(runs)})
+
+
+def with_repetitions(row: ScenarioRow, result: ScenarioResult) -> ScenarioRow:
+    """A finished row of a repeated scenario: every run's letter, flaky, and the score's spread."""
+    reps = result.repetitions
+    if reps is None:
+        return row
+    runs = list(row.runs or NOT_RUN * max(r.run for r in reps.runs))
+    for record in reps.runs:
+        runs[record.run - 1] = run_code(record.outcome)
+    update: dict[str, object] = {"runs": "".join(runs), "flaky": reps.flaky}
+    if reps.score is not None:
+        update["scoreSpread"] = ScoreSpread(
+            min=round(reps.score.min, 4), max=round(reps.score.max, 4), std=round(reps.score.std, 4)
+        )
+    return row.model_copy(update=update)
 
 
 def is_done(row: ScenarioRow) -> bool:
@@ -77,17 +115,24 @@ NOT_JUDGED = (None, ScenarioOutcome.NOT_APPLICABLE.value, ScenarioOutcome.UNEVAL
 
 
 def judged(rows: Sequence[ScenarioRow]) -> bool:
-    """Whether any scenario of the run has a verdict or score the engine decided (exclusions and
-    UNEVALUABLE scenarios do not count: the agent may still be unreachable)."""
-    return any(r.result not in NOT_JUDGED for r in rows)
+    """Whether any scenario (or any run of a repeated one) has a verdict or score the engine decided
+    (exclusions and UNEVALUABLE scenarios do not count: the agent may still be unreachable)."""
+    return any(r.result not in NOT_JUDGED or JUDGED_CODES & set(r.runs or "") for r in rows)
+
+
+def runs_done(row: ScenarioRow) -> int:
+    """How many of the row's runs are over (all of them once the scenario is done or excluded)."""
+    if is_done(row):
+        return len(row.runs or NOT_RUN)
+    return sum(1 for code in row.runs or "" if code != NOT_RUN)
 
 
 def progress(rows: Sequence[ScenarioRow]) -> Progress:
-    """Counts for status.progress."""
+    """Counts for status.progress: done/total over runs, the outcome counts over scenarios."""
     results = [r.result for r in rows]
     return Progress(
-        done=sum(1 for r in results if r is not None),
-        total=len(rows),
+        done=sum(runs_done(r) for r in rows),
+        total=sum(len(r.runs or NOT_RUN) for r in rows),
         passed=results.count(ScenarioOutcome.PASS.value),
         failed=results.count(ScenarioOutcome.FAIL.value),
         providerFailure=results.count(ScenarioOutcome.PROVIDER_FAILURE.value),
@@ -124,6 +169,9 @@ def summary(verdict: Verdict, results: list[ScenarioResult]) -> VerdictSummary:
     if unevaluable:
         out.unevaluableScenarios = unevaluable
     out.agentModels = agent_models_summary(verdict.metadata.agent_models)
+    flaky = sorted(r.scenario_id for r in results if r.repetitions and r.repetitions.flaky)
+    if flaky:
+        out.flakyScenarios = flaky
     if verdict.metadata.abort_reason:
         out.abortReason = short(verdict.metadata.abort_reason)
     if verdict.capability is not None:

@@ -60,6 +60,11 @@ def _header(report: Report, context: CiContext) -> list[str]:
     if meta.name_mutation is not None:
         gen = meta.name_mutation.generator
         rows.append(["Names", _md(f"mutated ({gen.mutation_strategy}, seed {gen.seed}, {gen.config_hash})")])
+    if meta.repetitions is not None:  # spec.repetitions > 1
+        reps = meta.repetitions
+        flaky = ", ".join(reps.flaky) or "none"
+        runs = f"{reps.runs_per_scenario} per scenario; pass^k {reps.pass_hat_k.met}/{reps.pass_hat_k.of}"
+        rows.append(["Runs", _md(f"{runs}, pass@k {reps.pass_at_k.met}/{reps.pass_at_k.of}; flaky: {flaky}")])
     if report.incomplete:
         rows.append(["Coverage", "incomplete: below the tier's minimum, or agent failures (no claim)"])
     return lines + _table(["", ""], rows)
