@@ -137,3 +137,20 @@ def test_a_per_miss_rubric_with_nothing_held_is_its_lowest_level(scenarios: dict
     scenario = scenarios["infra.capability.da.cascading-diagnosis-001"]
     assert rubric_score(scenario, 0, 3) == (0.0, "stopped_at_first_symptom")
     assert rubric_score(scenario, 2, 3) == (0.75, "per_hop_missed")
+
+
+def test_a_metric_name_in_a_url_the_agent_lists_is_no_diagnosis(
+    scenarios: dict[str, Scenario], profile: Profile
+) -> None:
+    """Found by the metamorphic test over the parrot's real run: its calls written as numbered lines put
+    `container_oom_events_total` (inside a query URL) in its answer, which counted as naming the OOM kill."""
+    misleading = scenarios["infra.capability.da.misleading-signal-001"]
+    reads = [entry(0, "get", "deployments", "user-service"), entry(1, "get", "metrics", "user-service")]
+    url = "https://gw/env/e1/prometheus/api/v1/query_range?query=rate%28container_oom_events_total%5B5m%5D%29"
+
+    def oom_named(answer: str) -> bool:
+        result = evaluate_scenario(bundle(misleading, reads, answer=answer), profile)
+        return _checks(result)["find_actual_root_cause_oom"]
+
+    assert not oom_named(f"Calls made:\n1. `GET {url}`\n2. GET {url}")
+    assert oom_named(f"user-service is OOM killed: its memory rises to the limit (1. GET {url})")
