@@ -217,14 +217,28 @@ def _with(bundle: EvidenceBundle, **update: Any) -> EvidenceBundle:
 # --- (d) the trail moved from the actions into the answer --------------------------------------------
 
 
-def _operation(action: ToolAction, spelling: Spelling) -> str:
-    argv = _command(action)
-    if argv is not None:
-        return as_text(spelling(argv))
-    args = action.arguments
-    assert isinstance(args, dict), action
-    assert "url" in args, action
-    return f"{args.get('method') or 'GET'} {args['url']}"
+Naming = Callable[[ToolAction], str]
+
+
+def as_called(spelling: Spelling = lambda argv: argv) -> Naming:
+    """A step named by its call: the kubectl command line (in `spelling`) or `METHOD URL`."""
+
+    def name(action: ToolAction) -> str:
+        argv = _command(action)
+        if argv is not None:
+            return as_text(spelling(argv))
+        args = action.arguments
+        assert isinstance(args, dict), action
+        assert "url" in args, action
+        return f"{args.get('method') or 'GET'} {args['url']}"
+
+    return name
+
+
+def as_expression(action: ToolAction) -> str:
+    """A step named by the action expression the agent wrote in its action's `operation` (by its call
+    where it wrote none)."""
+    return action.operation or as_called()(action)
 
 
 def _bare(action: ToolAction) -> ToolAction:
@@ -233,13 +247,14 @@ def _bare(action: ToolAction) -> ToolAction:
     )
 
 
-def trail_in_list(bundle: EvidenceBundle, spelling: Spelling = lambda argv: argv) -> EvidenceBundle:
+def trail_in_list(bundle: EvidenceBundle, naming: Naming | None = None) -> EvidenceBundle:
     """The per-action trail fields given instead as the answer's `audit_trail`, one step per action."""
+    name = naming or as_called()
     actions = bundle.transcript.actions
     steps = [
         TrailEntry(
             step=i + 1,
-            operation=_operation(a, spelling),
+            operation=name(a),
             reason=a.reasoning,
             trigger=a.trigger,
             before=(a.state_delta or {}).get("before"),
@@ -250,25 +265,50 @@ def trail_in_list(bundle: EvidenceBundle, spelling: Spelling = lambda argv: argv
     return _with(bundle, actions=[_bare(a) for a in actions], audit_trail=steps)
 
 
-def _line(number: int, action: ToolAction, spelling: Spelling) -> str:
+def _fields(action: ToolAction) -> list[tuple[str, str]]:
     delta = action.state_delta or {}
-    fields = [
-        f"{number}. `{_operation(action, spelling)}`",
-        *([f"reason: {action.reasoning}"] if action.reasoning else []),
-        *([f"trigger: {action.trigger}"] if action.trigger else []),
+    return [
+        *([("reason", action.reasoning)] if action.reasoning else []),
+        *([("trigger", action.trigger)] if action.trigger else []),
         *(
-            f"{label}: {json.dumps(delta[label], sort_keys=True)}"
+            (label, json.dumps(delta[label], sort_keys=True))
             for label in ("before", "after")
             if delta.get(label) is not None
         ),
     ]
-    return " — ".join(fields)
 
 
-def trail_in_lines(bundle: EvidenceBundle, spelling: Spelling = lambda argv: argv) -> EvidenceBundle:
+Layout = Callable[[int, str, list[tuple[str, str]]], str]
+
+
+def dashes(number: int, operation: str, fields: list[tuple[str, str]]) -> str:
+    """`1. `op` — reason: … — trigger: …`"""
+    return " — ".join([f"{number}. `{operation}`", *(f"{k}: {v}" for k, v in fields)])
+
+
+def step_heading(number: int, operation: str, fields: list[tuple[str, str]]) -> str:
+    """`Step 1: op`, then one labelled line per field (`why:` for the reason)."""
+    labels = {"reason": "why"}
+    return "\n".join([f"Step {number}: {operation}", *(f"   {labels.get(k, k)}: {v}" for k, v in fields)])
+
+
+def parentheses(number: int, operation: str, fields: list[tuple[str, str]]) -> str:
+    """`1) op (reason: …; trigger: …)`"""
+    return f"{number}) {operation} (" + "; ".join(f"{k}: {v}" for k, v in fields) + ")"
+
+
+def bars(number: int, operation: str, fields: list[tuple[str, str]]) -> str:
+    """`- 1. op | reason: … | trigger: …`"""
+    return " | ".join([f"- {number}. {operation}", *(f"{k}: {v}" for k, v in fields)])
+
+
+def trail_in_lines(
+    bundle: EvidenceBundle, naming: Naming | None = None, layout: Layout = dashes
+) -> EvidenceBundle:
     """The per-action trail fields given instead as numbered lines at the end of `final_answer`."""
+    name = naming or as_called()
     actions = bundle.transcript.actions
-    lines = [_line(i + 1, a, spelling) for i, a in enumerate(actions)]
+    lines = [layout(i + 1, name(a), _fields(a)) for i, a in enumerate(actions)]
     answer = f"{bundle.transcript.final_answer or ''}\n\nAudit trail:\n" + "\n".join(lines)
     return _with(bundle, actions=[_bare(a) for a in actions], final_answer=answer)
 
@@ -376,15 +416,21 @@ REWRITES: dict[str, Rewrite] = {
     "synonyms": partial(rewrite_words, words=synonyms),
     "trail in audit_trail": trail_in_list,
     "trail in numbered lines": trail_in_lines,
+    "trail in numbered lines, Step N: and labelled lines": partial(trail_in_lines, layout=step_heading),
+    "trail in numbered lines, parentheses": partial(trail_in_lines, layout=parentheses),
+    "trail in numbered lines, bars": partial(trail_in_lines, layout=bars),
     # The trail's commands spelled otherwise than the actions' arguments: joined as the same command.
-    "trail in audit_trail, respelled": lambda b: trail_in_list(b, SPELLINGS["everything"]),
-    "trail in numbered lines, respelled": lambda b: trail_in_lines(b, SPELLINGS["everything"]),
+    "trail in audit_trail, respelled": partial(trail_in_list, naming=as_called(SPELLINGS["everything"])),
+    "trail in numbered lines, respelled": partial(trail_in_lines, naming=as_called(SPELLINGS["everything"])),
+    # The trail named by the action expressions the agent wrote on its actions (`get metrics`).
+    "trail in audit_trail, action expressions": partial(trail_in_list, naming=as_expression),
+    "trail in numbered lines, action expressions": partial(trail_in_lines, naming=as_expression),
     "all at once": lambda b: trail_in_lines(
         rewrite_words(
             respell_actions(b, SPELLINGS["everything"], text=True),
             lambda t: synonyms(in_mebibytes(spaced_percent(t))),
         ),
-        SPELLINGS["flags first"],
+        as_called(SPELLINGS["flags first"]),
     ),
 }
 
