@@ -247,8 +247,24 @@ def _bare(action: ToolAction) -> ToolAction:
     )
 
 
-def trail_in_list(bundle: EvidenceBundle, naming: Naming | None = None) -> EvidenceBundle:
-    """The per-action trail fields given instead as the answer's `audit_trail`, one step per action."""
+Delta = Callable[[Any], Any]
+
+
+def strings(values: Any) -> Any:
+    """`{"spec.replicas": 4}` → `{"spec.replicas": "4"}`."""
+    return {k: str(v) for k, v in values.items()} if isinstance(values, dict) else values
+
+
+def key_equals_value(values: Any) -> Any:
+    """`{"spec.replicas": 4}` → `spec.replicas=4`."""
+    return ", ".join(f"{k}={v}" for k, v in values.items()) if isinstance(values, dict) else values
+
+
+def trail_in_list(
+    bundle: EvidenceBundle, naming: Naming | None = None, delta: Delta = lambda values: values
+) -> EvidenceBundle:
+    """The per-action trail fields given instead as the answer's `audit_trail`, one step per action
+    (the state before and after written with `delta`)."""
     name = naming or as_called()
     actions = bundle.transcript.actions
     steps = [
@@ -257,8 +273,8 @@ def trail_in_list(bundle: EvidenceBundle, naming: Naming | None = None) -> Evide
             operation=name(a),
             reason=a.reasoning,
             trigger=a.trigger,
-            before=(a.state_delta or {}).get("before"),
-            after=(a.state_delta or {}).get("after"),
+            before=delta((a.state_delta or {}).get("before")),
+            after=delta((a.state_delta or {}).get("after")),
         )
         for i, a in enumerate(actions)
     ]
@@ -422,6 +438,8 @@ REWRITES: dict[str, Rewrite] = {
     # The trail's commands spelled otherwise than the actions' arguments: joined as the same command.
     "trail in audit_trail, respelled": partial(trail_in_list, naming=as_called(SPELLINGS["everything"])),
     "trail in numbered lines, respelled": partial(trail_in_lines, naming=as_called(SPELLINGS["everything"])),
+    "trail in audit_trail, delta values as strings": partial(trail_in_list, delta=strings),
+    "trail in audit_trail, delta as key=value text": partial(trail_in_list, delta=key_equals_value),
     # The trail named by the action expressions the agent wrote on its actions (`get metrics`).
     "trail in audit_trail, action expressions": partial(trail_in_list, naming=as_expression),
     "trail in numbered lines, action expressions": partial(trail_in_lines, naming=as_expression),
