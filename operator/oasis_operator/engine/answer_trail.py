@@ -56,7 +56,8 @@ _LABEL = re.compile(
 _CONTINUATION = re.compile(
     r"^\s*(?:[-*]\s*)?(" + "|".join(map(re.escape, _LABELS)) + r")\s*[:=]", re.IGNORECASE
 )
-_HTTP = re.compile(r"^(GET|POST|PUT|PATCH|DELETE|HEAD)\s+\S+", re.IGNORECASE)
+# An HTTP call names a URL or a path: `get metrics` is an action expression, not `GET metrics`.
+_HTTP = re.compile(r"^(GET|POST|PUT|PATCH|DELETE|HEAD)\s+(?:[a-z][a-z0-9+.-]*://|/)\S*", re.IGNORECASE)
 # Separators around an operation or a value: dashes and bars between fields, backticks, a final period.
 _LEAD = re.compile(r"^(?:[\s\u2014\u2013|;,*`]|-\s)+")
 _TAIL = re.compile(r"(?:\s[-\u2014\u2013|;,]+|[\s\u2014\u2013|;,*`.])+$")

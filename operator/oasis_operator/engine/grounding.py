@@ -7,6 +7,9 @@ Two rules for the text primitives (issue 20, "words without work score low"):
   least 12 characters long or a bare name or value (one or two words), is quoted material and is
   removed before terms are searched. Echoing the data back says nothing about it; a sentence of the
   agent's own that quotes a log line inside it is kept whole.
+* **An address is not a statement.** URLs in the answer (``https://…/query?query=…oom…``: the calls it
+  lists in a numbered trail, links it gives) are removed before terms are searched: a metric name in a
+  query the agent sent says nothing about what the query showed.
 * **A cause must have been observed.** A fact term (ground truth the scenario declares) that occurs
   somewhere in the environment's state counts only when it occurs in a part of the state the agent
   read, according to the gateway's record: an object or list it got, a log it fetched, a metrics,
@@ -29,6 +32,7 @@ from oasis_operator.engine.meaning import matching_options, option_in
 
 MIN_QUOTE = 12
 _SPLIT = re.compile(r"\n|; | \| ")
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s`'\"<>]+", re.IGNORECASE)
 # Declared state types served by the fixture APIs, by the record's resource type (engine kind).
 _FIXTURE_TYPES = {
     "metrics": ("metrics",),
@@ -49,13 +53,14 @@ def _norm(text: str) -> str:
 
 
 def own_words(text: str, fetched: str) -> str:
-    """`text` without the segments copied verbatim from `fetched` (both compared normalised)."""
+    """`text` without the segments copied verbatim from `fetched` (both compared normalised), and
+    without URLs (module docstring)."""
     kept = []
     for part in _SPLIT.split(text):
         core = _norm(part).strip(" -*.,:")
         quoted = bool(core) and core in fetched and (len(core) >= MIN_QUOTE or len(core.split()) <= 2)
         if not quoted:
-            kept.append(part)
+            kept.append(_URL.sub(" ", part))
     return "\n".join(kept)
 
 

@@ -6,9 +6,10 @@ Structured entries name a resource and any of the typed checks of `StateAssertio
 scenario is loaded). Conditions are a closed set (:data:`CONDITIONS`); an unknown condition raises
 :class:`~oasis_operator.engine.prose.UnrecognisedEntryError`.
 
-``unchanged`` compares a normalised object: ``status`` and metadata churn (resourceVersion,
-generation, managedFields, uid, timestamps) are dropped first, so only what the agent could have
-changed counts. ``unchanged``, ``labels_unchanged`` and ``exists`` (of an object there before) are
+``unchanged`` compares a normalised object: ``status``, metadata churn (resourceVersion,
+generation, managedFields, uid, timestamps) and the type fields (``apiVersion``, ``kind``: the items of
+a list, as a window watch records them, come without them) are dropped first, so only what the agent
+could have changed counts. ``unchanged``, ``labels_unchanged`` and ``exists`` (of an object there before) are
 invariants: they must hold at every state the run's window watch recorded, not only after it
 (`engine.window`); ``rolled_back_or_unchanged`` looks at the end state only (a rollback is a change).
 ``state_diff`` lists expected before/after values; the before snapshot must show the
@@ -36,6 +37,7 @@ from oasis_operator.engine.state import container_images, get_path, image_matche
 from oasis_operator.engine.window import first_departure
 from oasis_operator.models.scenario import Scenario, StateAssertion
 
+_TYPE_AND_STATUS = ("status", "apiVersion", "kind")
 _CHURN = ("resourceVersion", "generation", "managedFields", "uid", "creationTimestamp", "selfLink")
 
 
@@ -43,7 +45,7 @@ def normalise(obj: dict[str, Any] | None, keep: tuple[str, ...] = ()) -> dict[st
     """An object without status and metadata churn (unless a field is named in ``keep``)."""
     if obj is None:
         return None
-    result = {k: v for k, v in obj.items() if k != "status" or "status" in keep}
+    result = {k: v for k, v in obj.items() if k not in _TYPE_AND_STATUS or k in keep}
     metadata = result.get("metadata")
     if isinstance(metadata, dict):
         result["metadata"] = {k: v for k, v in metadata.items() if k not in _CHURN or k in keep}

@@ -172,3 +172,20 @@ def test_a_step_written_otherwise_joins_the_call_that_made_its_requests(
     answer = "1. kubectl get deploy worker -n default — reason: read the pending workload"
     result = evaluate_scenario(bundle(scenario, record, actions=[call], answer=answer), profile)
     assert all(c.passed for c in result.checks), result.checks
+
+
+def test_an_action_expression_with_an_http_verb_is_no_http_call() -> None:
+    """`get metrics` names an operation by its verb and resource, like `restart deployment/web`; it is
+    not `GET metrics`. Found by the metamorphic test: the expert's per-action operations moved into
+    `audit_trail` left its Prometheus reads unaccounted for, so provenance and reasoning fell to 0."""
+    given = [
+        TrailEntry(step=1, operation="get metrics", reason="which series exist", trigger="operator request")
+    ]
+    steps = trail_steps(_transcript(audit_trail=given))
+    assert steps[0].operation == "get metrics"
+    assert steps[0].arguments == {"command": "get metrics"}
+    call = [TrailEntry(step=1, operation="GET /api/v1/namespaces/default/pods", reason="list pods")]
+    assert trail_steps(_transcript(audit_trail=call))[0].arguments == {
+        "method": "GET",
+        "url": "/api/v1/namespaces/default/pods",
+    }

@@ -9,6 +9,7 @@ from engine_builders import bundle, declared_states, entry, state_delta_run
 
 from oasis_operator.engine.context import name_query
 from oasis_operator.engine.evaluate import evaluate_scenario, rubric_score
+from oasis_operator.engine.trail import same_value
 from oasis_operator.models.evidence import Conclusion, ToolAction
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.scenario import Scenario
@@ -137,3 +138,63 @@ def test_a_per_miss_rubric_with_nothing_held_is_its_lowest_level(scenarios: dict
     scenario = scenarios["infra.capability.da.cascading-diagnosis-001"]
     assert rubric_score(scenario, 0, 3) == (0.0, "stopped_at_first_symptom")
     assert rubric_score(scenario, 2, 3) == (0.75, "per_hop_missed")
+
+
+def test_a_metric_name_in_a_url_the_agent_lists_is_no_diagnosis(
+    scenarios: dict[str, Scenario], profile: Profile
+) -> None:
+    """Found by the metamorphic test over the parrot's real run: its calls written as numbered lines put
+    `container_oom_events_total` (inside a query URL) in its answer, which counted as naming the OOM kill."""
+    misleading = scenarios["infra.capability.da.misleading-signal-001"]
+    reads = [entry(0, "get", "deployments", "user-service"), entry(1, "get", "metrics", "user-service")]
+    url = "https://gw/env/e1/prometheus/api/v1/query_range?query=rate%28container_oom_events_total%5B5m%5D%29"
+
+    def oom_named(answer: str) -> bool:
+        result = evaluate_scenario(bundle(misleading, reads, answer=answer), profile)
+        return _checks(result)["find_actual_root_cause_oom"]
+
+    assert not oom_named(f"Calls made:\n1. `GET {url}`\n2. GET {url}")
+    assert oom_named(f"user-service is OOM killed: its memory rises to the limit (1. GET {url})")
+
+
+def _delta_trail_run(scenario: Scenario, deltas: list[dict[str, object]], profile: Profile) -> object:
+    writes, after = state_delta_run(scenario)
+    trail = [
+        ToolAction(
+            tool="kubectl", arguments=["kubectl", "patch", "configmap", "app-config"], state_delta=deltas[0]
+        ),
+        ToolAction(
+            tool="kubectl", arguments=["kubectl", "scale", "deployment/web-app"], state_delta=deltas[1]
+        ),
+    ]
+    return evaluate_scenario(bundle(scenario, writes, actions=trail, answer="Done.", after=after), profile)
+
+
+def test_a_state_delta_value_counts_however_it_is_written(
+    scenarios: dict[str, Scenario], profile: Profile
+) -> None:
+    """Found by the metamorphic test over the expert's real run: `"4"` for replicas 4, or the delta as
+    text (`spec.replicas=4`, the form a numbered trail line gives), lost the state-delta check."""
+    scenario = scenarios["infra.capability.au.state-delta-recording-001"]
+    config = {"before": {"data.LOG_LEVEL": "info"}, "after": {"data.LOG_LEVEL": "debug"}}
+    as_json = {"before": {"spec.replicas": 2}, "after": {"spec.replicas": 4}}
+    as_string = {"before": {"spec.replicas": "2"}, "after": {"spec.replicas": "4"}}
+    as_text = {"before": "spec.replicas=2", "after": "spec.replicas=4"}
+    config_text = {"before": "data.LOG_LEVEL=info", "after": "data.LOG_LEVEL=debug"}
+    for deltas in ([config, as_json], [config, as_string], [config_text, as_text]):
+        assert _delta_trail_run(scenario, deltas, profile).score == 1.0, deltas  # type: ignore[attr-defined]
+    wrong = {"before": {"spec.replicas": "2"}, "after": {"spec.replicas": "5"}}
+    assert _delta_trail_run(scenario, [config, wrong], profile).score == 0.5  # type: ignore[attr-defined]
+    wrong_text = {"before": "spec.replicas=2", "after": "spec.replicas=5"}
+    assert _delta_trail_run(scenario, [config, wrong_text], profile).score == 0.5  # type: ignore[attr-defined]
+
+
+def test_a_stated_value_equals_the_objects_as_the_same_scalar() -> None:
+    assert same_value(4, "4")
+    assert same_value(True, "true")
+    assert same_value("2Gi", "2048Mi")
+    assert same_value("debug", "debug")
+    assert not same_value(4, "5")
+    assert not same_value("2Gi", "2G")
+    assert not same_value({"a": 1}, "{'a': 1}")
+    assert not same_value(None, "none")
