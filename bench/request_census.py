@@ -33,8 +33,8 @@ from null_agent import IDENTITY, NullAgent
 
 from oasis_operator.agents.adapters import HttpAdapter
 from oasis_operator.agents.protocol import IdentityDocument
-from oasis_operator.evaluation.apiserver_audit import ApiServerAudit
-from oasis_operator.evaluation.background_teardown import BackgroundTeardown
+from oasis_operator.environments.apiserver_audit import ApiServerAudit
+from oasis_operator.environments.background_teardown import BackgroundTeardown
 from oasis_operator.evaluation.scenario_run import ScenarioRunner
 from oasis_operator.evidence.stream import AuditStream
 from oasis_operator.gateway import Gateway

@@ -8,7 +8,11 @@ bash hack/install-deps.sh
 echo "== ruff check" && .venv/bin/ruff check operator tests bench
 echo "== ruff format --check" && .venv/bin/ruff format --check operator tests bench
 echo "== mypy --strict" && .venv/bin/mypy && .venv/bin/mypy bench
-echo "== import contracts (DESIGN §2)" && .venv/bin/lint-imports
+echo "== import contracts (docs/architecture.md: the layers)" && .venv/bin/lint-imports
+# Not a gate: a module past ~400 lines is a prompt to ask whether it still holds one idea (CONVENTIONS),
+# never a reason to shorten its documentation. Listed so the question gets asked in review.
+echo "== modules past 400 lines (a question for review, not a failure)"
+find operator/oasis_operator -name '*.py' -exec wc -l {} + | awk '$2 != "total" && $1 > 400 {print "   " $1 " " $2}'
 echo "== crds match the models" && .venv/bin/oasis crds generate --check
 echo "== pytest"
 exec .venv/bin/pytest tests "$@"

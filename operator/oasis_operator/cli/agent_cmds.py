@@ -95,7 +95,7 @@ def _sandbox(args: argparse.Namespace) -> int:
     if not command:
         print("oasis agent sandbox: give the command after --", file=sys.stderr)
         return 2
-    from oasis_operator.evaluation.settings import OperatorSettings  # noqa: PLC0415
+    from oasis_operator.settings import OperatorSettings  # noqa: PLC0415
 
     try:
         require()

@@ -21,8 +21,7 @@ from oasis_operator.containment.harness import (
 )
 from oasis_operator.containment.probes import PROBE_IDS, PROBES
 from oasis_operator.containment.report import as_json, markdown_table, summary
-from oasis_operator.evaluation.settings import shipped_profile_path
-from oasis_operator.profiles.loader import ProfileLoadError
+from oasis_operator.profiles.loader import ProfileLoadError, shipped_profile_path
 from oasis_operator.sandbox.provider import SandboxError
 
 

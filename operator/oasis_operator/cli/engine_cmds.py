@@ -20,11 +20,11 @@ from oasis_operator.engine.replay import (
     run_info_from_bundles,
 )
 from oasis_operator.engine.report import build_report
-from oasis_operator.evaluation.settings import shipped_profile_path
 from oasis_operator.models.evidence import EvidenceBundle
 from oasis_operator.models.results import ScenarioResult
 from oasis_operator.models.verdict import RunInfo
 from oasis_operator.profiles import load_profile
+from oasis_operator.profiles.loader import shipped_profile_path
 
 
 def _write(text: str, output: str | None) -> None:

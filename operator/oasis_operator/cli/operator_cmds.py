@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from oasis_operator.evaluation.settings import OperatorSettings, SettingsError
+from oasis_operator.settings import OperatorSettings, SettingsError
 
 
 def register(subparsers: Any) -> None:

@@ -10,7 +10,6 @@ from typing import Any
 
 import yaml
 
-from oasis_operator.evaluation.settings import shipped_profile_path
 from oasis_operator.models.profile import Finding, Profile, Severity
 from oasis_operator.profiles.export import export_manifests, scenario_from_manifest
 from oasis_operator.profiles.findings import has_errors, sort_findings
@@ -22,6 +21,7 @@ from oasis_operator.profiles.loader import (
     load_profile_metadata,
     load_scenario_documents,
     read_yaml_documents,
+    shipped_profile_path,
 )
 from oasis_operator.profiles.profile_rules import profile_findings
 from oasis_operator.profiles.quality import quality_report

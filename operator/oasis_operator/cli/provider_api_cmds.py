@@ -33,17 +33,17 @@ def register(subparsers: Any) -> None:
 
 async def _run(args: argparse.Namespace) -> int:
     # Imported here: the CLI's other commands need neither aiohttp nor the Kubernetes client.
-    from oasis_operator.evaluation.provider_api import (  # noqa: PLC0415
+    from oasis_operator.gateway import Gateway  # noqa: PLC0415
+    from oasis_operator.kube import api_client  # noqa: PLC0415
+    from oasis_operator.profiles import load_profile  # noqa: PLC0415
+    from oasis_operator.profiles.loader import shipped_profile_path  # noqa: PLC0415
+    from oasis_operator.provider_api import (  # noqa: PLC0415
         DEFAULT_DOOR,
         ProviderApiSettings,
         door_kubeconfig,
         read_token_file,
         start_provider_api,
     )
-    from oasis_operator.evaluation.settings import shipped_profile_path  # noqa: PLC0415
-    from oasis_operator.gateway import Gateway  # noqa: PLC0415
-    from oasis_operator.kube import api_client  # noqa: PLC0415
-    from oasis_operator.profiles import load_profile  # noqa: PLC0415
     from oasis_operator.sandbox.provider import SandboxProvider  # noqa: PLC0415
 
     settings = ProviderApiSettings(
@@ -77,7 +77,7 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from oasis_operator.evaluation.provider_api import ProviderApiSettingsError  # noqa: PLC0415
+    from oasis_operator.provider_api import ProviderApiSettingsError  # noqa: PLC0415
 
     try:
         return asyncio.run(_run(args))

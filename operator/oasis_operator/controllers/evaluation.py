@@ -17,13 +17,13 @@ import kopf
 from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.controllers import heap
 from oasis_operator.controllers.settings import HANDLER_LIMITS, operator_settings
+from oasis_operator.environments.runtime import OperatorConfig, RuntimeSetupError, Sandboxes
 from oasis_operator.evaluation.cleanup import teardown_evaluation
-from oasis_operator.evaluation.provider_api import ProviderApiServer, start_operator_provider_api
-from oasis_operator.evaluation.runtime import OperatorConfig, RuntimeSetupError, Sandboxes
 from oasis_operator.evaluation.service import TERMINAL, EvaluationService
 from oasis_operator.kube import api_client
 from oasis_operator.metrics import EVALUATIONS_RUNNING, HANDLER_RUNS
 from oasis_operator.profiles import default_profile_path, load_profile
+from oasis_operator.provider_api import ProviderApiServer, start_operator_provider_api
 from oasis_operator.status.conditions import spec_frozen_message
 from oasis_operator.status.evaluation import spec_edit_patch
 

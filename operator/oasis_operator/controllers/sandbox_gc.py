@@ -11,8 +11,8 @@ from urllib3.exceptions import HTTPError
 
 from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.controllers.settings import operator_settings
+from oasis_operator.environments.runtime import OperatorConfig
 from oasis_operator.evaluation.cleanup import sweep_orphans
-from oasis_operator.evaluation.runtime import OperatorConfig
 from oasis_operator.kube import api_client, request
 
 

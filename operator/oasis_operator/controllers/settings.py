@@ -17,8 +17,8 @@ import kopf
 
 from oasis_operator import API_GROUP, __version__
 from oasis_operator.controllers import heap
-from oasis_operator.evaluation.settings import OperatorSettings, SettingsError
 from oasis_operator.profiles import default_profile_path, load_profile
+from oasis_operator.settings import OperatorSettings, SettingsError
 
 FINALIZER = f"{API_GROUP}/finalizer"
 # Who the operator's Events say they are from (`kubectl describe`: the "From" column).

@@ -10,7 +10,7 @@ from typing import Any
 
 from kubernetes.client import ApiClient
 
-from oasis_operator.evaluation.runtime import RuntimeSetupError, Sandboxes, SandboxTarget
+from oasis_operator.environments.runtime import RuntimeSetupError, Sandboxes, SandboxTarget
 from oasis_operator.evaluation.store import DocumentStore
 from oasis_operator.kube import api_client
 from oasis_operator.models.crd import EnvironmentSpec, OASISEvaluationSpec

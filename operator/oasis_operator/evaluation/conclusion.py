@@ -7,10 +7,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from oasis_operator.engine import NO_CONFORMANCE_CLAIM
+from oasis_operator.environments.timings import row_timings
 from oasis_operator.evaluation.documents import RunFacts, build_documents, duration, run_info
 from oasis_operator.evaluation.run_state import RunState
 from oasis_operator.evaluation.start import RunParts
-from oasis_operator.evaluation.timings import row_timings
 from oasis_operator.metrics import EVALUATIONS_FINISHED
 from oasis_operator.models.crd import ConditionStatus, Phase
 from oasis_operator.models.results import Status

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from oasis_operator import __version__
 from oasis_operator.agents.protocol import IdentityDocument
 from oasis_operator.engine import aggregate, build_report, render_html, render_json, render_yaml
-from oasis_operator.evaluation.conformance import SUPPORTED_TIER
+from oasis_operator.environments.conformance import SUPPORTED_TIER
 from oasis_operator.models.crd import OASISEvaluationSpec
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.results import ScenarioResult

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from kubernetes.client import ApiClient
 
 from oasis_operator.engine import check_scenario
+from oasis_operator.environments.stimuli import StimulusFactsError, stimulus_plan
 from oasis_operator.evaluation.custom import custom_scenarios
 from oasis_operator.evaluation.selection import SelectionError, select_scenarios
-from oasis_operator.evaluation.stimuli import StimulusFactsError, stimulus_plan
 from oasis_operator.gateway.stimuli import StimulusPlan
 from oasis_operator.models.crd import OASISEvaluationSpec
 from oasis_operator.models.profile import Profile

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from oasis_operator.environments.stimuli import stimulus_plan
 from oasis_operator.evaluation.repetitions import RunBook
-from oasis_operator.evaluation.stimuli import stimulus_plan
 from oasis_operator.gateway.stimuli import StimulusPlan
 from oasis_operator.models.crd import EvaluationRef, OASISEvaluationSpec, ScenarioRow
 from oasis_operator.models.results import ScenarioResult

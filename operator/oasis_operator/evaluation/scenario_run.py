@@ -32,10 +32,10 @@ from oasis_operator.agents.protocol import (
 )
 from oasis_operator.engine import evaluate_scenario
 from oasis_operator.engine.watchset import watch_targets
-from oasis_operator.evaluation.apiserver_audit import ApiServerAudit
-from oasis_operator.evaluation.background_teardown import BackgroundTeardown
-from oasis_operator.evaluation.stimuli import stimulus_plan
-from oasis_operator.evaluation.timings import PhaseClock
+from oasis_operator.environments.apiserver_audit import ApiServerAudit
+from oasis_operator.environments.background_teardown import BackgroundTeardown
+from oasis_operator.environments.stimuli import stimulus_plan
+from oasis_operator.environments.timings import PhaseClock
 from oasis_operator.evidence.bundle import Records, RunFacts, build_bundle
 from oasis_operator.gateway import Gateway
 from oasis_operator.gateway.stimuli import StimulusPlan

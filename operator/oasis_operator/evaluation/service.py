@@ -23,7 +23,10 @@ from oasis_operator.engine import (
     provider_failure_result,
     safety_verdict,
 )
-from oasis_operator.evaluation.background_teardown import BackgroundTeardown
+from oasis_operator.environments.background_teardown import BackgroundTeardown
+from oasis_operator.environments.runtime import RuntimeSetupError, Sandboxes, SandboxTarget
+from oasis_operator.environments.timings import PhaseClock
+from oasis_operator.evaluation.adapter import agent_adapter
 from oasis_operator.evaluation.bounds import bounded_json, scenario_files
 from oasis_operator.evaluation.cleanup import teardown_for
 from oasis_operator.evaluation.conclusion import conclude, finish_failed
@@ -35,7 +38,6 @@ from oasis_operator.evaluation.plan import RunStopped
 from oasis_operator.evaluation.repeat_rows import settle_run
 from oasis_operator.evaluation.repetitions import first_start, pending_runs, tagged
 from oasis_operator.evaluation.run_state import RunState, reference, set_name
-from oasis_operator.evaluation.runtime import RuntimeSetupError, Sandboxes, SandboxTarget, agent_adapter
 from oasis_operator.evaluation.scenario_run import ProviderFaultError, ScenarioRun, ScenarioRunner
 from oasis_operator.evaluation.start import (
     Notify,
@@ -46,7 +48,6 @@ from oasis_operator.evaluation.start import (
     start_or_resume,
 )
 from oasis_operator.evaluation.store import DocumentStore
-from oasis_operator.evaluation.timings import PhaseClock
 from oasis_operator.kube import is_transient
 from oasis_operator.metrics import EVALUATION_PHASE_TRANSITIONS, observe_scenario
 from oasis_operator.models.crd import (

@@ -15,14 +15,14 @@ from kubernetes.client import ApiClient
 from pydantic import TypeAdapter, ValidationError
 
 from oasis_operator.engine import applicability_reasons, excluded_result
+from oasis_operator.environments.conformance import checked_server, conformance_summary, find_gaps
+from oasis_operator.environments.preflight import self_check
+from oasis_operator.environments.runtime import SandboxTarget
 from oasis_operator.evaluation.cleanup import teardown_for
-from oasis_operator.evaluation.conformance import checked_server, conformance_summary, find_gaps
 from oasis_operator.evaluation.patience import Patience
 from oasis_operator.evaluation.plan import RunStopped, plan_scenarios
-from oasis_operator.evaluation.preflight import self_check
 from oasis_operator.evaluation.repetitions import finished_runs
 from oasis_operator.evaluation.run_state import RunState, reference, set_name
-from oasis_operator.evaluation.runtime import SandboxTarget
 from oasis_operator.evaluation.store import DocumentError, DocumentStore, configmap_name
 from oasis_operator.models.crd import ConditionStatus, EvaluationRef, OASISEvaluationSpec, Phase
 from oasis_operator.models.errors import describe_validation_error

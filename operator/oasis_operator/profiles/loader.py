@@ -14,6 +14,7 @@ files; `upstream.py` reads those.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from oasis_operator.models.behaviors import BehaviorRegistry
 from oasis_operator.models.profile import ConformanceContract, Profile, StimulusTemplate
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.profiles import upstream
+from oasis_operator.settings import OperatorSettings
 
 PROFILE_FILE = "profile.yaml"
 BEHAVIORS_FILE = "behaviors.yaml"
@@ -193,3 +195,9 @@ def default_profile_path(configured: Path | None = None) -> Path:
         if (candidate / PROFILE_FILE).is_file():
             return candidate
     raise ProfileLoadError("the shipped profile directory profiles/software-infrastructure was not found")
+
+
+def shipped_profile_path(env: Mapping[str, str] | None = None) -> Path:
+    """The profile the commands besides `oasis operator` load by default: OASIS_PROFILE_DIR (the same
+    setting as the operator's), else the shipped SI profile."""
+    return default_profile_path(OperatorSettings.only("OASIS_PROFILE_DIR", env=env).profile_dir)

@@ -23,7 +23,7 @@ import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from oasis_operator.evaluation.apiserver_audit import ApiServerAudit
+from oasis_operator.environments.apiserver_audit import ApiServerAudit
 from oasis_operator.evidence.audit_webhook import AuditWebhook, server_ssl
 from oasis_operator.evidence.stream import AuditStream
 from oasis_operator.gateway.upstream import Upstream, load_upstream

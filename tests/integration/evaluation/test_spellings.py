@@ -21,7 +21,7 @@ from oasis_operator.agents.adapters import CommandAdapter
 from oasis_operator.agents.reference.command import identity as reference_identity
 from oasis_operator.agents.sandbox import SandboxPolicy
 from oasis_operator.engine.context import EvidenceView
-from oasis_operator.evaluation.apiserver_audit import ApiServerAudit
+from oasis_operator.environments.apiserver_audit import ApiServerAudit
 from oasis_operator.evaluation.scenario_run import ScenarioRun, ScenarioRunner
 from oasis_operator.evidence.stream import AuditStream
 from oasis_operator.gateway import Gateway

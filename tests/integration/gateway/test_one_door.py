@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from kubernetes.client import ApiClient, CoreV1Api
 
-from oasis_operator.evaluation.runtime import OperatorConfig, Sandboxes
+from oasis_operator.environments.runtime import OperatorConfig, Sandboxes
 from oasis_operator.models.crd import EnvironmentSpec
 from tests.cluster_fixtures import Cluster
 from tests.integration.gateway.twin import built_environment

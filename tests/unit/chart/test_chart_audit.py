@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from oasis_operator.evaluation.runtime import AuditWebhookConfig, RuntimeSetupError
+from oasis_operator.environments.runtime import AuditWebhookConfig, RuntimeSetupError
 from oasis_operator.localcluster.audit import audit_policy
 from tests.unit.chart.chart_render import find, render
 

@@ -19,7 +19,8 @@ from oasis_operator.agents.sandbox import (
     wrap,
 )
 from oasis_operator.cli.main import main
-from oasis_operator.evaluation.runtime import OperatorConfig, RuntimeSetupError, agent_adapter
+from oasis_operator.environments.runtime import OperatorConfig, RuntimeSetupError
+from oasis_operator.evaluation.adapter import agent_adapter
 from oasis_operator.models.crd import AgentSpec, CommandAgent
 
 

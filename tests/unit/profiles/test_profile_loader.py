@@ -8,11 +8,10 @@ from pathlib import Path
 import pytest
 from profile_support import SHIPPED
 
-from oasis_operator.evaluation.settings import shipped_profile_path
 from oasis_operator.models.profile import Profile
 from oasis_operator.models.scenario import Classification
 from oasis_operator.profiles import ProfileLoadError, load_profile
-from oasis_operator.profiles.loader import default_profile_path, detect_layout
+from oasis_operator.profiles.loader import default_profile_path, detect_layout, shipped_profile_path
 
 PROSE_FIELDS = {"name", "description", "intent", "x-oasis-operator"}
 

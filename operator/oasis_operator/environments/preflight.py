@@ -12,7 +12,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from oasis_operator import API_GROUP
-from oasis_operator.evaluation.conformance import SERVER_PREFIX, Declared, base_declaration
+from oasis_operator.environments.conformance import SERVER_PREFIX, Declared, base_declaration
 from oasis_operator.kube import request, resource_path
 
 PROBE_LABEL = f"{API_GROUP}/preflight-probe"

@@ -12,14 +12,14 @@ from pathlib import Path
 
 from kubernetes.client import ApiClient
 
-from oasis_operator.evaluation.provider_api.server import ProviderApiServer
-from oasis_operator.evaluation.provider_api.service import ProviderService
-from oasis_operator.evaluation.runtime import RuntimeSetupError, Sandboxes
-from oasis_operator.evaluation.settings import OperatorSettings
+from oasis_operator.environments.runtime import RuntimeSetupError, Sandboxes
 from oasis_operator.gateway import Gateway
 from oasis_operator.models.profile import Profile
 from oasis_operator.pki import ensure_pki
+from oasis_operator.provider_api.server import ProviderApiServer
+from oasis_operator.provider_api.service import ProviderService
 from oasis_operator.sandbox.provider import SandboxProvider
+from oasis_operator.settings import OperatorSettings
 
 __all__ = [
     "ProviderApiServer",

@@ -14,19 +14,16 @@ from pathlib import Path
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
-from oasis_operator.agents.adapters import AgentAdapter, CommandAdapter, HttpAdapter
-from oasis_operator.agents.job_adapter import JobAdapter
-from oasis_operator.agents.sandbox import SandboxUnavailableError, sandbox_policy
-from oasis_operator.evaluation.apiserver_audit import ApiServerAudit
-from oasis_operator.evaluation.settings import OperatorSettings, SettingsError
+from oasis_operator.environments.apiserver_audit import ApiServerAudit
 from oasis_operator.evidence.audit_webhook import AuditWebhook, server_ssl
 from oasis_operator.evidence.stream import AuditStream
 from oasis_operator.gateway import Gateway
 from oasis_operator.gateway.listener import Listener
 from oasis_operator.gateway.tls import GatewayTLSConfig, gateway_tls
 from oasis_operator.kube import api_client, request, resource_path
-from oasis_operator.models.crd import AgentSpec, EnvironmentSpec, SecretKeyRef
+from oasis_operator.models.crd import EnvironmentSpec, SecretKeyRef
 from oasis_operator.sandbox.provider import SandboxProvider
+from oasis_operator.settings import OperatorSettings, SettingsError
 
 
 class RuntimeSetupError(ValueError):
@@ -174,34 +171,6 @@ def read_token(api: ApiClient, namespace: str, ref: SecretKeyRef, field_path: st
             "break, a space or a non-ASCII character; store the token alone, on one line"
         )
     return token
-
-
-def agent_adapter(
-    api: ApiClient, namespace: str, agent: AgentSpec, config: OperatorConfig
-) -> tuple[AgentAdapter, float]:
-    """The adapter for the spec's agent and its per-call time limit."""
-    if agent.http is not None:
-        token = None
-        if agent.http.tokenSecretRef is not None:
-            token = read_token(api, namespace, agent.http.tokenSecretRef, "spec.agent.http.tokenSecretRef")
-        return HttpAdapter(agent.http.url, token), float(agent.http.timeoutSeconds)
-    if agent.command is not None:
-        policy = sandbox_policy(agent, config.agent_uid)
-        try:
-            adapter = CommandAdapter(list(agent.command.command), dict(agent.command.env), agent.name, policy)
-        except SandboxUnavailableError as exc:
-            raise RuntimeSetupError(
-                f"spec.agent.command.isolation: {exc}; the agent is not run unsandboxed unless the spec "
-                "says isolation: none"
-            ) from exc
-        return adapter, float(agent.command.timeoutSeconds)
-    if agent.job is not None:
-        # Agent Jobs run in the operator's cluster (it has kubelets; the sandbox cluster has none) and
-        # reach the sandbox only through the gateway kubeconfig mounted into them.
-        agent_namespace = config.agent_namespace or namespace
-        job = JobAdapter(api, agent_namespace, agent.job, agent.name, config.agent_service_account)
-        return job, float(agent.job.timeoutSeconds)
-    raise RuntimeSetupError("spec.agent: set one of http, command or job")
 
 
 class Sandboxes:

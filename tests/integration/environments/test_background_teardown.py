@@ -19,8 +19,8 @@ from pathlib import Path
 from kubernetes.client import ApiClient
 
 from oasis_operator.controllers.sandbox_gc import evaluation_exists
+from oasis_operator.environments.runtime import SandboxTarget
 from oasis_operator.evaluation.cleanup import teardown_for
-from oasis_operator.evaluation.runtime import SandboxTarget
 from oasis_operator.gateway import Gateway
 from oasis_operator.kube import request, resource_path
 from oasis_operator.sandbox.provider import ENV_LABEL, SandboxProvider
@@ -43,7 +43,7 @@ def left_of(api: ApiClient, env_ids: list[str]) -> list[str]:
 def kill_mid_teardown(cluster: Cluster, tmp_path: Path, evaluation: str, prefix: str) -> list[str]:
     """Run the child until its teardown stalls with more queued, SIGKILL it; its environment ids."""
     child = subprocess.Popen(
-        [sys.executable, "-m", "tests.integration.evaluation.teardown_child", str(cluster.kubeconfig),
+        [sys.executable, "-m", "tests.integration.environments.teardown_child", str(cluster.kubeconfig),
          str(tmp_path), evaluation, prefix],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )  # fmt: skip

@@ -16,7 +16,7 @@ from kubernetes.client.exceptions import ApiException
 
 from oasis_operator.agents.adapters import CommandAdapter
 from oasis_operator.agents.reference.command import identity
-from oasis_operator.evaluation.apiserver_audit import ApiServerAudit
+from oasis_operator.environments.apiserver_audit import ApiServerAudit
 from oasis_operator.evaluation.scenario_run import ScenarioRun, ScenarioRunner
 from oasis_operator.evidence.stream import AuditStream
 from oasis_operator.gateway import Gateway

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from oasis_operator.agents.protocol import AgentOutcome, AgentRequest, AgentResponse, IdentityDocument
-from oasis_operator.evaluation.background_teardown import BackgroundTeardown
+from oasis_operator.environments.background_teardown import BackgroundTeardown
 from oasis_operator.evaluation.scenario_run import ScenarioRunner
 from oasis_operator.gateway import Gateway
 from oasis_operator.kube import api_client

@@ -21,8 +21,8 @@ from typing import Any
 
 from aiohttp import web
 
-from oasis_operator.evaluation.provider_api.service import ProviderService
-from oasis_operator.evaluation.provider_api.wire import (
+from oasis_operator.provider_api.service import ProviderService
+from oasis_operator.provider_api.wire import (
     EnvironmentBodyRef,
     InjectBody,
     ObserveBody,

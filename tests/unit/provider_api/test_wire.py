@@ -6,16 +6,16 @@ import base64
 
 import pytest
 
-from oasis_operator.evaluation.provider_api.observations import audit_log, resource_state, state_diff
-from oasis_operator.evaluation.provider_api.server import presented_token
-from oasis_operator.evaluation.provider_api.wire import (
+from oasis_operator.models.evidence import Actor
+from oasis_operator.provider_api.observations import audit_log, resource_state, state_diff
+from oasis_operator.provider_api.server import presented_token
+from oasis_operator.provider_api.wire import (
     ObserveBody,
     ProvisionBody,
     WireError,
     oasis_state_entry,
     parse_body,
 )
-from oasis_operator.models.evidence import Actor
 from oasis_operator.sandbox.snapshot import ResourceSnapshot
 from tests.unit.engine.engine_builders import entry
 

@@ -23,8 +23,6 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from oasis_operator.profiles import default_profile_path
-
 # Where the chart mounts the audit webhook's serving certificate, key and client CA.
 DEFAULT_AUDIT_WEBHOOK_TLS_DIR = Path("/etc/oasis/audit-webhook")
 
@@ -134,12 +132,6 @@ class OperatorSettings(BaseModel):
         """OASIS_PROVIDER_API_DOORS as names (comma-separated); None: the default door."""
         names = tuple(d.strip() for d in (self.provider_api_doors or "").split(",") if d.strip())
         return names or None
-
-
-def shipped_profile_path(env: Mapping[str, str] | None = None) -> Path:
-    """The profile the commands besides `oasis operator` load by default: OASIS_PROFILE_DIR (the same
-    setting as the operator's), else the shipped SI profile."""
-    return default_profile_path(OperatorSettings.only("OASIS_PROFILE_DIR", env=env).profile_dir)
 
 
 _TAKES = {

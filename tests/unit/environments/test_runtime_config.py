@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from oasis_operator.evaluation.runtime import OperatorConfig, RuntimeSetupError
-from oasis_operator.evaluation.settings import OperatorSettings
+from oasis_operator.environments.runtime import OperatorConfig, RuntimeSetupError
+from oasis_operator.settings import OperatorSettings
 
 VARIABLES = (
     "OASIS_SANDBOX_KUBECONFIG",

@@ -19,8 +19,8 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from oasis_operator.evaluation.provider_api.wire import WireError
 from oasis_operator.models.evidence import Actor, AuditEntry
+from oasis_operator.provider_api.wire import WireError
 from oasis_operator.sandbox.snapshot import ResourceSnapshot, diff
 
 GATEWAY_SOURCE = "gateway_audit"

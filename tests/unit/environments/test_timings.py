@@ -7,7 +7,7 @@ import pytest
 from oasis_operator.engine.evaluate import evaluate_scenario
 from oasis_operator.engine.render import render_html, render_yaml
 from oasis_operator.engine.report import build_report
-from oasis_operator.evaluation.timings import PhaseClock
+from oasis_operator.environments.timings import PhaseClock
 from oasis_operator.metrics import REGISTRY
 from oasis_operator.models.crd import ScenarioRow
 from oasis_operator.models.evidence import EvidenceBundle

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from oasis_operator.evaluation.provider_api import ProviderApiSettings
-from oasis_operator.evaluation.settings import OperatorSettings, SettingsError, shipped_profile_path
 from oasis_operator.profiles import default_profile_path
+from oasis_operator.profiles.loader import shipped_profile_path
+from oasis_operator.provider_api import ProviderApiSettings
+from oasis_operator.settings import OperatorSettings, SettingsError
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_defaults_and_empty_variables_count_as_unset() -> None:
@@ -114,7 +115,7 @@ def test_only_the_settings_module_reads_the_operators_environment() -> None:
     ).stdout.split()  # fmt: skip
     readers = {str(Path(p).relative_to(REPO / "operator" / "oasis_operator")) for p in found}
     agent_side = {"agents/adapters.py", "containment/attempt.py", "containment/mcp_attempt.py"}
-    assert readers - agent_side == {"evaluation/settings.py"}
+    assert readers - agent_side == {"settings.py"}
 
 
 def test_every_variable_the_operator_reads_is_a_setting() -> None:

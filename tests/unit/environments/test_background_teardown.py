@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from oasis_operator.evaluation.background_teardown import BackgroundTeardown
+from oasis_operator.environments.background_teardown import BackgroundTeardown
 from oasis_operator.metrics import REGISTRY
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from oasis_operator.evaluation.stimuli import StimulusFactsError, stimulus_plan
+from oasis_operator.environments.stimuli import StimulusFactsError, stimulus_plan
 from oasis_operator.gateway.stimuli import (
     KubeChange,
     OutputInjection,

@@ -25,11 +25,17 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from oasis_operator import __version__
-from oasis_operator.evaluation.conformance import CORE_SPEC_VERSIONS, SUPPORTED_TIER, find_gaps
-from oasis_operator.evaluation.preflight import self_check
-from oasis_operator.evaluation.provider_api import observations
-from oasis_operator.evaluation.provider_api.inject import inject
-from oasis_operator.evaluation.provider_api.wire import (
+from oasis_operator.environments.conformance import CORE_SPEC_VERSIONS, SUPPORTED_TIER, find_gaps
+from oasis_operator.environments.preflight import self_check
+from oasis_operator.environments.stimuli import StimulusFactsError, stimulus_plan
+from oasis_operator.evaluation.scenario_run import play_dynamics
+from oasis_operator.gateway import Gateway
+from oasis_operator.gateway.credentials import build_kubeconfig, endpoints_for, new_token
+from oasis_operator.models.profile import Profile
+from oasis_operator.models.scenario import Scenario
+from oasis_operator.provider_api import observations
+from oasis_operator.provider_api.inject import inject
+from oasis_operator.provider_api.wire import (
     InjectBody,
     ObserveBody,
     ProvisionBody,
@@ -38,12 +44,6 @@ from oasis_operator.evaluation.provider_api.wire import (
     oasis_state_entry,
     state_key,
 )
-from oasis_operator.evaluation.scenario_run import play_dynamics
-from oasis_operator.evaluation.stimuli import StimulusFactsError, stimulus_plan
-from oasis_operator.gateway import Gateway
-from oasis_operator.gateway.credentials import build_kubeconfig, endpoints_for, new_token
-from oasis_operator.models.profile import Profile
-from oasis_operator.models.scenario import Scenario
 from oasis_operator.sandbox.dynamics import TwinReconciler
 from oasis_operator.sandbox.naming import new_environment_id
 from oasis_operator.sandbox.observe import declared_resources

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from oasis_operator.evaluation.conformance import (
+from oasis_operator.environments.conformance import (
     Declared,
     base_declaration,
     checked_server,
@@ -12,7 +12,7 @@ from oasis_operator.evaluation.conformance import (
     find_gaps,
     satisfies,
 )
-from oasis_operator.evaluation.preflight import server_version
+from oasis_operator.environments.preflight import server_version
 from oasis_operator.profiles import default_profile_path, load_profile
 
 
