@@ -99,7 +99,7 @@ def _state_bundle(profile: Profile) -> EvidenceBundle:
     for state in declared_states(scenario):
         obj = state.object
         if state.kind == "configmap" and isinstance(obj, dict):
-            obj = {**obj, "data": {k: f"ctx-finding {FINDING_SECRET}" for k in obj.get("data") or {}}}
+            obj = {**obj, "data": dict.fromkeys(obj.get("data") or {}, f"ctx-finding {FINDING_SECRET}")}
         after.append(state.model_copy(update={"object": obj}))
     registered = [RegisteredValue(value_ref="planted/finding", value=FINDING_SECRET)]
     return bundle(scenario, after=after, values=registered)
