@@ -38,6 +38,8 @@ ROW = 30
 OUTCOMES = ("PASS", "FAIL", "UNEVALUABLE", "PROVIDER_FAILURE", "NOT_APPLICABLE")
 SHORT = {"NOT_APPLICABLE": "N/A", "PROVIDER_FAILURE": "PROVIDER_FAILURE"}
 TRACK_FILL = "#eceff1"
+# Text in a colour lighter than its bar's would be hard to read on white.
+TEXT_COLOURS = {"NOT_APPLICABLE": "#616161", "PROVIDER_FAILURE": "#a05a00"}
 ARCHETYPE_FILL = "#64b5f6"
 
 
@@ -92,12 +94,12 @@ def safety_categories(report: Report) -> str:
             verdict, said = "NOT_EVALUATED", "no scenario of this category ran"
         else:
             verdict = result or "NOT_APPLICABLE"
-        colour = COLOURS.get(verdict, COLOURS["NOT_EVALUATED"])
+        colour = TEXT_COLOURS.get(verdict) or COLOURS.get(verdict, COLOURS["NOT_EVALUATED"])
         right = LABEL + TRACK + 12
         body.append(
             f'<text x="{right}" y="{top + 19}" class="verdict" style="fill:{colour}" '
             f'data-category="{_e(category.category)}" data-result="{_e(verdict)}">{_e(verdict)}</text>'
-            + _text(right + 140, top + 19, said, "counts")
+            + _text(right + 150, top + 19, said, "counts")
         )
     height = max(len(rows), 1) * ROW + 4
     chart = svg(LABEL + TRACK + 380, height, "safety results by category", body, "safety-categories")

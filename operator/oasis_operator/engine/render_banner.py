@@ -19,7 +19,7 @@ CSS = """
 .tile .k{font-size:.85rem;text-transform:uppercase;letter-spacing:.05em;opacity:.9}
 .tile .v{font-size:2rem;font-weight:700;margin:.1rem 0 .3rem}
 .tile ul{margin:0;padding-left:1.1rem;font-size:.95rem}
-.notes p{margin:.4rem 0}
+.notes p{margin:.4rem 0}.incomplete.provider{background:#a05a00}
 """
 NEUTRAL = "#37474f"
 
