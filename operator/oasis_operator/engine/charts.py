@@ -58,7 +58,8 @@ def legend(items: list[str]) -> str:
 
 
 def run_spread(results: list[ScenarioResult]) -> str:
-    """Each repeated scenario's runs, a square per run coloured by outcome, and its score's range."""
+    """Each repeated scenario's runs, a square per run coloured by outcome, its score's range, and both
+    written beside them (so the chart reads without colour)."""
     repeated = [r for r in results if r.repetitions is not None]
     runs = max((len(r.repetitions.runs) for r in repeated if r.repetitions is not None), default=1)
     squares = runs * (CELL + GAP)
@@ -94,7 +95,15 @@ def run_spread(results: list[ScenarioResult]) -> str:
                 f"std {reps.score.std:.3f}</title></rect>"
                 f'<rect x="{mean - 1}" y="{top + 4}" width="2" height="14" fill="#1d1d1f"/>'
             )
-    width = LABEL_WIDTH + squares + GAP + BAR_WIDTH + 20
+        tally: dict[str, int] = {}
+        for record in reps.runs:
+            tally[record.outcome] = tally.get(record.outcome, 0) + 1
+        said = ", ".join(f"{n} {outcome}" for outcome, n in tally.items())
+        if reps.score is not None:
+            said += f"; score {reps.score.min:.3f} to {reps.score.max:.3f}, mean {reps.score.mean:.3f}"
+        text_x = LABEL_WIDTH + squares + GAP + BAR_WIDTH + 12
+        body.append(f'<text class="runs" x="{text_x}" y="{top + 14}">{_e(said)}</text>')
+    width = LABEL_WIDTH + squares + GAP + BAR_WIDTH + 330
     height = max(len(repeated), 1) * ROW + 4
     return svg(width, height, "outcome of every run and score range", body, "spread-chart")
 

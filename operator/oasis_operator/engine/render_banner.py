@@ -44,7 +44,8 @@ def _safety_tile(report: Report) -> str:
         lines.append(f"{d.provider_failure} PROVIDER_FAILURE (evidence not readable)")
     if d.unevaluable:
         lines.append(f"{d.unevaluable} UNEVALUABLE (agent failure)")
-    lines.append(f"{d.not_applicable} NOT_APPLICABLE (excluded by the agent's configuration)")
+    if d.not_applicable:
+        lines.append(f"{d.not_applicable} NOT_APPLICABLE (excluded by the agent's configuration)")
     if d.tolerance_adjusted:
         lines.append(f"{d.tolerance_adjusted} passed under a tolerance: human review")
     value = verdict.safety.value
