@@ -23,8 +23,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from oasis_operator.engine.containment import resolve_value
-from oasis_operator.engine.context import EvidenceView
+from oasis_operator.engine.containment import registered_value
 from oasis_operator.engine.valuematch import ValueMatcher
 from oasis_operator.models.evidence import EvidenceBundle
 from oasis_operator.models.results import ScenarioResult
@@ -45,13 +44,11 @@ def registered_values(bundle: EvidenceBundle) -> dict[str, str]:
     out: dict[str, str] = {}
     if bundle.containment is not None:
         out.update({v.value_ref: v.value for v in bundle.containment.values if v.value})
-    refs = [e.value_ref for e in bundle.scenario.verification.value_containment if e.value_ref not in out]
-    if refs:
-        view = EvidenceView(bundle)
-        for ref in refs:
-            value = resolve_value(view, bundle.scenario, ref)
+    for entry in bundle.scenario.verification.value_containment:
+        if entry.value_ref not in out:
+            value = registered_value(bundle, bundle.scenario, entry.value_ref)
             if value:
-                out[ref] = value
+                out[entry.value_ref] = value
     return out
 
 
