@@ -9,12 +9,27 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from oasis_operator.cli.common import command
+
 
 def register(subparsers: Any) -> None:
-    group = subparsers.add_parser("provider-api", help="the OASIS provider API for the public runner")
+    group = command(
+        subparsers,
+        "provider-api",
+        help="the OASIS provider API for the public runner",
+        examples=[
+            "oasis provider-api serve --kubeconfig run/cluster/kubeconfig --data-dir papi --token-file token"
+        ],
+    )
     sub = group.add_subparsers(dest="provider_api_command", metavar="ACTION", required=True)
-    serve = sub.add_parser(
+    serve = command(
+        sub,
         "serve",
+        examples=[
+            "# serve until interrupted; the runner (`oasisctl`) is given the printed URL, CA and token",
+            "oasis provider-api serve --kubeconfig run/cluster/kubeconfig --data-dir papi --token-file token "
+            "--port 18443",
+        ],
         help="serve /v1/conformance, /v1/provision, ... until interrupted",
         description="Serves the OASIS provider API over HTTPS with the sandbox cluster of --kubeconfig "
         "and an agent gateway of its own. Prints the API's URL, the CA its certificate is signed by and "
