@@ -9,6 +9,7 @@ plugin's completion the same way: `kubectl_complete-oasis` (a console script) an
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -105,7 +106,9 @@ def _contexts() -> list[str]:
     try:
         import kubernetes  # noqa: PLC0415
 
-        contexts, _ = kubernetes.config.list_kube_config_contexts()  # type: ignore[no-untyped-call]
+        # $KUBECONFIG read now (the library's default is read once, when it is imported)
+        config_file = os.environ.get("KUBECONFIG") or None
+        contexts, _ = kubernetes.config.list_kube_config_contexts(config_file)  # type: ignore[no-untyped-call]
     except Exception:  # noqa: BLE001 - no kubeconfig: nothing to offer
         return []
     return [str(c.get("name")) for c in contexts or []]
@@ -151,15 +154,8 @@ def completions(parser: argparse.ArgumentParser, words: Sequence[str]) -> tuple[
     return [c for c in candidates if c.startswith(current)], directive
 
 
-def print_completions(words: Sequence[str], prog: str) -> int:
+def print_completions(parser: argparse.ArgumentParser, words: Sequence[str]) -> int:
     """`oasis __complete WORD... CURRENT`: candidates one a line, then `:DIRECTIVE`."""
-    from oasis_operator.cli.main import build_parser  # noqa: PLC0415 - main imports this module lazily
-
-    candidates, directive = completions(build_parser(list(words), prog), words)
+    candidates, directive = completions(parser, words)
     sys.stdout.write("".join(f"{c}\n" for c in candidates) + f":{directive}\n")
     return 0
-
-
-def kubectl_complete() -> int:
-    """`kubectl_complete-oasis ARGS... CURRENT`: what kubectl runs to complete `kubectl oasis ARGS`."""
-    return print_completions(sys.argv[1:], "kubectl oasis")

@@ -347,7 +347,8 @@ def register(subparsers: Any) -> None:
     ev.add_argument("--interval", type=float, default=2.0, help=argparse.SUPPRESS)
     add_kube_flags(ev)
     ev.set_defaults(func=cmd_evaluate)
-    ev.error = _usage_error(ev)
+    parser: Any = ev  # argparse's error() is a method; this command's exits 3
+    parser.error = _usage_error(ev)
 
 
 def _usage_error(parser: argparse.ArgumentParser) -> Callable[[str], NoReturn]:

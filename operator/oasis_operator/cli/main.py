@@ -107,7 +107,7 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
     if arguments[:1] == [COMPLETE]:
         from oasis_operator.cli.completion_cmds import print_completions  # noqa: PLC0415
 
-        return print_completions(arguments[1:], prog)
+        return print_completions(build_parser(arguments[1:], prog), arguments[1:])
     parser = build_parser(arguments, prog)
     args = parser.parse_args(arguments)
     func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
@@ -123,6 +123,11 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
 def kubectl_plugin() -> int:
     """`kubectl oasis ...`: kubectl runs the executable `kubectl-oasis` found on PATH with the rest."""
     return main(prog=PLUGIN_PROG)
+
+
+def kubectl_complete() -> int:
+    """`kubectl_complete-oasis ARGS... CURRENT`: what kubectl runs to complete `kubectl oasis ARGS`."""
+    return main([COMPLETE, *sys.argv[1:]], prog=PLUGIN_PROG)
 
 
 if __name__ == "__main__":

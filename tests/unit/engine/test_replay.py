@@ -135,15 +135,8 @@ def test_cli_render_from_saved_results_matches_render_from_bundles(tmp_path: Pat
         encoding="utf-8",
     )
     from_results, from_bundles = tmp_path / "a.json", tmp_path / "b.json"
-    assert (
-        main(["report", "render", str(saved), "--run", str(run), "-o", "json", "--output-file", str(from_results)])
-        == 0
-    )
-    assert (
-        main(
-            ["report", "render", str(BUNDLES), "--run", str(run), "-o", "json", "--output-file", str(from_bundles)]
-        )
-        == 0
-    )
+    render = ["report", "render", "--run", str(run), "-o", "json", "--output-file"]
+    assert main([*render, str(from_results), str(saved)]) == 0
+    assert main([*render, str(from_bundles), str(BUNDLES)]) == 0
     assert from_results.read_bytes() == from_bundles.read_bytes()
     assert main(["report", "render", str(saved)]) == 2  # saved results alone need --run
