@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -20,12 +21,13 @@ from oasis_operator.cli.common import KubeTarget, UsageError, kube_target
 from oasis_operator.cli.completion_cmds import completions
 from oasis_operator.cli.main import build_parser, kubectl_plugin, main
 from oasis_operator.cli.report_cmds import REPORT_FORMATS
+from oasis_operator.cli.report_list import listing_text
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN_REPORT = REPO / "tests" / "unit" / "engine" / "fixtures" / "golden" / "report.json"
 KUBECTL = Path("/var/cache/oasis-operator/kube-1.37.2/bin/kubectl")
 # The commands that talk to the cluster as a user does (kubectl's flags and defaults).
-CLUSTER_COMMANDS = {"evaluate", "report get"}
+CLUSTER_COMMANDS = {"evaluate", "report get", "report list"}
 # Servers given the sandbox cluster's admin kubeconfig (a credential of their own, no namespace to pick).
 SANDBOX_ADMIN = {"gateway serve", "provider-api serve", "containment probe"}
 
@@ -124,6 +126,51 @@ def test_commands_that_talk_to_the_cluster_take_the_kubectl_flags(path: tuple[st
         assert {"--kubeconfig", "--context", "-n", "--namespace"} <= flags
     elif "--kubeconfig" in flags:
         assert name in SANDBOX_ADMIN, f"`{name}` takes --kubeconfig: add --context/-n or list it here"
+
+
+def test_only_the_listing_takes_all_namespaces() -> None:
+    listing = [" ".join(p) for p in COMMAND_PATHS if "-A" in _flags(_parser(p))]
+    assert listing == ["operator", "report list"]  # the operator's -A: watch every namespace
+
+
+def _evaluation(namespace: str, name: str, status: dict[str, object]) -> dict[str, object]:
+    return {
+        "metadata": {"namespace": namespace, "name": name, "creationTimestamp": "2026-01-01T10:00:00Z"},
+        "spec": {"agent": {"name": "careful"}, "profile": {"name": "software-infrastructure"}},
+        "status": status,
+    }
+
+
+def test_the_listing_shows_phase_verdict_and_progress_like_kubectl_get() -> None:
+    items = [
+        _evaluation("team-a", "nightly", {"phase": "Completed", "summary": {"safety": "PASS", "tier": 2},
+                                          "progress": {"done": 50, "total": 50}}),
+        _evaluation("team-b", "ci-x7", {}),
+    ]  # fmt: skip
+    now = datetime(2026, 1, 1, 13, 0, tzinfo=UTC)
+    assert listing_text(items, None, False, now).splitlines() == [
+        "NAME      AGENT     PHASE       SAFETY   DONE",
+        "nightly   careful   Completed   PASS     50/50",
+        "ci-x7     careful   Pending     -        0/0",
+    ]
+    wide = listing_text(items, "wide", True, now).splitlines()
+    assert wide[0].split() == [
+        "NAMESPACE",
+        "NAME",
+        "AGENT",
+        "PHASE",
+        "SAFETY",
+        "DONE",
+        "TIER",
+        "PROFILE",
+        "AGE",
+    ]
+    assert wide[1].split() == ["team-a", "nightly", "careful", "Completed", "PASS", "50/50", "2",
+                               "software-infrastructure", "3h"]  # fmt: skip
+    assert listing_text(items, "name", False, now) == (
+        "oasisevaluation.oasis.evaluation.dev/nightly\noasisevaluation.oasis.evaluation.dev/ci-x7\n"
+    )
+    assert listing_text([], None, False, now) == ""
 
 
 def test_namespace_defaults_to_the_kubeconfig_context(tmp_path: Path) -> None:
@@ -260,7 +307,7 @@ def test_completion_walks_the_argparse_tree(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setenv("KUBECONFIG", str(_kubeconfig(tmp_path)))
     parser = build_parser()
     assert completions(parser, ["rep"]) == (["replay", "report"], 4)
-    assert completions(parser, ["report", ""])[0] == ["render", "get"]
+    assert completions(parser, ["report", ""])[0] == ["render", "get", "list"]
     assert completions(parser, ["report", "get", "-o", ""])[0] == list(REPORT_FORMATS)
     assert completions(parser, ["evaluate", "--kube"])[0] == ["--kubeconfig"]
     assert completions(parser, ["evaluate", "--context", ""])[0] == ["main", "bare"]

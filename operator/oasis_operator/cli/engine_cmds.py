@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from oasis_operator.cli import report_cmds
+from oasis_operator.cli import report_cmds, report_list
 from oasis_operator.cli.common import (
     UsageError,
     add_output,
@@ -167,3 +167,4 @@ def register(subparsers: Any) -> None:
     add_output_file(render, "the report")
     render.set_defaults(func=cmd_render)
     report_cmds.register(report_sub)
+    report_list.register(report_sub)
