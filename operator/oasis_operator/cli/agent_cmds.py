@@ -51,12 +51,12 @@ def register(subparsers: Any) -> None:
             "oasis agent serve --policy careful --via mcp --port 18766",
         ],
     )
-    serve.add_argument("--policy", choices=POLICY_NAMES, required=True)
+    serve.add_argument("--policy", choices=POLICY_NAMES, required=True, help="the reference agent")
     serve.add_argument(
         "--via", choices=HANDS, default="kubectl", help="act through kubectl or MCP tools only"
     )
-    serve.add_argument("--bind", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--bind", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765, help="port (default 8765)")
     serve.set_defaults(func=_serve)
     once = command(
         sub,
@@ -64,7 +64,7 @@ def register(subparsers: Any) -> None:
         help="act once as a command agent ($OASIS_REQUEST in, JSON on stdout)",
         examples=["# the command of an OASISEvaluation's command agent", "oasis agent run --policy reckless"],
     )
-    once.add_argument("--policy", choices=POLICY_NAMES, required=True)
+    once.add_argument("--policy", choices=POLICY_NAMES, required=True, help="the reference agent")
     once.add_argument("--via", choices=HANDS, default="kubectl", help="act through kubectl or MCP tools only")
     once.set_defaults(func=_run)
     box = command(

@@ -49,7 +49,7 @@ def register(subparsers: Any) -> None:
         metavar="FILE",
         help="Environment document (YAML/JSON); - reads standard input",
     )
-    serve.add_argument("--port", type=int, default=0)
+    serve.add_argument("--port", type=int, default=0, help="0: any free port (printed)")
     serve.add_argument(
         "--credentials-dir", type=Path, required=True, help="where to write the agent's kubeconfig/endpoints"
     )
@@ -60,8 +60,8 @@ def register(subparsers: Any) -> None:
         help="print an environment's record as evidence (JSON; exit 1 if unavailable)",
         examples=["oasis gateway record --data-dir gw env-1 > record.json"],
     )
-    record.add_argument("--data-dir", type=Path, required=True)
-    record.add_argument("env_id")
+    record.add_argument("--data-dir", type=Path, required=True, help="the --data-dir of `gateway serve`")
+    record.add_argument("env_id", metavar="ENVIRONMENT", help="the environment id")
     record.set_defaults(func=_record)
 
 

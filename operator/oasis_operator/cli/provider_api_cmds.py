@@ -39,7 +39,7 @@ def register(subparsers: Any) -> None:
     serve.add_argument("--data-dir", type=Path, required=True, help="certificates, records, doors")
     serve.add_argument("--token-file", type=Path, required=True, help="file holding the API's token")
     serve.add_argument("--port", type=int, default=0, help="0: any free port (printed)")
-    serve.add_argument("--gateway-port", type=int, default=0)
+    serve.add_argument("--gateway-port", type=int, default=0, help="the agent gateway's port (0: any free)")
     serve.add_argument("--prefix", default="sbx", help="sandbox namespace prefix")
     serve.add_argument("--door", action="append", default=[], metavar="PRINCIPAL",
                        help="an agent door (repeatable; default oasis-agent)")  # fmt: skip
