@@ -205,6 +205,30 @@ def test_an_unknown_context_is_one_line_exit_2_without_traceback(
     assert "Traceback" not in err
 
 
+def test_no_kubeconfig_outside_a_pod_is_one_line_naming_the_fix(tmp_path: Path) -> None:
+    env = {k: v for k, v in _shims(tmp_path).items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+    env["HOME"] = str(tmp_path)  # no ~/.kube/config
+    done = subprocess.run(["oasis", "report", "list"], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 2
+    assert done.stderr.startswith(
+        "oasis: no kubeconfig found ($KUBECONFIG, ~/.kube/config) and not in a pod;"
+    )
+    assert done.stderr.count("\n") == 1
+
+
+def test_an_unreachable_api_server_is_one_line_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        _kubeconfig(tmp_path).read_text().replace("https://127.0.0.1:9", "http://127.0.0.1:9")
+    )
+    assert main(["report", "get", "my-agent", "--kubeconfig", str(kubeconfig)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("oasis: OASISEvaluation team-z/my-agent: cannot reach the API server (")
+    assert err.count("\n") == 1
+
+
 def test_verdict_in_a_report_format_is_refused_naming_the_flags(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", "get", "my-agent", "--verdict", "-o", "html"]) == 2
     assert "--verdict: the verdict is available as -o yaml or -o json, not -o html" in capsys.readouterr().err

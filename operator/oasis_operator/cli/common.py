@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,9 +136,17 @@ class KubeTarget:
     in_cluster: bool = False
 
     def client(self) -> ApiClient:
-        from oasis_operator.kube import api_client  # noqa: PLC0415 - the client only when one is needed
+        import kubernetes  # noqa: PLC0415 - the client only when one is needed
 
-        return api_client(self.kubeconfig, self.context)
+        from oasis_operator.kube import api_client  # noqa: PLC0415
+
+        try:
+            return api_client(self.kubeconfig, self.context)
+        except kubernetes.config.ConfigException as exc:
+            flag = "--context" if self.context else "--kubeconfig"
+            raise UsageError(
+                f"{flag}: the kubeconfig cannot be used ({exc}); fix it or pass another"
+            ) from exc
 
 
 def kube_target(args: argparse.Namespace, namespace: str | None = None) -> KubeTarget:
@@ -157,7 +166,12 @@ def kube_target(args: argparse.Namespace, namespace: str | None = None) -> KubeT
             raise UsageError(
                 f"{where}: not a usable kubeconfig ({exc}); fix the file or pass another"
             ) from exc
-        # No kubeconfig anywhere: in-cluster, in the pod's own namespace (as kubectl does).
+        if not os.environ.get("KUBERNETES_SERVICE_HOST"):
+            raise UsageError(
+                "no kubeconfig found ($KUBECONFIG, ~/.kube/config) and not in a pod; pass --kubeconfig PATH "
+                "or set KUBECONFIG (`oasis cluster env` prints it for the local control plane)"
+            ) from exc
+        # No kubeconfig anywhere, in a pod: in-cluster, in the pod's own namespace (as kubectl does).
         own = _service_account_namespace()
         return KubeTarget(None, None, args.namespace or namespace or own or "default", in_cluster=True)
     chosen = active
@@ -178,6 +192,22 @@ def _service_account_namespace() -> str | None:
         return SERVICE_ACCOUNT_NAMESPACE.read_text(encoding="utf-8").strip() or None
     except OSError:
         return None
+
+
+def transport_message(exc: Exception) -> str:
+    """One line for an API server's refusal (status, reason, its message) or for not reaching it."""
+    import yaml  # noqa: PLC0415
+
+    status = getattr(exc, "status", None)
+    if status is not None and hasattr(exc, "body"):  # an ApiException
+        try:
+            detail = yaml.safe_load(getattr(exc, "body", None) or "") or {}
+        except yaml.YAMLError:
+            detail = {}
+        message = detail.get("message") if isinstance(detail, dict) else None
+        return f"{status} {getattr(exc, 'reason', '')}" + (f": {message}" if message else "")
+    reason = getattr(exc, "reason", None)
+    return f"cannot reach the API server ({reason or exc}); check --kubeconfig/--context"
 
 
 def fail(prog: str, exc: UsageError, code: int = EXIT_USAGE) -> int:

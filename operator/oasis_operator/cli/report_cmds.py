@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import urllib3
 from kubernetes.client.exceptions import ApiException
 from pydantic import ValidationError
 
@@ -19,6 +20,7 @@ from oasis_operator.cli.common import (
     add_output_file,
     command,
     kube_target,
+    transport_message,
     write_output,
 )
 from oasis_operator.engine.ci import CI_FORMATS, CiContext, parse_report, render_ci
@@ -55,11 +57,10 @@ def cmd_get(args: argparse.Namespace) -> int:
     path = f"/apis/{API_GROUP}/{API_VERSION}/namespaces/{namespace}/oasisevaluations/{args.name}"
     try:
         evaluation = request(api, "GET", path)
-    except ApiException as exc:
-        print(f"oasis: OASISEvaluation {namespace}/{args.name}: {exc.status} {exc.reason}", file=sys.stderr)
-        return 1
-    try:
         return _get(args, DocumentStore(api), evaluation)
+    except (ApiException, urllib3.exceptions.HTTPError) as exc:
+        print(f"oasis: OASISEvaluation {namespace}/{args.name}: {transport_message(exc)}", file=sys.stderr)
+        return 1
     except DocumentError as exc:
         print(f"oasis: {namespace}/{args.name}: a stored document is damaged: {exc}", file=sys.stderr)
         return 1

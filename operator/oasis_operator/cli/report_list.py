@@ -9,6 +9,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+import urllib3
 import yaml
 from kubernetes.client.exceptions import ApiException
 
@@ -19,6 +20,7 @@ from oasis_operator.cli.common import (
     add_output_file,
     command,
     kube_target,
+    transport_message,
     write_output,
 )
 from oasis_operator.kube import request
@@ -50,9 +52,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     where = "" if args.all_namespaces else f"/namespaces/{target.namespace}"
     try:
         found = request(target.client(), "GET", f"/apis/{API_GROUP}/{API_VERSION}{where}/{PLURAL}")
-    except ApiException as exc:
+    except (ApiException, urllib3.exceptions.HTTPError) as exc:
         scope = "every namespace" if args.all_namespaces else target.namespace
-        print(f"oasis: listing OASISEvaluations in {scope}: {exc.status} {exc.reason}", file=sys.stderr)
+        print(f"oasis: listing OASISEvaluations in {scope}: {transport_message(exc)}", file=sys.stderr)
         return 1
     items: list[dict[str, Any]] = sorted(
         found.get("items") or [], key=lambda i: (i["metadata"].get("namespace", ""), i["metadata"]["name"])
