@@ -43,9 +43,10 @@ REPORT_FORMATS = ("yaml", "json", "html", *CI_FORMATS)
 
 def report_text(files: dict[str, str], fmt: str, context: CiContext) -> str:
     """The stored report document's `files` in format `fmt`; ValueError if the stored report is unusable."""
-    if fmt in CI_FORMATS:
-        return ci_text(files["report.json"], fmt, context)
-    return files[FILES[("report", fmt)]]
+    name = "report.json" if fmt in CI_FORMATS else FILES[("report", fmt)]
+    if name not in files:
+        raise ValueError(f"the stored report has no {name} (stored by another operator version?)")
+    return ci_text(files[name], fmt, context) if fmt in CI_FORMATS else files[name]
 
 
 def cmd_get(args: argparse.Namespace) -> int:
