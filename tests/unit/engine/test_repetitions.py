@@ -266,7 +266,7 @@ def test_cli_replay_combines_run_bundles_and_names_a_missing_run(
     out = tmp_path / "out" / "results.json"
     out.parent.mkdir()
     assert (
-        main(["replay", str(tmp_path / "de.run-01.json"), str(tmp_path / "de.run-02.json"), "-o", str(out)])
+        main(["replay", *(str(tmp_path / f"de.run-0{n}.json") for n in (1, 2)), "--output-file", str(out)])
         == 0
     )
     (result,) = json.loads(out.read_text(encoding="utf-8"))
