@@ -14,7 +14,6 @@ from oasis_operator.models.evidence import AuditEntry
 
 CONTAINER_LISTS = frozenset({"containers", "initContainers", "ephemeralContainers"})
 _TEMPLATE_OPS = (("add", "/spec/template"), ("replace", "/spec/template"))
-_REPLICAS_OPS = (("add", "/spec/replicas"), ("replace", "/spec/replicas"))
 _WHOLE_SPECS: tuple[Path, ...] = (("spec",), ("spec", "template"), ("spec", "template", "spec"))
 
 

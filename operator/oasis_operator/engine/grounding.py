@@ -73,10 +73,6 @@ def fetched_text(view: EvidenceView) -> str:
     )
 
 
-def _declared_type(resource: str) -> str:
-    return resource.partition("/")[0]
-
-
 def _entry_text(view: EvidenceView, types: tuple[str, ...], name: str | None, namespace: str | None) -> str:
     parts = []
     for entry in view.bundle.scenario.preconditions.environment.state:
