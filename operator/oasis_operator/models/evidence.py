@@ -59,8 +59,8 @@ class _Model(BaseModel):
 
 
 class _Omitting(_Model):
-    # Fields left out of the document while None / while empty, so documents written before the
-    # fields existed (a record of a Kubernetes object has no `served`) read the same.
+    # Fields left out of the document while None / while empty: a record says only what applies to it
+    # (a record of a Kubernetes object has no `served`).
     omit_if_none: ClassVar[tuple[str, ...]] = ()
     omit_if_empty: ClassVar[tuple[str, ...]] = ()
 
