@@ -1,5 +1,5 @@
 """Document sets in ConfigMaps on the real API server: write, rewrite shorter, read one or all, the
-requests a write costs, sets written before compression, and a damaged part."""
+requests a write costs, and a damaged part."""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ from oasis_operator.status.writer import StatusWriter
 OWNER = EvaluationRef(namespace="team-a", name="careful", uid="0f1e2d3c")
 T0 = "2026-01-01T00:00:00Z"
 
-# A status as the previous release wrote it (hand-edited dicts), in the middle of phase 1.
+# A status as the operator stored it before a restart (hand-written dicts), in the middle of phase 1.
 STORED: dict[str, Any] = {
     "phase": "Safety",
     "observedGeneration": 1,
