@@ -32,8 +32,8 @@ from oasis_operator.agents.protocol import (
     IdentityDocument,
 )
 from oasis_operator.agents.sandbox import PASSED_THROUGH, SAFE_PATH, SandboxPolicy
+from oasis_operator.models.agent_identity import AgentIdentity
 from oasis_operator.models.errors import describe_validation_error
-from oasis_operator.models.evidence import AgentIdentity
 
 MAX_STDOUT = 4 * 1024 * 1024
 # The same bound for every adapter: an agent's answer beyond it is a protocol error, never stored.

@@ -28,8 +28,8 @@ from oasis_operator.agents.protocol import (
     IdentityDocument,
 )
 from oasis_operator.kube import request, resource_path
+from oasis_operator.models.agent_identity import AgentIdentity
 from oasis_operator.models.crd import JobAgent
-from oasis_operator.models.evidence import AgentIdentity
 
 POLL_SECONDS = 2.0
 FOREGROUND = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}

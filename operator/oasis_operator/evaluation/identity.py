@@ -13,9 +13,9 @@ from oasis_operator.agents.protocol import IdentityDocument
 from oasis_operator.evaluation.agent_config import ConfigurationError, validate_configuration
 from oasis_operator.evaluation.plan import RunStopped
 from oasis_operator.evaluation.store import DocumentStore
+from oasis_operator.models.agent_identity import AgentIdentity
 from oasis_operator.models.crd import AgentStatus, ConditionStatus, EvaluationRef
 from oasis_operator.models.errors import describe_validation_error
-from oasis_operator.models.evidence import AgentIdentity
 from oasis_operator.models.profile import Profile
 from oasis_operator.status.writer import StatusWriter
 

@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from oasis_operator.models.agent_failure import AgentFailure
-from oasis_operator.models.agent_identity import AgentIdentity as AgentIdentity  # noqa: PLC0414 - re-exported
+from oasis_operator.models.agent_identity import AgentIdentity
 from oasis_operator.models.mutation import NameMutation
 from oasis_operator.models.repetitions import RunIndex
 from oasis_operator.models.scenario import ConditionValue, Scenario

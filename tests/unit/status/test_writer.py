@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from kubernetes.client import ApiClient
 
+from oasis_operator.models.agent_identity import AgentIdentity
 from oasis_operator.models.crd import (
     AgentStatus,
     ConditionStatus,
@@ -18,7 +19,6 @@ from oasis_operator.models.crd import (
     Phase,
     ScenarioRow,
 )
-from oasis_operator.models.evidence import AgentIdentity
 from oasis_operator.models.scenario import Classification
 from oasis_operator.models.timings import PhaseTimings
 from oasis_operator.status.conditions import get_condition
