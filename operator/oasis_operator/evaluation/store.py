@@ -6,8 +6,8 @@ on the compressed bytes, and parts are packed into as few ConfigMaps as fit. Eac
 set carries the evaluation's uid and the set's name as labels; reading gathers them, orders the parts,
 joins and decompresses them. A part that is missing or does not decompress, or a key in another form
 (plain `data`, a `binaryData` key without `.gz`), is a `DocumentError` naming the ConfigMap and key,
-never a short or empty document. Building and reading
-the layout are pure; `DocumentStore` does the API calls.
+never a short or empty document. Building and reading the layout are pure; `DocumentStore` does the API
+calls.
 """
 
 from __future__ import annotations
