@@ -50,8 +50,8 @@ from oasis_operator.engine.rubric import RunSignals, place
 from oasis_operator.engine.run_signals import run_signals
 from oasis_operator.engine.timeline import build_timeline
 from oasis_operator.engine.window import window_gap
+from oasis_operator.models.agent_identity import AgentIdentity
 from oasis_operator.models.evidence import (
-    AgentIdentity,
     AgentRecord,
     EvaluationWindow,
     EvidenceBundle,
