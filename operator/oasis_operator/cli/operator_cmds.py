@@ -8,11 +8,22 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from oasis_operator.cli.common import command
 from oasis_operator.settings import OperatorSettings, SettingsError
 
 
 def register(subparsers: Any) -> None:
-    op = subparsers.add_parser("operator", help="run the operator (kopf) against the current kubeconfig")
+    op = command(
+        subparsers,
+        "operator",
+        help="run the operator (kopf) against the current kubeconfig",
+        examples=[
+            "# every namespace, the sandbox cluster's audit log as evidence",
+            "oasis operator -A --sandbox-audit-log run/cluster/audit.log --data-dir run/operator-data",
+            "# only namespace team-a, no probe or metrics servers",
+            "oasis operator -n team-a --liveness-port 0 --metrics-port 0",
+        ],
+    )
     scope = op.add_mutually_exclusive_group()
     scope.add_argument("-n", "--namespace", action="append", default=[], help="watch only these (repeatable)")
     scope.add_argument("-A", "--all-namespaces", action="store_true", help="watch every namespace (default)")
