@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from oasis_operator.cli.common import UsageError, command, read_input
-from oasis_operator.gateway import Gateway
+from oasis_operator.gateway import Gateway, GatewayConfig
 from oasis_operator.gateway.apis import install_apis
 from oasis_operator.gateway.recorder import RECORD_FILE, read_record
 from oasis_operator.models.environment import Environment
@@ -66,7 +66,7 @@ def register(subparsers: Any) -> None:
 
 
 async def _run(args: argparse.Namespace, env: Environment) -> None:
-    gateway = Gateway(args.kubeconfig, args.data_dir, port=args.port)
+    gateway = Gateway(args.kubeconfig, args.data_dir, GatewayConfig(port=args.port))
     install_apis(gateway)
     await gateway.start()
     try:

@@ -48,7 +48,7 @@ def register(subparsers: Any) -> None:
 
 async def _run(args: argparse.Namespace) -> int:
     # Imported here: the CLI's other commands need neither aiohttp nor the Kubernetes client.
-    from oasis_operator.gateway import Gateway  # noqa: PLC0415
+    from oasis_operator.gateway import Gateway, GatewayConfig  # noqa: PLC0415
     from oasis_operator.kube import api_client  # noqa: PLC0415
     from oasis_operator.profiles import load_profile  # noqa: PLC0415
     from oasis_operator.profiles.loader import shipped_profile_path  # noqa: PLC0415
@@ -67,7 +67,7 @@ async def _run(args: argparse.Namespace) -> int:
         data_dir=args.data_dir / "provider-api",
         doors=tuple(args.door) or (DEFAULT_DOOR,),
     )
-    gateway = Gateway(args.kubeconfig, args.data_dir / "gateway", port=args.gateway_port)
+    gateway = Gateway(args.kubeconfig, args.data_dir / "gateway", GatewayConfig(port=args.gateway_port))
     await gateway.start()
     api = api_client(args.kubeconfig)
     try:
