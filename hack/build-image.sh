@@ -45,7 +45,7 @@ SLIM_OPTS=(
   --dpkgopt='path-include=/usr/share/doc/*/copyright'
   --dpkgopt='path-exclude=/usr/share/locale/*'
 )
-CACHE="${OASIS_IMAGE_CACHE:-/var/cache/oasis-operator/image}"
+CACHE="${OASIS_IMAGE_CACHE:-${OASIS_CACHE_ROOT:-/var/cache/oasis-operator}/image}"
 VERSION="$(sed -n 's/^version *= *"\(.*\)"/\1/p' pyproject.toml | head -1)"
 
 if [ "${1:-}" = "--recipe" ]; then  # the facts the drift test compares with the Dockerfile

@@ -17,7 +17,7 @@ TIMEOUT="${OASIS_DEMO_TIMEOUT:-3600}"
 NS=oasis-demo
 OASIS=.venv/bin/oasis
 
-bash hack/install-deps.sh
+bash hack/install-deps.sh demo
 # kubectl of the control plane's own release (built with it by hack/build-kube.sh).
 KUBECTL="$(.venv/bin/python -c 'from oasis_operator.localcluster.release import default_bin_dir; print(default_bin_dir() / "kubectl")')"
 $OASIS cluster --run-dir "$RUN_DIR" up

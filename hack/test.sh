@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash hack/install-deps.sh
+bash hack/install-deps.sh test
 echo "== ruff check" && .venv/bin/ruff check operator tests bench
 echo "== ruff format --check" && .venv/bin/ruff format --check operator tests bench
 echo "== mypy --strict" && .venv/bin/mypy && .venv/bin/mypy bench
