@@ -93,8 +93,6 @@ fi
 
 # --- do it ------------------------------------------------------------------------------------------------
 if [ ${#need_pkgs[@]} -gt 0 ]; then step "Debian packages" apt_install "${need_pkgs[@]}"; fi
-if [ "$kube_status" = build ]; then step "Kubernetes $KUBE_VERSION" bash hack/build-kube.sh; fi
-
 make_venv() {
   local py="${PYTHON:-python3}"
   [ -x .venv/bin/python ] || "$py" -m venv .venv
@@ -103,6 +101,7 @@ make_venv() {
   .venv/bin/python -c 'import oasis_operator, kopf, kubernetes'
 }
 step "Python environment" make_venv
+if [ "$kube_status" = build ]; then step "Kubernetes $KUBE_VERSION" bash hack/build-kube.sh; fi
 # The release's kubectl beside the venv's Python: the reference agents find it there, and the docs'
 # commands and the CI example call .venv/bin/kubectl.
 kubectl="$(.venv/bin/python -c 'from oasis_operator.localcluster.release import default_bin_dir; print(default_bin_dir() / "kubectl")')"
