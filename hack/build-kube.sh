@@ -38,9 +38,11 @@ if have_all; then
 fi
 
 GO="$(bash hack/install-go.sh)"
-go_minor="$("$GO" env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')"
-if [ "${go_minor:-0}" -lt 26 ]; then
-  log "$GO is $("$GO" env GOVERSION); Kubernetes $KUBE_VERSION needs Go >= 1.26 (unset OASIS_GO to use the pinned one)"
+# shellcheck source=go-toolchain.env
+. hack/go-toolchain.env
+go_version="$("$GO" env GOVERSION | sed -E 's/^go//')"
+if [ "$(printf '%s\n%s\n' "$GO_MINIMUM" "$go_version" | sort -V | head -1)" != "$GO_MINIMUM" ]; then
+  log "$GO is go$go_version; Kubernetes $KUBE_VERSION needs Go >= $GO_MINIMUM (unset OASIS_GO to use the pinned one)"
   exit 1
 fi
 log "Go: $GO ($("$GO" env GOVERSION))"
