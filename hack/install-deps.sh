@@ -97,7 +97,11 @@ make_venv() {
   local py="${PYTHON:-python3}"
   [ -x .venv/bin/python ] || "$py" -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-  .venv/bin/python -m pip install -q -e '.[dev]' 2>&1 | grep -v -i '^warning' || true
+  if ! .venv/bin/python -m pip install -q -e '.[dev]' >.venv/pip-install.log 2>&1; then
+    grep -v -i '^warning' .venv/pip-install.log >&2 || true
+    log "pip install -e '.[dev]' failed (its output is above and in .venv/pip-install.log)"
+    return 1
+  fi
   .venv/bin/python -c 'import oasis_operator, kopf, kubernetes'
 }
 step "Python environment" make_venv

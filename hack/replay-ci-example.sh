@@ -18,6 +18,8 @@
 #                                                        (e.g. 'build-kube: building kube-apiserver')
 #   OASIS_REPLAY_DIR=DIR   where the root filesystem, job script, log and artifacts go (default: a new
 #                          directory under /var/tmp; kept afterwards, its path printed; ~6 GB after a full run)
+#   OASIS_REPLAY_BASE=DIR  where the bare Debian 12 tarball is kept between replays (default
+#                          /var/tmp/oasis-ci-replay-base; made by mmdebstrap on first use, ~4 min)
 # Exit status: the job's (0 when every step that ran passed), 124 when the time limit was reached, 0 when
 # --stop-at matched.
 set -euo pipefail
@@ -55,17 +57,36 @@ git rev-parse HEAD >"$OUT/source.commit"
 git bundle create -q "$OUT/source.bundle" HEAD
 [ -z "$(git status --porcelain --untracked-files=no)" ] || log "note: uncommitted changes are not replayed"
 
-if [ ! -f "$ROOTFS.done" ]; then
+# The bare Debian 12 is made once and kept as a tarball (Debian's packages only, nothing of the project);
+# every replay unpacks a fresh copy of it.
+BASE="${OASIS_REPLAY_BASE:-/var/tmp/oasis-ci-replay-base}/bookworm-minbase.tar"
+if [ ! -f "$BASE" ]; then
   SOURCES=/etc/apt/sources.list.d/debian.sources
   [ -f "$SOURCES" ] || SOURCES=/etc/apt/sources.list
-  log "mmdebstrap bookworm (minbase) into $ROOTFS"
+  log "mmdebstrap bookworm (minbase) into $BASE"
   started=$(date +%s)
-  rm -rf "$ROOTFS"
-  mmdebstrap --quiet --mode=root --variant=minbase --aptopt='Acquire::Retries "3"' bookworm "$ROOTFS" "$SOURCES"
-  touch "$ROOTFS.done"
-  log "root filesystem ready in $(( $(date +%s) - started ))s"
+  mkdir -p "$(dirname "$BASE")"
+  mmdebstrap --quiet --mode=root --variant=minbase --aptopt='Acquire::Retries "3"' bookworm "$BASE.tmp.tar" "$SOURCES"
+  mv "$BASE.tmp.tar" "$BASE"
+  log "bare Debian 12 made in $(( $(date +%s) - started ))s"
 fi
+rm -rf "$ROOTFS"
+mkdir -p "$ROOTFS"
+tar -xf "$BASE" -C "$ROOTFS"
 mkdir -p "$ROOTFS/replay"
+# This machine reaches the registries through a TLS proxy whose CA only the machine's own bundle holds,
+# and its environment points every client at that bundle (SSL_CERT_FILE, PIP_CERT, ...). The replay
+# passes the same: the bundle, read-only at /etc/ssl/machine-ca.crt, and those variables pointing at it.
+# On GitHub, where the registries' certificates are public ones, none of this is set.
+CA_ARGS=(); CA_VARS=()
+for var in SSL_CERT_FILE PIP_CERT CURL_CA_BUNDLE REQUESTS_CA_BUNDLE GIT_SSL_CAINFO NODE_EXTRA_CA_CERTS; do
+  file="${!var:-}"
+  if [ -n "$file" ] && [ -f "$file" ]; then
+    [ ${#CA_ARGS[@]} -gt 0 ] || CA_ARGS+=(--ro-bind "$file" /etc/ssl/machine-ca.crt)
+    CA_ARGS+=(--setenv "$var" /etc/ssl/machine-ca.crt); CA_VARS+=("$var")
+  fi
+done
+[ ${#CA_VARS[@]} -eq 0 ] || log "the machine's CA bundle is passed in, with ${CA_VARS[*]}"
 
 log "job script $OUT/job.sh, log $OUT/replay.log, time limit ${minutes} min"
 started=$(date +%s)
@@ -74,7 +95,7 @@ timeout "${minutes}m" bwrap --bind "$ROOTFS" / --proc /proc --dev /dev \
   --ro-bind /etc/resolv.conf /etc/resolv.conf --bind "$OUT" /replay \
   --unshare-pid --unshare-ipc --unshare-uts --hostname ci-replay --die-with-parent --cap-add ALL \
   --clearenv --setenv PATH /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  --setenv LANG C.UTF-8 --setenv DEBIAN_FRONTEND noninteractive \
+  --setenv LANG C.UTF-8 --setenv DEBIAN_FRONTEND noninteractive "${CA_ARGS[@]}" \
   -- bash /replay/job.sh >"$OUT/replay.log" 2>&1 &
 job=$!
 tail -n +1 -F --pid="$job" "$OUT/replay.log" 2>/dev/null &
