@@ -90,6 +90,7 @@ done
 
 log "job script $OUT/job.sh, log $OUT/replay.log, time limit ${minutes} min"
 started=$(date +%s)
+: >"$OUT/replay.log"
 set +e
 timeout "${minutes}m" bwrap --bind "$ROOTFS" / --proc /proc --dev /dev \
   --ro-bind /etc/resolv.conf /etc/resolv.conf --bind "$OUT" /replay \
