@@ -1,9 +1,12 @@
 # Entry points for people and CI. Each target's script lives in hack/ and says what it does; the README's
 # "What each target builds" lists it.
-.PHONY: test demo demo-down deps test-deps plan lint crds cluster-up cluster-down
+.PHONY: test test-image demo demo-down deps test-deps plan lint crds cluster-up cluster-down
 
 test:            ## install what the tests need, lint, type-check and run all test tiers (what CI runs)
 	bash hack/test.sh
+
+test-image:      ## the operator image (from nothing when its Debian layers are not cached: ~21 min) and its test
+	bash hack/test-image.sh
 
 demo:            ## install what the demo needs; local control plane, CRDs, operator, two evaluations
 	bash hack/demo.sh

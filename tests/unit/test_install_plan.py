@@ -45,7 +45,28 @@ def test_the_test_plan_adds_the_public_runner_and_the_operator_image(tmp_path: P
     plan = _plan("test", tmp_path)
     assert "for make test, will install or build" in plan
     assert "the public OASIS runner oasisctl from its Go module" in plan
-    assert "the operator image (Debian root filesystems + Python layer" in plan
+    assert "the operator image from nothing: two Debian root filesystems by mmdebstrap" in plan
+    assert "NOT BUILT in CI" not in plan
+
+
+def test_in_ci_a_cold_image_is_left_out_saying_so_and_naming_the_target_that_builds_it(
+    tmp_path: Path,
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OASIS_")}
+    env |= {"OASIS_CACHE_ROOT": str(tmp_path), "CI": "true"}
+    done = subprocess.run(
+        ["bash", "hack/install-deps.sh", "test", "--plan"],
+        cwd=REPO,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "the operator image from nothing" not in done.stderr
+    assert "NOT BUILT in CI: the operator image, whose Debian root filesystems are not cached" in done.stderr
+    assert "`make test-image` builds and tests it" in done.stderr
+    assert "\tbash hack/test-image.sh\n" in (REPO / "Makefile").read_text(encoding="utf-8")
 
 
 def test_the_test_plan_says_when_the_image_is_left_out(tmp_path: Path) -> None:
