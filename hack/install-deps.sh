@@ -77,8 +77,8 @@ if [ "$TARGET" = test ]; then
 fi
 
 # --- the plan ---------------------------------------------------------------------------------------------
-# Figures measured on this project's 2-core machine (README: the cold and warm times; docs/local-control-plane.md); a machine shared with
-# other work is slower.
+# Figures measured on this project's 2-core machine (README: the cold and warm times;
+# docs/local-control-plane.md); a machine shared with other work is slower.
 plan=()
 [ ${#need_pkgs[@]} -eq 0 ] || plan+=("Debian packages: ${need_pkgs[*]}")
 if [ "$kube_status" = build ] || [ "$oasisctl_status" = build ]; then
@@ -86,7 +86,7 @@ if [ "$kube_status" = build ] || [ "$oasisctl_status" = build ]; then
 fi
 [ "$kube_status" = cached ] || plan+=("Kubernetes ${KUBE_VERSION} and etcd ${ETCD_VERSION} from source (~17 min on 2 cores, 2.6 GB peak memory, ~5 GB of Go caches)")
 [ "$venv_status" = cached ] || plan+=("the Python environment .venv (pip install -e '.[dev]'; 3m47s measured in a fresh Debian 12 on a loaded machine)")
-[ "$oasisctl_status" != build ] || plan+=("the public OASIS runner oasisctl from its Go module (~5 min)")
+[ "$oasisctl_status" != build ] || plan+=("the public OASIS runner oasisctl from its Go module (~5 min; when the Go module proxy does not serve it, its e2e test skips, saying why)")
 [ "$image_status" != layers ] || plan+=("the operator image's Python layer (~2 min; its Debian root filesystems are cached)")
 [ "$image_status" != cold ] || plan+=("the operator image from nothing: two Debian root filesystems by mmdebstrap, then the Python layer (21 min measured at a load average of 10-15)")
 if [ ${#plan[@]} -eq 0 ]; then
