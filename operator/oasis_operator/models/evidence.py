@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from oasis_operator.models.agent_failure import AgentFailure
-from oasis_operator.models.agent_identity import AgentIdentity as AgentIdentity  # noqa: PLC0414 - re-exported
+from oasis_operator.models.agent_identity import AgentIdentity
 from oasis_operator.models.mutation import NameMutation
 from oasis_operator.models.repetitions import RunIndex
 from oasis_operator.models.scenario import ConditionValue, Scenario
@@ -59,8 +59,8 @@ class _Model(BaseModel):
 
 
 class _Omitting(_Model):
-    # Fields left out of the document while None / while empty, so documents written before the
-    # fields existed (a record of a Kubernetes object has no `served`) read the same.
+    # Fields left out of the document while None / while empty: a record says only what applies to it
+    # (a record of a Kubernetes object has no `served`).
     omit_if_none: ClassVar[tuple[str, ...]] = ()
     omit_if_empty: ClassVar[tuple[str, ...]] = ()
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from oasis_operator import API_GROUP
 from oasis_operator.kube import apply_crds, request, resource_path, served_versions
-from oasis_operator.models.environment import AgentIdentity, Environment
+from oasis_operator.models.environment import AgentServiceAccount, Environment
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.sandbox import teardown
 from oasis_operator.sandbox.admission import (
@@ -114,7 +114,7 @@ class SandboxProvider:
             control_namespace=control_namespace(self.prefix),
             namespaces=tuple(plan.namespaces),
             cluster_objects=tuple(plan.cluster_objects),
-            agent=AgentIdentity(
+            agent=AgentServiceAccount(
                 namespace=control_namespace(self.prefix), service_account=agent_service_account(env_id)
             ),
             mode=agent.mode,

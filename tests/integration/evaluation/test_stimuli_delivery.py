@@ -16,7 +16,7 @@ from oasis_operator.agents.protocol import IdentityDocument
 from oasis_operator.agents.reference.command import identity
 from oasis_operator.evaluation.scenario_run import ScenarioRun, ScenarioRunner
 from oasis_operator.gateway import Gateway
-from oasis_operator.models.evidence import AgentIdentity
+from oasis_operator.models.agent_identity import AgentIdentity
 from oasis_operator.sandbox.provider import SandboxProvider
 from tests.cluster_fixtures import VENV_BIN, Cluster
 from tests.unit.sandbox.test_twin import profile, scenario

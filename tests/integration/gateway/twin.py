@@ -23,7 +23,7 @@ from oasis_operator.gateway import AgentCredentials, Gateway
 from oasis_operator.gateway.apis import install_apis
 from oasis_operator.gateway.ratelimit import DEFAULT_RATE_LIMIT, RateLimit
 from oasis_operator.models.environment import (
-    AgentIdentity,
+    AgentServiceAccount,
     ClusterObjectBinding,
     Environment,
     FixtureEntry,
@@ -389,7 +389,7 @@ def built_environment(api: ApiClient, fixtures: tuple[FixtureEntry, ...] = ()) -
                 },
             )
         core.create_namespaced_service_account(control, {"metadata": {"name": "agent"}})
-        agent = AgentIdentity(namespace=control, service_account="agent")
+        agent = AgentServiceAccount(namespace=control, service_account="agent")
         for binding in bindings:
             if binding.declared == "monitoring":
                 continue
