@@ -1,17 +1,27 @@
-# Entry points for people and CI. Each target's script lives in hack/ and says what it does.
-.PHONY: test demo demo-down deps lint crds cluster-up cluster-down
+# Entry points for people and CI. Each target's script lives in hack/ and says what it does; the README's
+# "What each target builds" lists it.
+.PHONY: test test-image demo demo-down deps test-deps plan lint crds cluster-up cluster-down
 
-test:            ## install everything, lint, type-check and run all test tiers (what CI runs)
+test:            ## install what the tests need, lint, type-check and run all test tiers (what CI runs)
 	bash hack/test.sh
 
-demo:            ## local control plane + CRDs + operator + a sample Scenario and OASISEvaluation
+test-image:      ## the operator image (from nothing when its Debian layers are not cached: ~21 min) and its test
+	bash hack/test-image.sh
+
+demo:            ## install what the demo needs; local control plane, CRDs, operator, two evaluations
 	bash hack/demo.sh
 
 demo-down:       ## stop the demo's operator and control plane
 	bash hack/demo-down.sh
 
-deps:            ## Debian packages, Kubernetes binaries (built once, cached) and the Python venv
-	bash hack/install-deps.sh
+deps:            ## what the demo and `oasis evaluate` need: Debian packages, Go if needed, Kubernetes (built once, cached), .venv
+	bash hack/install-deps.sh demo
+
+test-deps:       ## deps, plus what only the tests use: chromium, the public runner oasisctl, the operator image
+	bash hack/install-deps.sh test
+
+plan:            ## print what `make demo` and `make test` would install or build here, and build nothing
+	@bash hack/install-deps.sh demo --plan; bash hack/install-deps.sh test --plan
 
 lint:
 	.venv/bin/ruff check operator tests bench && .venv/bin/ruff format --check operator tests bench && .venv/bin/mypy && .venv/bin/mypy bench && .venv/bin/lint-imports

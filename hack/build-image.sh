@@ -45,7 +45,7 @@ SLIM_OPTS=(
   --dpkgopt='path-include=/usr/share/doc/*/copyright'
   --dpkgopt='path-exclude=/usr/share/locale/*'
 )
-CACHE="${OASIS_IMAGE_CACHE:-/var/cache/oasis-operator/image}"
+CACHE="${OASIS_IMAGE_CACHE:-${OASIS_CACHE_ROOT:-/var/cache/oasis-operator}/image}"
 VERSION="$(sed -n 's/^version *= *"\(.*\)"/\1/p' pyproject.toml | head -1)"
 
 if [ "${1:-}" = "--recipe" ]; then  # the facts the drift test compares with the Dockerfile
@@ -63,6 +63,19 @@ inputs_key() {
 }
 OUT="$CACHE/$(inputs_key)"
 if [ "${1:-}" = "--path" ]; then echo "$OUT"; exit 0; fi
+rootfs_dir() {  # rootfs_dir NAME PACKAGES...: where that cached Debian root filesystem lives
+  local name="$1"; shift
+  echo "$CACHE/debian/$name-$SUITE-$(printf '%s\n' "$SUITE" "$@" "${SLIM_OPTS[@]}" | sha256sum | cut -c1-12)"
+}
+# --status: `cached` (this checkout's image is built), `layers` (only the Python layer to build: the Debian
+# root filesystems are cached) or `cold` (nothing cached: two mmdebstrap runs first). Builds nothing.
+if [ "${1:-}" = "--status" ]; then
+  if [ -f "$OUT/done" ]; then echo cached
+  elif [ -f "$(rootfs_dir run "${RUN_PACKAGES[@]}").done" ] && [ -f "$(rootfs_dir build "${BUILD_PACKAGES[@]}").done" ]; then
+    echo layers
+  else echo cold; fi
+  exit 0
+fi
 if [ -f "$OUT/done" ]; then echo "build-image: cached $OUT" >&2; exit 0; fi
 
 [ "$(id -u)" -eq 0 ] || { echo "build-image: needs root (mmdebstrap, files owned by root in the image)" >&2; exit 1; }
@@ -80,8 +93,7 @@ SOURCES=/etc/apt/sources.list.d/debian.sources
 
 base_rootfs() {  # base_rootfs NAME PACKAGES...: a cached Debian root filesystem, path on stdout
   local name="$1"; shift
-  local key; key="$(printf '%s\n' "$SUITE" "$@" "${SLIM_OPTS[@]}" | sha256sum | cut -c1-12)"
-  local dir="$CACHE/debian/$name-$SUITE-$key"
+  local dir; dir="$(rootfs_dir "$name" "$@")"
   if [ ! -f "$dir.done" ]; then
     rm -rf "$dir"
     mkdir -p "$CACHE/debian"

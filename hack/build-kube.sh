@@ -9,14 +9,17 @@
 # requires k8s.io/kubernetes at the pinned version and points every staging module at its published
 # v0.<minor>.<patch> release instead; the commands are then built from the module cache. Nothing is vendored.
 #
-# Needs Go at least as new as the release's go directive (1.26): $OASIS_GO, else /usr/local/go/bin/go, else
-# `go` on PATH. The Go environment is set for these commands only (GOTOOLCHAIN=local: no toolchain download).
+# Needs Go at least as new as the release's go directive (1.26): hack/install-go.sh picks $OASIS_GO, else the
+# machine's Go when it is new enough, else the pinned toolchain (hack/go-toolchain.env) fetched once from the
+# Go module proxy into /var/cache/oasis-operator/go-<version>. The Go environment is set for these commands
+# only (GOTOOLCHAIN=local: no further toolchain switch).
+#   --status   print `cached` or `build` (whether a run would build), build nothing
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # shellcheck source=../operator/oasis_operator/localcluster/release.env
 . operator/oasis_operator/localcluster/release.env
-CACHE_DIR="${OASIS_KUBE_CACHE:-/var/cache/oasis-operator/kube-${KUBE_VERSION#v}}"
+CACHE_DIR="${OASIS_KUBE_CACHE:-${OASIS_CACHE_ROOT:-/var/cache/oasis-operator}/kube-${KUBE_VERSION#v}}"
 BIN_DIR="$CACHE_DIR/bin"
 STAMP="$BIN_DIR/VERSIONS"
 WANT=(kube-apiserver kube-controller-manager kubectl etcd)
@@ -28,21 +31,21 @@ have_all() {
   for b in "${WANT[@]}"; do [ -x "$BIN_DIR/$b" ] || return 1; done
   [ "$(cat "$STAMP" 2>/dev/null)" = "$want_stamp" ]
 }
+if [ "${1:-}" = --status ]; then if have_all; then echo cached; else echo build; fi; exit 0; fi
 if have_all; then
   log "cached binaries ($want_stamp) found in $BIN_DIR"
   exit 0
 fi
 
-GO="${OASIS_GO:-}"
-if [ -z "$GO" ]; then
-  if [ -x /usr/local/go/bin/go ]; then GO=/usr/local/go/bin/go; else GO="$(command -v go || true)"; fi
-fi
-[ -n "$GO" ] || { log "no Go toolchain found: install Go >= 1.26 or set OASIS_GO"; exit 1; }
-go_minor="$("$GO" env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')"
-if [ "${go_minor:-0}" -lt 26 ]; then
-  log "$GO is $("$GO" env GOVERSION); Kubernetes $KUBE_VERSION needs Go >= 1.26 (set OASIS_GO)"
+GO="$(bash hack/install-go.sh)"
+# shellcheck source=go-toolchain.env
+. hack/go-toolchain.env
+go_version="$("$GO" env GOVERSION | sed -E 's/^go//')"
+if [ "$(printf '%s\n%s\n' "$GO_MINIMUM" "$go_version" | sort -V | head -1)" != "$GO_MINIMUM" ]; then
+  log "$GO is go$go_version; Kubernetes $KUBE_VERSION needs Go >= $GO_MINIMUM (unset OASIS_GO to use the pinned one)"
   exit 1
 fi
+log "Go: $GO ($("$GO" env GOVERSION))"
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-mod=mod -buildvcs=false"
 unset GOROOT
 

@@ -12,12 +12,16 @@ set -euo pipefail
 MODULE="github.com/jaimegago/oasisctl"
 # The runner's commit b789b6f (2026-08-22) as a Go pseudo-version.
 VERSION="${OASIS_OASISCTL_VERSION:-v0.0.0-20260822151657-b789b6fe9714}"
-CACHE="${OASIS_OASISCTL_CACHE:-/var/cache/oasis-operator/oasisctl}"
-GO="${OASIS_GO:-$(command -v go || echo /usr/local/go/bin/go)}"
+CACHE="${OASIS_OASISCTL_CACHE:-${OASIS_CACHE_ROOT:-/var/cache/oasis-operator}/oasisctl}"
+cd "$(dirname "$0")/.."
 
-if [ -x "$CACHE/bin/oasisctl" ] && [ "$(cat "$CACHE/bin/.version" 2>/dev/null)" = "$VERSION" ]; then
+cached() { [ -x "$CACHE/bin/oasisctl" ] && [ "$(cat "$CACHE/bin/.version" 2>/dev/null)" = "$VERSION" ]; }
+if [ "${1:-}" = --status ]; then if cached; then echo cached; else echo build; fi; exit 0; fi
+if cached; then
   exit 0
 fi
+# The Go toolchain of hack/install-go.sh (the machine's when new enough, else the pinned one, cached).
+GO="$(bash hack/install-go.sh)"
 mkdir -p "$CACHE/bin"
 export GOFLAGS=-mod=mod GOTOOLCHAIN=local GOBIN="$CACHE/bin" \
   GOMODCACHE="$CACHE/gomodcache" GOCACHE="$CACHE/gocache" GOPATH="$CACHE/gopath"

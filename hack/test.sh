@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash hack/install-deps.sh
+echo "make test: first installs what is missing (the plan below), then ruff, mypy --strict, the import" >&2
+echo "make test: contracts, the CRD check and every test tier (24 to 30 min measured on 2 cores)" >&2
+bash hack/install-deps.sh test
 echo "== ruff check" && .venv/bin/ruff check operator tests bench
 echo "== ruff format --check" && .venv/bin/ruff format --check operator tests bench
 echo "== mypy --strict" && .venv/bin/mypy && .venv/bin/mypy bench

@@ -33,7 +33,15 @@ from tests.e2e.provider_api_support import (
 from tests.unit.profiles.profile_support import UPSTREAM as UPSTREAM_PROFILE
 
 SCENARIO = "infra.safety.be.zone-violation-001"
-OASISCTL_CACHE = Path("/var/cache/oasis-operator/oasisctl/bin/oasisctl")
+# Where hack/build-oasisctl.sh puts it (the same overrides: OASIS_OASISCTL_CACHE, else OASIS_CACHE_ROOT).
+OASISCTL_CACHE = (
+    Path(
+        os.environ.get("OASIS_OASISCTL_CACHE")
+        or Path(os.environ.get("OASIS_CACHE_ROOT") or "/var/cache/oasis-operator") / "oasisctl"
+    )
+    / "bin"
+    / "oasisctl"
+)
 
 
 def _provision_body(scenario_id: str, principal: str = DOOR) -> dict[str, Any]:

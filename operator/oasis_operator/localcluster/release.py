@@ -36,8 +36,15 @@ class Release:
 
     @property
     def cache_dir(self) -> Path:
+        """`$OASIS_KUBE_CACHE`, else `kube-<version>` under `$OASIS_CACHE_ROOT` or /var/cache/oasis-operator.
+
+        The same rule as hack/build-kube.sh, which puts the binaries there.
+        """
         env = os.environ.get("OASIS_KUBE_CACHE")
-        return Path(env) if env else CACHE_ROOT / f"kube-{self.kubernetes.removeprefix('v')}"
+        if env:
+            return Path(env)
+        root = os.environ.get("OASIS_CACHE_ROOT")
+        return (Path(root) if root else CACHE_ROOT) / f"kube-{self.kubernetes.removeprefix('v')}"
 
 
 def read_pins(path: Path = RELEASE_FILE) -> dict[str, str]:

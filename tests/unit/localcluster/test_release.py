@@ -62,6 +62,7 @@ def test_twin_nodes_run_the_pinned_release() -> None:
 
 def test_selection_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OASIS_KUBE_CACHE", raising=False)
+    monkeypatch.delenv("OASIS_CACHE_ROOT", raising=False)
     monkeypatch.delenv("OASIS_KUBE_BIN_DIR", raising=False)
     monkeypatch.delenv("OASIS_KUBE_VERSION", raising=False)
     current = pinned()
@@ -138,3 +139,16 @@ def test_a_port_in_time_wait_is_chosen_again() -> None:
     with socket.socket() as plain, pytest.raises(OSError, match="Address already in use"):
         plain.bind(("127.0.0.1", port))  # what the old probe did: the port looked taken
     assert choose_ports([port, 0, 0])[0] == port
+
+
+def test_the_kube_cache_follows_the_cache_root_as_build_kube_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OASIS_KUBE_CACHE", "OASIS_KUBE_BIN_DIR", "OASIS_KUBE_VERSION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OASIS_CACHE_ROOT", "/opt/cold-cache")
+    version = pinned().kubernetes[1:]
+    assert default_bin_dir() == Path(f"/opt/cold-cache/kube-{version}/bin")
+    script = (REPO / "hack" / "build-kube.sh").read_text()
+    assert (
+        'CACHE_DIR="${OASIS_KUBE_CACHE:-${OASIS_CACHE_ROOT:-/var/cache/oasis-operator}/kube-${KUBE_VERSION#v}}"'
+        in script
+    )
