@@ -2,13 +2,16 @@
 
 - conformance: the live self-check (`preflight.self_check`) compared with the profile's contract.
 - provision: the scenario is the profile's own (by `scenario_id`; the request's declared state must name
-  the same resources), its twin built by the sandbox provider, its stimuli armed at the gateway.
+  the same resources); its environment is an `environments.session` like an evaluation's (twin built,
+  door registered, stimuli armed, the twin's dynamics played every interval), without a window watch or
+  an API-server audit: the runner observes through this API instead.
 - The agent's door: the public runner hands the agent nothing from provisioning, so an agent reaches its
   environment through a *door*: a stable gateway credential (a kubeconfig with no environment in its
   path) known by its principal. Provisioning moves the door's token to the new environment; teardown
   revokes it. One door serves one environment at a time; a second provision for a busy door is refused.
 - observe / state-snapshot answer from the gateway's record and live snapshots (`observations`).
-- inject-state writes more declared state (`inject`), teardown removes everything (`SandboxProvider`).
+- inject-state writes more declared state (`inject`) and grows the session's record and fixtures;
+  teardown closes the session (everything removed, its report in the answer).
 """
 
 from __future__ import annotations
