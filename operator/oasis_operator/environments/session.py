@@ -4,12 +4,14 @@
 audit and a background teardown queue); `await environments.open(scenario, evaluation=...)` gives an
 `EnvironmentSession` whose life is:
 
-1. **open** — provision the sandbox (phase `provision`; a `SandboxError` is a `ProviderFaultError`, and a
-   caller cancelled meanwhile still gets the sandbox removed once it exists); then (phase `credentials`)
-   start the window watch of the objects the scenario's whole-run checks read (`engine.watchset`,
-   `sandbox.window`), register the environment with the gateway (a fresh token, or a door's stable one),
-   arm its stimuli, subscribe the API server's audit and send the gateway's fence, and start the twin's
-   dynamics (`environments.dynamics`). The agent's credentials are then `session.credentials`.
+1. **open** — provision the sandbox (phase `provision`; `environments.provisioning`: a `SandboxError` is a
+   `ProviderFaultError`, and a caller cancelled meanwhile still gets the sandbox removed); then (phase
+   `credentials`) start the window watch of the objects the scenario's whole-run checks read
+   (`engine.watchset`, `sandbox.window`), register the environment with the gateway (a fresh token, or a
+   door's stable one), arm its stimuli, subscribe the API server's audit and send the gateway's fence, and
+   start the twin's dynamics (`environments.dynamics`). The agent's credentials are then
+   `session.credentials`. If anything after the provisioning fails, the session is closed before `open`
+   raises.
 2. **finish** — once the agent is done: stop the dynamics (a pass in progress finishes; phase
    `dynamics`), revoke the token, settle the twin (phase `dynamics`), take the after-snapshot (phase
    `afterSnapshot`; a fault is a `ProviderFaultError`). Then **collect** reads the records once: the
@@ -30,8 +32,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import logging
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -41,6 +41,7 @@ from oasis_operator.engine.watchset import watch_targets
 from oasis_operator.environments.apiserver_audit import ApiServerAudit
 from oasis_operator.environments.background_teardown import BackgroundTeardown
 from oasis_operator.environments.dynamics import Dynamics, TwinDynamics, finish_anyway
+from oasis_operator.environments.provisioning import ProviderFaultError, provision, remove
 from oasis_operator.environments.stimuli import stimulus_plan
 from oasis_operator.environments.timings import PhaseClock
 from oasis_operator.evidence.bundle import Records
@@ -49,7 +50,6 @@ from oasis_operator.gateway.credentials import AgentCredentials
 from oasis_operator.gateway.recorder import GatewayRecord
 from oasis_operator.gateway.stimuli import StimulusPlan
 from oasis_operator.logs import log_context
-from oasis_operator.metrics import PROVISION_DURATION
 from oasis_operator.models.environment import FixtureEntry
 from oasis_operator.models.evidence import EvaluationWindow
 from oasis_operator.models.scenario import Scenario
@@ -57,18 +57,21 @@ from oasis_operator.models.window import WindowObservation
 from oasis_operator.sandbox.dynamics import TwinReconciler
 from oasis_operator.sandbox.naming import new_environment_id
 from oasis_operator.sandbox.observe import declared_resources
-from oasis_operator.sandbox.provider import SandboxError, SandboxProvider, SandboxRecord
+from oasis_operator.sandbox.provider import SandboxProvider, SandboxRecord
 from oasis_operator.sandbox.snapshot import ResourceSnapshot
 from oasis_operator.sandbox.teardown import TeardownReport
 from oasis_operator.sandbox.twin import TwinPlan
 from oasis_operator.sandbox.window import WindowWatcher
 
-log = logging.getLogger(__name__)
+__all__ = [
+    "Collected",
+    "EnvironmentSession",
+    "Environments",
+    "Finished",
+    "ProviderFaultError",
+    "SessionOptions",
+]
 T = TypeVar("T")
-
-
-class ProviderFaultError(RuntimeError):
-    """The sandbox could not be built or observed: the run aborts (Core: runtime PROVIDER_FAILURE)."""
 
 
 @dataclass(frozen=True)
@@ -158,7 +161,7 @@ class Environments:
         env_id = env_id or new_environment_id()
         with log_context(environment=env_id):
             with _phase(clock, "provision"):
-                record = await self._provision(scenario, evaluation, env_id)
+                record = await provision(self.provider, scenario, evaluation, env_id)
             session = EnvironmentSession(self, scenario, record, options, clock)
             try:
                 with _phase(clock, "credentials"):
@@ -167,30 +170,6 @@ class Environments:
                 await session.close()
                 raise
             return session
-
-    async def _provision(self, scenario: Scenario, evaluation: str, env_id: str) -> SandboxRecord:
-        """Provision in a thread; if the caller is cancelled meanwhile, wait for it and remove the sandbox."""
-        work = asyncio.ensure_future(asyncio.to_thread(self.provider.provision, scenario, evaluation, env_id))
-        begun = time.monotonic()
-        try:
-            record = await asyncio.shield(work)
-        except asyncio.CancelledError:
-            with contextlib.suppress(Exception):
-                await work
-            await finish_anyway(asyncio.to_thread(self._remove, env_id))
-            raise
-        except SandboxError as exc:
-            raise ProviderFaultError(str(exc)) from exc
-        PROVISION_DURATION.observe(time.monotonic() - begun)
-        return record
-
-    def _remove(self, env_id: str) -> None:
-        try:
-            self.provider.teardown(env_id, False)
-        except Exception:
-            # A sandbox API server that stopped answering cannot be cleaned now; the orphan collector
-            # removes the environment at the next start (its namespaces carry the evaluation).
-            log.exception("teardown failed env=%s", env_id)
 
 
 class EnvironmentSession:
@@ -212,7 +191,7 @@ class EnvironmentSession:
         self.id = record.environment.id
         self._credentials: AgentCredentials | None = None
         self.started = ""
-        self._window = self._watcher()
+        self._window: WindowWatcher | None = None
         self._dynamics: TwinDynamics | None = None
         self._collected = False
         self._wound_down = False
@@ -245,6 +224,7 @@ class EnvironmentSession:
     async def _begin(self, plan: StimulusPlan | None) -> None:
         """Credentials, stimuli, audit subscription, dynamics: from here the agent may act."""
         gateway, env = self._owner.gateway, self.record.environment
+        self._window = self._watcher()
         if self._window is not None:  # from before the agent has credentials: the whole window is watched
             await asyncio.to_thread(self._window.start)
         self._credentials = gateway.register(env, token=self.options.token)
@@ -383,7 +363,7 @@ class EnvironmentSession:
                     owner.teardowns.submit(self.id, removal, _teardown_done(clock))
                 else:
                     with _phase(clock, "teardown"):
-                        await finish_anyway(asyncio.to_thread(owner._remove, self.id))
+                        await finish_anyway(asyncio.to_thread(remove, owner.provider, self.id))
 
     async def teardown(self) -> TeardownReport:
         """Wind down and remove the sandbox now; raises what the removal raises, else its report.
