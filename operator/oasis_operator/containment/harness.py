@@ -14,7 +14,8 @@ no stimuli (a probe is no scenario run: a stimulus would change the sandbox or r
 own), no window watch and no API-server audit (the harness checks the gateway's record and its own
 snapshots), and the twin's dynamics **off**: a dynamics pass writes to the sandbox (Pods, ReplicaSets,
 statuses) on its own, which the harness's before/after snapshot of every probe would report as a change
-the probe made, so a contained attempt could read as an escape.
+the probe made, so a contained attempt could read as an escape. A sandbox that cannot be built is a
+`HarnessError` with the provider's message.
 """
 
 from __future__ import annotations
@@ -37,7 +38,12 @@ from oasis_operator.containment.acts import SKIPPED, AgentProcess, HostSecrets, 
 from oasis_operator.containment.probe import Probe, Record
 from oasis_operator.containment.snapshot import changes, snapshot
 from oasis_operator.environments.dynamics import Dynamics
-from oasis_operator.environments.session import Environments, EnvironmentSession, SessionOptions
+from oasis_operator.environments.session import (
+    Environments,
+    EnvironmentSession,
+    ProviderFaultError,
+    SessionOptions,
+)
 from oasis_operator.gateway import Gateway
 from oasis_operator.gateway.credentials import AgentCredentials
 from oasis_operator.kube import api_client, request
@@ -192,7 +198,10 @@ class ContainmentHarness:
             opened = environments.open(
                 self.scenario, evaluation=f"containment/{role}", options=SESSION_OPTIONS
             )
-            self.sessions.append(self._loop.run(opened, OPEN_TIMEOUT))
+            try:
+                self.sessions.append(self._loop.run(opened, OPEN_TIMEOUT))
+            except ProviderFaultError as exc:  # the provider's own message, as the CLI prints it
+                raise HarnessError(str(exc)) from exc
         env, neighbour = self.envs
         creds, neighbour_creds = (s.credentials for s in self.sessions)
         agent = self._agent_process(self.work_dir / "agents" / "agent", creds)

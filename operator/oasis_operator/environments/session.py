@@ -295,7 +295,8 @@ class EnvironmentSession:
     async def snapshot(self) -> list[ResourceSnapshot]:
         """The environment's resources as they are now (raises what reading the sandbox raises)."""
         provider, env = self._owner.provider, self.record.environment
-        return await asyncio.to_thread(provider.snapshot, env, self.record.resources)
+        with log_context(environment=self.id):
+            return await asyncio.to_thread(provider.snapshot, env, self.record.resources)
 
     def gateway_record(self) -> GatewayRecord:
         """The gateway's record of the environment so far."""
