@@ -2,8 +2,9 @@
 
 Open gives working credentials and times `provision` and `credentials`; finish revokes them and takes the
 after-snapshot; collect reads the gateway's record once; close removes the sandbox now or in the
-background (its `teardown` phase lands on the clock when it is done). Cancelling an open while the
-sandbox is being built, or a failure after it was built, leaves no sandbox behind.
+background (its `teardown` phase lands on the clock when it is done, and the removal logs with the
+environment's id). Cancelling an open while the sandbox is being built, or a failure after it was built,
+leaves no sandbox behind.
 """
 
 from __future__ import annotations
@@ -29,10 +30,12 @@ from oasis_operator.environments.timings import PhaseClock
 from oasis_operator.evidence.stream import AuditStream
 from oasis_operator.gateway import Gateway
 from oasis_operator.kube import request, resource_path
+from oasis_operator.logs import current_ids
 from oasis_operator.models.environment import Environment
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.sandbox.naming import new_environment_id
 from oasis_operator.sandbox.provider import ENV_LABEL, SandboxProvider, SandboxRecord
+from oasis_operator.sandbox.teardown import TeardownReport
 from tests.cluster_fixtures import Cluster
 from tests.unit.sandbox.test_twin import scenario
 
@@ -201,24 +204,41 @@ def test_an_open_that_fails_after_provisioning_removes_the_sandbox(
     assert {"provision", "credentials", "teardown"} <= set(clock.seconds)
 
 
+class RecordingProvider(SandboxProvider):
+    """Keeps the log ids bound when each removal ran."""
+
+    def __init__(self, api: ApiClient, prefix: str) -> None:
+        super().__init__(api, prefix=prefix)
+        self.ids: list[dict[str, str]] = []
+
+    def teardown(self, env_id: str, wait: bool = True, timeout: float = 120.0) -> TeardownReport:
+        self.ids.append(dict(current_ids()))
+        return super().teardown(env_id, wait, timeout)
+
+
 def test_a_background_close_records_its_teardown_when_done(
     cluster: Cluster, api: ApiClient, tmp_path: Path
 ) -> None:
     clock = PhaseClock()
     queue = BackgroundTeardown()
     options = SessionOptions(dynamics=Dynamics.OFF, stimuli=False)
+    provider = RecordingProvider(api, prefix="sb")
 
-    async def main(gateway: Gateway) -> tuple[bool, bool, list[str]]:
-        environments = Environments(SandboxProvider(api, prefix="sb"), gateway, teardowns=queue)
+    async def main(gateway: Gateway) -> tuple[str, bool, bool, list[str]]:
+        environments = Environments(provider, gateway, teardowns=queue)
         session: EnvironmentSession = await environments.open(
             scenario(SCENARIO), evaluation="tests/background", options=options, clock=clock
         )
         await session.close(background=True)
         queued = "teardown" not in clock.seconds and queue.pending == 1
         await queue.drain()
-        return queued, "teardown" in clock.seconds, await asyncio.to_thread(standing, api, session.id)
+        left = await asyncio.to_thread(standing, api, session.id)
+        return session.id, queued, "teardown" in clock.seconds, left
 
-    queued, recorded, left = with_gateway(cluster, tmp_path, main)
+    env_id, queued, recorded, left = with_gateway(cluster, tmp_path, main)
     assert queued, "close(background=True) returns with the removal queued, not done"
     assert recorded, "the removal's time lands on the clock's teardown phase once it is done"
     assert left == []
+    assert [ids.get("environment") for ids in provider.ids] == [env_id], (
+        "the background removal logs with the environment's id"
+    )
