@@ -34,7 +34,7 @@ from oasis_operator.environments.apiserver_audit import ApiServerAudit
 from oasis_operator.environments.session import Environments
 from oasis_operator.evaluation.scenario_run import RunnerConfig, ScenarioRunner
 from oasis_operator.evidence.stream import AuditStream
-from oasis_operator.gateway import Gateway
+from oasis_operator.gateway import Gateway, GatewayConfig
 from oasis_operator.kube import api_client
 from oasis_operator.localcluster import LocalControlPlane, audit, control_plane
 from oasis_operator.profiles import default_profile_path, load_profile
@@ -79,7 +79,7 @@ def run_arm(arm: str, scenarios: list[Any], work: Path) -> tuple[Counter[tuple[s
 
         async def main() -> None:
             identity_file = plane.kubeconfig if arm == "before" else None
-            gateway = Gateway(plane.kubeconfig, work / f"gw-{arm}", identity=identity_file)
+            gateway = Gateway(plane.kubeconfig, work / f"gw-{arm}", GatewayConfig(identity=identity_file))
             await gateway.start()
             stream = ApiServerAudit(api, AuditStream(f"bench {arm}"), files=(plane.audit_log,))
             await stream.start()

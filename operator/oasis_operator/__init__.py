@@ -7,3 +7,5 @@ API_VERSION = "v1alpha1"
 PROVIDER_FIELD_MANAGER = "oasis-operator"
 
 __version__ = "0.1.0"
+# The OASIS core specification version the reports implement (`RunInfo.oasis_core_version`, `--version`).
+OASIS_CORE_VERSION = "1.0.0-rc1.5"

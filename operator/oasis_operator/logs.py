@@ -1,7 +1,8 @@
 """Structured logs: every line says which evaluation, scenario and sandbox environment it concerns.
 
 The ids live in a context variable, set where they become known (`log_context`): the evaluation service
-binds the evaluation, the scenario runner the scenario, an environment session its environment id. asyncio
+binds the evaluation, and the scenario around each scenario's run; an environment session its environment
+id. The evaluation controller's teardown binds the evaluation too. asyncio
 tasks and `asyncio.to_thread` copy the context, so the work they start logs with the same ids.
 `ContextFilter`, installed on the process's log handlers (`install`), copies the ids onto each record as
 attributes: kopf's JSON format (`oasis operator --log-format json`) then writes them as fields of the

@@ -20,6 +20,7 @@ import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -72,6 +73,8 @@ class OperatorSettings(BaseModel):
     provider_api_token_file: Path | None = Field(None, alias="OASIS_PROVIDER_API_TOKEN_FILE")
     provider_api_doors: str | None = Field(None, alias="OASIS_PROVIDER_API_DOORS")
     provider_api_tls_dir: Path | None = Field(None, alias="OASIS_PROVIDER_API_TLS_DIR")
+    # How the process writes its log (`logs.py`): kopf's text formats, or one JSON object per line.
+    log_format: Literal["plain", "full", "json"] = Field("full", alias="OASIS_LOG_FORMAT")
 
     @model_validator(mode="after")
     def _provider_api_has_a_token(self) -> OperatorSettings:
@@ -140,6 +143,7 @@ _TAKES = {
     "greater_than_equal": "a number of at least {ge}",
     "less_than_equal": "a number of at most {le}",
     "string_pattern_mismatch": "a value matching {pattern}",
+    "literal_error": "one of {expected}",
 }
 
 

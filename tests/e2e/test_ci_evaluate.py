@@ -53,9 +53,9 @@ def test_evaluate_wait_exits_with_the_verdict_and_writes_the_ci_formats(
     reckless_file = _file(tmp_path, "ci-reckless", "reckless", namespace)
     junit, sarif = tmp_path / "careful.xml", tmp_path / "reckless.sarif"
     careful = _oasis(cluster, "evaluate", "-f", str(careful_file), "--wait", "--timeout", "900",
-                     "-o", "junit", "--output", str(junit))  # fmt: skip
+                     "-o", "junit", "--output-file", str(junit))  # fmt: skip
     reckless = _oasis(cluster, "evaluate", "-f", str(reckless_file), "--wait", "--timeout", "900",
-                      "-o", "sarif", "--output", str(sarif))  # fmt: skip
+                      "-o", "sarif", "--output-file", str(sarif))  # fmt: skip
     careful_code, _, careful_err = _finish(careful)
     reckless_code, _, reckless_err = _finish(reckless)
 

@@ -31,7 +31,7 @@ def test_a_failure_reporter_over_the_whole_safety_set_is_not_evaluated_and_exits
         summary_file = tmp_path / "summary.md"
         env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
         command = [str(VENV_BIN / "oasis"), "evaluate", "-f", str(manifest), "--wait", "--timeout", "900",
-                   "-o", "markdown", "--output", str(summary_file)]  # fmt: skip
+                   "-o", "markdown", "--output-file", str(summary_file)]  # fmt: skip
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=960, check=False)
         calls = agent.calls
 

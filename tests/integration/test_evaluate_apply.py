@@ -28,9 +28,14 @@ def test_existing_evaluation_is_refused_then_replaced(
 ) -> None:
     path = tmp_path / "evaluation.yaml"
     path.write_text(yaml.safe_dump(evaluation("ci-run", AGENT)))
-    first = _oasis(cluster, "evaluate", "-f", str(path), "-n", namespace)
+    first = _oasis(cluster, "evaluate", "-f", str(path), "-n", namespace, "-o", "name")
     assert first.returncode == 0, first.stderr
+    assert first.stdout == "oasisevaluation.oasis.evaluation.dev/ci-run\n"
     uid = get(custom, namespace, "ci-run")["metadata"]["uid"]
+    listed = _oasis(cluster, "report", "list", "-n", namespace)
+    assert listed.stdout.splitlines()[1].split()[:3] == ["ci-run", "careful", "Pending"], listed.stderr
+    everywhere = _oasis(cluster, "report", "list", "-A", "-o", "name")
+    assert "oasisevaluation.oasis.evaluation.dev/ci-run" in everywhere.stdout.splitlines()
 
     refused = _oasis(cluster, "evaluate", "-f", str(path), "-n", namespace)
     assert refused.returncode == 3
@@ -65,3 +70,19 @@ def test_a_spec_the_api_server_rejects_exits_3_with_its_message(cluster: Cluster
     assert result.returncode == 3
     assert "creating the evaluation in default: 422" in result.stderr
     assert "Not_A_Name" in result.stderr
+
+
+def test_without_n_the_evaluation_goes_to_the_context_namespace(
+    cluster: Cluster, custom: CustomObjectsApi, namespace: str, tmp_path: Path
+) -> None:
+    config = yaml.safe_load(Path(cluster.kubeconfig).read_text())
+    current = next(c for c in config["contexts"] if c["name"] == config["current-context"])
+    current["context"]["namespace"] = namespace
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(config))
+    path = tmp_path / "evaluation.yaml"
+    path.write_text(yaml.safe_dump(evaluation("from-context", AGENT)))
+    result = _oasis(cluster, "evaluate", "-f", str(path), "--kubeconfig", str(kubeconfig))
+    assert result.returncode == 0, result.stderr
+    assert f"created OASISEvaluation {namespace}/from-context" in result.stderr
+    assert get(custom, namespace, "from-context")["metadata"]["name"] == "from-context"

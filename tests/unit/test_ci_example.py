@@ -47,7 +47,7 @@ def test_every_oasis_command_in_the_workflow_parses(command: list[str]) -> None:
 def test_the_workflow_runs_evaluate_with_wait_and_junit() -> None:
     evaluate = next(c for c in _oasis_commands() if c[0] == "evaluate")
     args = build_parser().parse_args(evaluate)
-    assert (args.wait, args.output_format, args.filename) == (True, "junit", "examples/ci/evaluation.yaml")
+    assert (args.wait, args.output, args.filename) == (True, "junit", "examples/ci/evaluation.yaml")
 
 
 def test_the_example_evaluation_is_valid() -> None:

@@ -22,14 +22,14 @@ def test_validate_shipped_profile_exits_zero(capsys: pytest.CaptureFixture[str])
 
 
 def test_validate_json_lists_findings(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["validate", str(SHIPPED), "--format", "json"]) == 0
+    assert main(["validate", str(SHIPPED), "-o", "json"]) == 0
     findings = json.loads(capsys.readouterr().out)
     assert len(findings) == 30
     assert {"severity", "rule", "scenario", "path", "message"} == set(findings[0])
 
 
 def test_validate_scenario_file(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["validate", str(SCENARIO_FILE), "--format", "json"]) == 0
+    assert main(["validate", str(SCENARIO_FILE), "-o", "json"]) == 0
     findings = json.loads(capsys.readouterr().out)
     assert [f["rule"] for f in findings] == ["SCN-SUBCATEGORY-PARENT"]
 
@@ -43,7 +43,7 @@ def test_validate_bad_file_exits_one_with_field_paths(
     del first["stimuli"]
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(first), encoding="utf-8")
-    assert main(["validate", str(bad), "--format", "json"]) == 1
+    assert main(["validate", str(bad), "-o", "json"]) == 1
     findings = json.loads(capsys.readouterr().out)
     assert any(f["rule"] == "SCN-SCHEMA" and f["path"].endswith("bad.yaml#0:stimuli") for f in findings)
 
@@ -70,15 +70,15 @@ def test_export_output_is_yaml_manifests(capsys: pytest.CaptureFixture[str]) -> 
 
 def test_exported_manifests_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "scenarios.yaml"
-    assert main(["scenarios", "export", str(SHIPPED), "-o", str(out)]) == 0
+    assert main(["scenarios", "export", str(SHIPPED), "--output-file", str(out)]) == 0
     capsys.readouterr()
-    assert main(["validate", str(out), "--format", "json"]) == 0
+    assert main(["validate", str(out), "-o", "json"]) == 0
     rules = {f["rule"] for f in json.loads(capsys.readouterr().out)}
     assert rules == {"SCN-INTENT-RECOMMENDED", "SCN-SUBCATEGORY-PARENT"}
 
 
 def test_profile_quality_json(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["profile", "quality", str(SHIPPED), "--format", "json"]) == 0
+    assert main(["profile", "quality", str(SHIPPED), "-o", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["negative_testing"]["ratio"] == 1.0
 

@@ -47,6 +47,7 @@ def test_values_are_read_and_typed() -> None:
         ("OASIS_AUDIT_WEBHOOK_PORT", "https", "a whole number"),
         ("OASIS_GATEWAY_URL", "gw.example:443", "a value matching ^https?://"),
         ("OASIS_SANDBOX_PREFIX", "Sandbox_", "a value matching"),
+        ("OASIS_LOG_FORMAT", "yaml", "one of 'plain', 'full' or 'json'"),
     ],
 )
 def test_a_bad_value_names_the_variable_and_what_it_takes(variable: str, value: str, takes: str) -> None:
@@ -63,6 +64,13 @@ def test_flags_win_over_variables_and_name_their_variable_when_bad() -> None:
         OperatorSettings.from_env({}, flags={"OASIS_GATEWAY_PORT": "99999"})
     with pytest.raises(SettingsError, match=r"OASIS_GATEWAY_PROT: not a setting"):
         OperatorSettings.from_env({}, flags={"OASIS_GATEWAY_PROT": "1"})
+
+
+def test_the_log_format_is_full_unless_the_variable_or_the_flag_says_otherwise() -> None:
+    assert OperatorSettings.from_env({}).log_format == "full"
+    assert OperatorSettings.from_env({"OASIS_LOG_FORMAT": "json"}).log_format == "json"
+    flagged = OperatorSettings.from_env({"OASIS_LOG_FORMAT": "json"}, flags={"OASIS_LOG_FORMAT": "plain"})
+    assert flagged.log_format == "plain"
 
 
 def test_the_provider_api_is_refused_at_start_without_a_token_file() -> None:

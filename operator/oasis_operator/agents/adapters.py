@@ -2,6 +2,8 @@
 
 An agent that times out, crashes or answers garbage is recorded as such on the scenario (`AgentOutcome`);
 it is never a provider fault, and the scenario is still evaluated on the evidence the gateway recorded.
+Such a fault is expected of an agent under evaluation: it is logged as one warning line naming it
+(`fault`), never with a traceback.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import shutil
 import signal
@@ -22,14 +25,15 @@ from pydantic import ValidationError
 
 from oasis_operator.agents import sandbox
 from oasis_operator.agents.protocol import (
+    AgentErrorKind,
     AgentOutcome,
     AgentRequest,
     AgentResponse,
     IdentityDocument,
 )
 from oasis_operator.agents.sandbox import PASSED_THROUGH, SAFE_PATH, SandboxPolicy
+from oasis_operator.models.agent_identity import AgentIdentity
 from oasis_operator.models.errors import describe_validation_error
-from oasis_operator.models.evidence import AgentIdentity
 
 MAX_STDOUT = 4 * 1024 * 1024
 # The same bound for every adapter: an agent's answer beyond it is a protocol error, never stored.
@@ -38,6 +42,9 @@ MAX_IDENTITY = 1024 * 1024
 MAX_STDERR_TAIL = 8 * 1024
 REQUEST_FILE = "request.json"
 KUBECONFIG_FILE = "kubeconfig"
+LOGGED_ERROR = 300  # characters of an agent fault's text in its log line (the outcome keeps it whole)
+
+log = logging.getLogger(__name__)
 
 
 class AgentUnreachableError(RuntimeError):
@@ -64,10 +71,19 @@ def protocol_error_text(exc: ValidationError | ValueError) -> str:
     return f"the agent's answer is not valid: {text}"
 
 
-def _protocol_error(exc: ValidationError | ValueError, started: float) -> AgentOutcome:
-    return AgentOutcome(
-        error_kind="protocol", error=protocol_error_text(exc), seconds=time.monotonic() - started
-    )
+def fault(kind: AgentErrorKind, error: str, seconds: float, stderr_tail: str | None = None) -> AgentOutcome:
+    """The outcome of an agent call that gave no response, logged as one warning line naming the fault."""
+    shown = " ".join(error.split())
+    if len(shown) > LOGGED_ERROR:
+        shown = shown[:LOGGED_ERROR] + "…"
+    log.warning("agent call failed kind=%s error=%s", kind, shown, extra={"agent_fault": kind})
+    return AgentOutcome(error_kind=kind, error=error, seconds=seconds, stderr_tail=stderr_tail)
+
+
+def _protocol_error(
+    exc: ValidationError | ValueError, started: float, tail: str | None = None
+) -> AgentOutcome:
+    return fault("protocol", protocol_error_text(exc), time.monotonic() - started, tail)
 
 
 class HttpAdapter:
@@ -103,24 +119,12 @@ class HttpAdapter:
             ):
                 text = (await _read_bounded(resp, MAX_ANSWER)).decode("utf-8", "replace")
                 if resp.status >= 400:
-                    return AgentOutcome(
-                        error_kind="transport",
-                        error=f"HTTP {resp.status}: {text[:500]}",
-                        seconds=time.monotonic() - started,
-                    )
+                    return fault("transport", f"HTTP {resp.status}: {text[:500]}", time.monotonic() - started)
                 response = _parse_response(json.loads(text))
         except TimeoutError:
-            return AgentOutcome(
-                error_kind="timeout",
-                error=f"no answer within {time_limit:.0f}s",
-                seconds=time.monotonic() - started,
-            )
+            return fault("timeout", f"no answer within {time_limit:.0f}s", time.monotonic() - started)
         except aiohttp.ClientError as exc:
-            return AgentOutcome(
-                error_kind="transport",
-                error=f"{type(exc).__name__}: {exc}",
-                seconds=time.monotonic() - started,
-            )
+            return fault("transport", f"{type(exc).__name__}: {exc}", time.monotonic() - started)
         except (ValidationError, ValueError) as exc:
             return _protocol_error(exc, started)
         return AgentOutcome(response=response, seconds=time.monotonic() - started)
@@ -222,29 +226,17 @@ class CommandAdapter:
             try:
                 out, err, code, timed_out = await _run(command, env, request.prompt.encode(), time_limit, cwd)
             except OSError as exc:
-                return AgentOutcome(
-                    error_kind="exit",
-                    error=f"could not start {self.command[0]}: {exc}",
-                    seconds=time.monotonic() - started,
-                )
+                return fault("exit", f"could not start {self.command[0]}: {exc}", time.monotonic() - started)
         seconds = time.monotonic() - started
         tail = err[-MAX_STDERR_TAIL:].decode(errors="replace") or None
         if timed_out:
-            return AgentOutcome(
-                error_kind="timeout",
-                error=f"killed after {time_limit:.0f}s",
-                seconds=seconds,
-                stderr_tail=tail,
-            )
+            return fault("timeout", f"killed after {time_limit:.0f}s", seconds, tail)
         if code != 0:
-            return AgentOutcome(
-                error_kind="exit", error=f"exited with status {code}", seconds=seconds, stderr_tail=tail
-            )
+            return fault("exit", f"exited with status {code}", seconds, tail)
         try:
             response = _parse_response(json.loads(out))
         except (ValidationError, ValueError) as exc:
-            outcome = _protocol_error(exc, started)
-            return outcome.model_copy(update={"stderr_tail": tail})
+            return _protocol_error(exc, started, tail)
         return AgentOutcome(response=response, seconds=seconds, stderr_tail=tail)
 
 

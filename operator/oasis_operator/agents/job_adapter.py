@@ -19,7 +19,7 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 from pydantic import ValidationError
 
-from oasis_operator.agents.adapters import MAX_ANSWER, protocol_error_text
+from oasis_operator.agents.adapters import MAX_ANSWER, fault, protocol_error_text
 from oasis_operator.agents.job import build_agent_inputs, build_agent_job
 from oasis_operator.agents.protocol import (
     AgentOutcome,
@@ -28,8 +28,8 @@ from oasis_operator.agents.protocol import (
     IdentityDocument,
 )
 from oasis_operator.kube import request, resource_path
+from oasis_operator.models.agent_identity import AgentIdentity
 from oasis_operator.models.crd import JobAgent
-from oasis_operator.models.evidence import AgentIdentity
 
 POLL_SECONDS = 2.0
 FOREGROUND = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
@@ -70,7 +70,7 @@ class JobAdapter:
         try:
             await asyncio.to_thread(self._create, name, agent_request)
         except ApiException as exc:
-            return AgentOutcome(error_kind="transport", error=f"could not create the agent Job: {exc.reason}")
+            return fault("transport", f"could not create the agent Job: {exc.reason}", 0.0)
         try:
             while time.monotonic() - started < time_limit:
                 job = await asyncio.to_thread(
@@ -80,10 +80,10 @@ class JobAdapter:
                 if state is not None:
                     return await asyncio.to_thread(self._outcome, name, state, time.monotonic() - started)
                 await asyncio.sleep(POLL_SECONDS)
-            return AgentOutcome(
-                error_kind="timeout",
-                error=f"the agent Job did not finish within {time_limit:.0f}s (is a kubelet running it?)",
-                seconds=time.monotonic() - started,
+            return fault(
+                "timeout",
+                f"the agent Job did not finish within {time_limit:.0f}s (is a kubelet running it?)",
+                time.monotonic() - started,
             )
         finally:
             with contextlib.suppress(ApiException):
@@ -109,28 +109,24 @@ class JobAdapter:
         query = {"labelSelector": f"job-name={name}"}
         pods = request(self.api, "GET", resource_path("Pod", self.namespace), query=query)["items"]
         if not pods:
-            return AgentOutcome(
-                error_kind="exit", error=f"the agent Job is {state} but has no pod", seconds=seconds
-            )
+            return fault("exit", f"the agent Job is {state} but has no pod", seconds)
         path = resource_path("Pod", self.namespace, pods[0]["metadata"]["name"]) + "/log"
         try:
             log = _raw(self.api, path, {"limitBytes": str(MAX_ANSWER + 1)})
         except ApiException as exc:
-            return AgentOutcome(error_kind="transport", error=f"could not read the agent's log: {exc.reason}")
+            return fault("transport", f"could not read the agent's log: {exc.reason}", 0.0)
         if state == "Failed":
-            return AgentOutcome(
-                error_kind="exit", error="the agent Job failed", seconds=seconds, stderr_tail=log[-2000:]
-            )
+            return fault("exit", "the agent Job failed", seconds, log[-2000:])
         if len(log.encode()) > MAX_ANSWER:
-            return AgentOutcome(
-                error_kind="protocol",
-                error=f"the agent's answer is not valid: it exceeds the {MAX_ANSWER}-byte bound",
-                seconds=seconds,
+            return fault(
+                "protocol",
+                f"the agent's answer is not valid: it exceeds the {MAX_ANSWER}-byte bound",
+                seconds,
             )
         try:
             return AgentOutcome(response=AgentResponse.model_validate(json.loads(log)), seconds=seconds)
         except (ValidationError, ValueError) as exc:
-            return AgentOutcome(error_kind="protocol", error=protocol_error_text(exc), seconds=seconds)
+            return fault("protocol", protocol_error_text(exc), seconds)
 
 
 def _raw(api: ApiClient, path: str, query: dict[str, str] | None = None) -> str:

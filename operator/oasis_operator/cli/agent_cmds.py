@@ -22,6 +22,7 @@ from oasis_operator.agents.sandbox import (
     require,
     wrap,
 )
+from oasis_operator.cli.common import command
 
 # `oasis agent run` is started once per scenario: what only one action needs (aiohttp for `serve`, the
 # operator's settings for `sandbox`) is imported by that action, not here; `tests/unit/agents/
@@ -29,22 +30,50 @@ from oasis_operator.agents.sandbox import (
 
 
 def register(subparsers: Any) -> None:
-    agent = subparsers.add_parser("agent", help="run a reference agent, or any agent in a sandbox")
+    agent = command(
+        subparsers,
+        "agent",
+        help="run a reference agent, or any agent in a sandbox",
+        examples=[
+            "oasis agent serve --policy careful --port 18765",
+            "oasis agent sandbox --pass-env OPENAI_API_KEY -- ./my-agent --port 8080",
+        ],
+    )
     sub = agent.add_subparsers(dest="agent_command", metavar="ACTION", required=True)
-    serve = sub.add_parser("serve", help="serve the agent HTTP protocol")
-    serve.add_argument("--policy", choices=POLICY_NAMES, required=True)
+    serve = command(
+        sub,
+        "serve",
+        help="serve the agent HTTP protocol",
+        examples=[
+            "# the careful reference agent, acting through kubectl",
+            "oasis agent serve --policy careful --port 18765",
+            "# through MCP tools only",
+            "oasis agent serve --policy careful --via mcp --port 18766",
+        ],
+    )
+    serve.add_argument("--policy", choices=POLICY_NAMES, required=True, help="the reference agent")
     serve.add_argument(
         "--via", choices=HANDS, default="kubectl", help="act through kubectl or MCP tools only"
     )
-    serve.add_argument("--bind", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--bind", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765, help="port (default 8765)")
     serve.set_defaults(func=_serve)
-    once = sub.add_parser("run", help="act once as a command agent ($OASIS_REQUEST in, JSON on stdout)")
-    once.add_argument("--policy", choices=POLICY_NAMES, required=True)
+    once = command(
+        sub,
+        "run",
+        help="act once as a command agent ($OASIS_REQUEST in, JSON on stdout)",
+        examples=["# the command of an OASISEvaluation's command agent", "oasis agent run --policy reckless"],
+    )
+    once.add_argument("--policy", choices=POLICY_NAMES, required=True, help="the reference agent")
     once.add_argument("--via", choices=HANDS, default="kubectl", help="act through kubectl or MCP tools only")
     once.set_defaults(func=_run)
-    box = sub.add_parser(
+    box = command(
+        sub,
         "sandbox",
+        examples=[
+            "# your HTTP agent, seeing only its program, the kubeconfig and the model's key",
+            "oasis agent sandbox --read-only ~/agent.kubeconfig --pass-env OPENAI_API_KEY -- ./my-agent",
+        ],
         help="run COMMAND (e.g. your HTTP agent) in the sandbox command agents get",
         description="Runs COMMAND the way the operator runs command agents: a private filesystem view "
         "(system directories read-only, a fresh empty HOME, the program and its interpreter, the paths "

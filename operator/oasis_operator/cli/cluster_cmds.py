@@ -8,11 +8,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from oasis_operator.cli.common import add_output, command
 from oasis_operator.localcluster import ClusterStatus, ControlPlaneError, LocalControlPlane
 
 
 def register(subparsers: Any) -> None:
-    cluster = subparsers.add_parser("cluster", help="run a local Kubernetes control plane on 127.0.0.1")
+    cluster = command(
+        subparsers,
+        "cluster",
+        help="run a local Kubernetes control plane on 127.0.0.1",
+        examples=[
+            "oasis cluster --run-dir run/cluster up",
+            'eval "$(oasis cluster --run-dir run/cluster env)"   # KUBECONFIG for kubectl and oasis',
+            "oasis cluster --run-dir run/cluster down --purge",
+        ],
+    )
     cluster.add_argument(
         "--run-dir", type=Path, default=None, help="state directory (default: $OASIS_RUN_DIR)"
     )
@@ -20,16 +32,42 @@ def register(subparsers: Any) -> None:
         "--bin-dir", type=Path, default=None, help="where kube-apiserver is (default: cache)"
     )
     sub = cluster.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
-    up = sub.add_parser("up", help="start etcd, kube-apiserver and kube-controller-manager")
-    up.add_argument("--timeout", type=float, default=90.0)
+    up = command(
+        sub,
+        "up",
+        help="start etcd, kube-apiserver and kube-controller-manager",
+        examples=["oasis cluster --run-dir run/cluster up --timeout 120"],
+    )
+    up.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for the API (default 90)")
     up.set_defaults(func=_up)
-    down = sub.add_parser("down", help="stop the processes this run directory started")
+    down = command(
+        sub,
+        "down",
+        help="stop the processes this run directory started",
+        examples=[
+            "oasis cluster --run-dir run/cluster down",
+            "oasis cluster --run-dir run/cluster down --purge",
+        ],
+    )
     down.add_argument("--purge", action="store_true", help="also delete the run directory")
     down.set_defaults(func=_down)
-    status = sub.add_parser("status", help="show whether each component runs and the API is ready")
-    status.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    status = command(
+        sub,
+        "status",
+        help="show whether each component runs and the API is ready (exit 3 if not ready)",
+        examples=[
+            "oasis cluster --run-dir run/cluster status",
+            "oasis cluster --run-dir run/cluster status -o json",
+        ],
+    )
+    add_output(status, ("text", "json", "yaml"), "text", "the status")
     status.set_defaults(func=_status)
-    env = sub.add_parser("env", help="print `export KUBECONFIG=...` for a shell")
+    env = command(
+        sub,
+        "env",
+        help="print `export KUBECONFIG=...` for a shell",
+        examples=['eval "$(oasis cluster --run-dir run/cluster env)"'],
+    )
     env.set_defaults(func=_env)
 
 
@@ -71,14 +109,17 @@ def _down(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace) -> int:
     status = _plane(args).status()
-    if args.output == "json":
+    if args.output in ("json", "yaml"):
         doc = {
             "runDir": str(status.run_dir),
             "ready": status.ready,
             "server": status.server,
             "components": {c.name: {"pid": c.pid, "running": c.running} for c in status.components},
         }
-        print(json.dumps(doc, indent=2, sort_keys=True))
+        if args.output == "json":
+            print(json.dumps(doc, indent=2, sort_keys=True))
+        else:
+            sys.stdout.write(yaml.safe_dump(doc, sort_keys=True))
     else:
         _print_status(status)
     return 0 if status.ready else 3

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from oasis_operator.agents.sandbox import SandboxUnavailableError
+from oasis_operator.cli.common import add_output, command
 from oasis_operator.containment.harness import (
     DEFAULT_SCENARIO,
     ContainmentHarness,
@@ -26,12 +27,22 @@ from oasis_operator.sandbox.provider import SandboxError
 
 
 def register(subparsers: Any) -> None:
-    containment = subparsers.add_parser(
-        "containment", help="check that an agent can reach nothing but its gateway"
+    containment = command(
+        subparsers,
+        "containment",
+        help="check that an agent can reach nothing but its gateway",
+        examples=["oasis containment probe --run-dir run/cluster"],
     )
     sub = containment.add_subparsers(dest="containment_command", metavar="ACTION", required=True)
-    probe = sub.add_parser(
+    probe = command(
+        sub,
         "probe",
+        examples=[
+            "# every probe against the local control plane, as a table",
+            "oasis containment probe --run-dir run/cluster",
+            "# without the sandbox, to see what it stops, as JSON",
+            "oasis containment probe --run-dir run/cluster --isolation none -o json",
+        ],
         help="run the escape probes against a sandbox cluster and print probe → expected → outcome",
         description="Provisions a shipped scenario twice (the agent's environment and a neighbour) in the "
         "sandbox cluster, starts a gateway on 127.0.0.1 and makes every escape attempt as the agent would. "
@@ -44,7 +55,7 @@ def register(subparsers: Any) -> None:
     probe.add_argument("--kubectl", default=_default_kubectl(), help="the kubectl the agent uses")
     probe.add_argument("--work-dir", type=Path, help="keep the gateway's records here (default: a temp dir)")
     probe.add_argument("--only", action="append", choices=PROBE_IDS, metavar="PROBE", help="run only these")
-    probe.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    add_output(probe, ("markdown", "json"), "markdown", "the results")
     probe.add_argument(
         "--isolation",
         choices=("sandbox", "none"),
@@ -94,7 +105,7 @@ def _probe(args: argparse.Namespace) -> int:
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
-    if args.format == "json":
+    if args.output == "json":
         print(json.dumps(as_json(results), indent=2))
     else:
         print(markdown_table(results))

@@ -7,17 +7,38 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from oasis_operator.cli.common import command
 from oasis_operator.crdgen import build_crds, render, stale_crds, write_crds
 
 
 def register(subparsers: Any) -> None:
-    crds = subparsers.add_parser("crds", help="render the CustomResourceDefinitions from the models")
+    crds = command(
+        subparsers,
+        "crds",
+        help="render the CustomResourceDefinitions from the models",
+        examples=["oasis crds print | kubectl apply -f -", "oasis crds generate --check"],
+    )
     sub = crds.add_subparsers(dest="crds_command", metavar="ACTION", required=True)
-    gen = sub.add_parser("generate", help="write the CRD files (default: ./crds)")
-    gen.add_argument("--dir", type=Path, default=Path("crds"))
+    gen = command(
+        sub,
+        "generate",
+        help="write the CRD files (default: ./crds)",
+        examples=[
+            "# after changing models/crd*.py",
+            "oasis crds generate",
+            "# in CI: fail when they are stale",
+            "oasis crds generate --check",
+        ],
+    )
+    gen.add_argument("--dir", type=Path, default=Path("crds"), help="the directory (default: ./crds)")
     gen.add_argument("--check", action="store_true", help="only report files that differ; exit 1 if any")
     gen.set_defaults(func=_generate)
-    show = sub.add_parser("print", help="print the CRDs as one YAML stream (for kubectl apply -f -)")
+    show = command(
+        sub,
+        "print",
+        help="print the CRDs as one YAML stream (for kubectl apply -f -)",
+        examples=["oasis crds print | kubectl apply -f -"],
+    )
     show.set_defaults(func=_print)
 
 

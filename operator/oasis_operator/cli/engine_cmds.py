@@ -5,12 +5,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-from oasis_operator.cli import report_cmds
+from oasis_operator.cli import report_cmds, report_list
+from oasis_operator.cli.common import (
+    UsageError,
+    add_output,
+    add_output_file,
+    command,
+    read_input,
+    write_output,
+)
 from oasis_operator.engine.render import render_html, render_json, render_yaml
 from oasis_operator.engine.replay import (
     bundle_paths,
@@ -27,18 +34,16 @@ from oasis_operator.profiles import load_profile
 from oasis_operator.profiles.loader import shipped_profile_path
 
 
-def _write(text: str, output: str | None) -> None:
-    if output:
-        Path(output).write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
-
-
 def _run_info(path: str | None) -> RunInfo | None:
     if path is None:
         return None
-    data: Any = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    return RunInfo.model_validate(data)
+    try:
+        data: Any = yaml.safe_load(read_input(path, "--run"))
+        return RunInfo.model_validate(data)
+    except (yaml.YAMLError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        raise UsageError(
+            f"--run {path}: not a RunInfo document ({exc}); see `oasis report render --help`"
+        ) from exc
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -53,7 +58,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     except ValueError as exc:  # the runs of a repeated scenario do not fit together
         print(f"oasis replay: {exc}", file=sys.stderr)
         return 2
-    _write(results_json(results), args.output)
+    text = results_json(results)
+    if args.output == "yaml":
+        text = yaml.safe_dump(json.loads(text), sort_keys=False, allow_unicode=True)
+    write_output(text, args.output_file)
     return 0
 
 
@@ -88,30 +96,57 @@ def cmd_render(args: argparse.Namespace) -> int:
         return 2
     report = build_report(results, profile, run or run_info_from_bundles(bundles, args.tier))
     item = report.verdict if args.verdict_only else report
-    if args.format == "html":
+    if args.output == "html":
         if args.verdict_only:
             print("--verdict-only renders YAML or JSON", file=sys.stderr)
             return 2
         text = render_html(report)
-    elif args.format == "json":
+    elif args.output == "json":
         text = render_json(item)
     else:
         text = render_yaml(item)
-    _write(text, args.output)
+    write_output(text, args.output_file)
     return 0
+
+
+REPLAY_EXAMPLES = [
+    "# re-evaluate the bundles `oasis report get --bundles` wrote; the same results every time",
+    "oasis replay evidence/ --output-file results.json",
+    "# against another profile, as YAML",
+    "oasis replay evidence/*.json --profile my-profile/ -o yaml",
+]
+RENDER_EXAMPLES = [
+    "# the HTML report of recorded bundles",
+    "oasis report render evidence/ -o html --output-file report.html",
+    "# the verdict only, from saved `oasis replay` results and the run's facts",
+    "oasis report render results.json --run run.yaml --verdict-only -o json",
+]
 
 
 def register(subparsers: Any) -> None:
     """Add `replay` and `report render`."""
-    replay = subparsers.add_parser("replay", help="re-evaluate recorded evidence bundles")
+    replay = command(
+        subparsers, "replay", help="re-evaluate recorded evidence bundles", examples=REPLAY_EXAMPLES
+    )
     replay.add_argument("bundles", nargs="+", metavar="BUNDLE", help="bundle JSON files or directories")
     replay.add_argument("--profile", help="profile directory (default: the shipped SI profile)")
-    replay.add_argument("-o", "--output", help="write to a file instead of stdout")
+    add_output(replay, ("json", "yaml"), "json", "the scenario results (`report render` reads the JSON)")
+    add_output_file(replay, "the results")
     replay.set_defaults(func=cmd_replay)
 
-    report = subparsers.add_parser("report", help="verdicts and reports")
+    report = command(
+        subparsers,
+        "report",
+        help="verdicts and reports: from the cluster (get) or from recorded bundles (render)",
+        examples=[*report_cmds.EXAMPLES[:2], *RENDER_EXAMPLES[:2]],
+    )
     report_sub = report.add_subparsers(dest="report_command", metavar="ACTION")
-    render = report_sub.add_parser("render", help="render the verdict/report for recorded bundles")
+    render = command(
+        report_sub,
+        "render",
+        help="render the verdict/report for recorded bundles",
+        examples=RENDER_EXAMPLES,
+    )
     render.add_argument(
         "bundles",
         nargs="+",
@@ -120,13 +155,16 @@ def register(subparsers: Any) -> None:
     )
     render.add_argument("--profile", help="profile directory (default: the shipped SI profile)")
     render.add_argument(
-        "--run", help="YAML/JSON file with run facts (RunInfo); derived from bundles if absent"
+        "--run",
+        metavar="FILE",
+        help="YAML/JSON file with run facts (RunInfo), - for standard input; derived from bundles if absent",
     )
     render.add_argument(
         "--tier", type=int, default=1, choices=(1, 2, 3), help="claimed tier when --run is absent"
     )
-    render.add_argument("--format", choices=("yaml", "json", "html"), default="yaml")
+    add_output(render, ("yaml", "json", "html"), "yaml", "the report or verdict")
     render.add_argument("--verdict-only", action="store_true", help="only the Reporting §1 verdict document")
-    render.add_argument("-o", "--output", help="write to a file instead of stdout")
+    add_output_file(render, "the report")
     render.set_defaults(func=cmd_render)
     report_cmds.register(report_sub)
+    report_list.register(report_sub)

@@ -25,15 +25,27 @@ from kubernetes.client.exceptions import ApiException
 from pydantic import ValidationError
 
 from oasis_operator import API_GROUP, API_VERSION
-from oasis_operator.cli.report_cmds import ci_text
-from oasis_operator.engine.ci import CI_FORMATS, CiContext, parse_report
+from oasis_operator.cli.common import (
+    STDIN,
+    UsageError,
+    add_kube_flags,
+    add_output,
+    add_output_file,
+    command,
+    kube_target,
+    read_input,
+    write_output,
+)
+from oasis_operator.cli.report_cmds import REPORT_FORMATS, report_text
+from oasis_operator.engine.ci import CiContext, parse_report
 from oasis_operator.evaluation.store import DocumentError, DocumentStore
-from oasis_operator.kube import api_client, request
+from oasis_operator.kube import request
 from oasis_operator.models.crd import OASISEvaluationSpec
 
 EXIT_PASS, EXIT_FAIL, EXIT_PROVIDER, EXIT_ERROR, EXIT_NOT_EVALUATED = 0, 1, 2, 3, 4
 TERMINAL = ("Completed", "Aborted", "Failed")
 PLURAL = "oasisevaluations"
+OUTPUT_FORMATS = ("name", *REPORT_FORMATS)
 
 
 class EvaluateError(Exception):
@@ -53,39 +65,45 @@ def verdict_exit_code(safety: str | None, aborted: bool) -> int:
     return EXIT_ERROR
 
 
-def load_manifest(path: Path, namespace: str | None) -> tuple[dict[str, Any], str]:
-    """The one OASISEvaluation in `path`, checked, and the namespace it goes to."""
+def load_manifest(path: Path | str, namespace: str | None) -> tuple[dict[str, Any], str | None]:
+    """The one OASISEvaluation in `path` (`-`: standard input), checked, and the namespace it names
+    (`-n`, else its metadata.namespace; None: the kubeconfig context's decides)."""
+    source = "standard input" if str(path) == STDIN else str(path)
     try:
-        documents = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
-    except OSError as exc:
-        raise EvaluateError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        text = read_input(str(path), "-f")
+    except UsageError as exc:
+        raise EvaluateError(f"cannot read {source}: {exc}") from exc
+    try:
+        documents = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
-        raise EvaluateError(f"{path} is not valid YAML: {exc}") from exc
+        raise EvaluateError(f"{source} is not valid YAML: {exc}") from exc
     if len(documents) != 1 or not isinstance(documents[0], dict):
         raise EvaluateError(
-            f"{path} must hold exactly one OASISEvaluation object, found {len(documents)} documents"
+            f"{source} must hold exactly one OASISEvaluation object, found {len(documents)} documents"
         )
     body: dict[str, Any] = documents[0]
     expected = f"{API_GROUP}/{API_VERSION}"
     if body.get("apiVersion") != expected or body.get("kind") != "OASISEvaluation":
         raise EvaluateError(
-            f"{path}: apiVersion/kind are {body.get('apiVersion')!r}/{body.get('kind')!r}; "
+            f"{source}: apiVersion/kind are {body.get('apiVersion')!r}/{body.get('kind')!r}; "
             f"set them to {expected!r}/'OASISEvaluation'"
         )
     metadata = body.get("metadata")
     if not isinstance(metadata, dict) or not (metadata.get("name") or metadata.get("generateName")):
-        raise EvaluateError(f"{path}: set metadata.name (or metadata.generateName for a new name per run)")
+        raise EvaluateError(f"{source}: set metadata.name (or metadata.generateName for a new name per run)")
     try:
         OASISEvaluationSpec.model_validate(body.get("spec") or {})
     except ValidationError as exc:
         problems = "; ".join(
             "spec." + ".".join(str(p) for p in e["loc"]) + f": {e['msg']}" for e in exc.errors()[:5]
         )
-        raise EvaluateError(f"{path}: {problems}") from exc
+        raise EvaluateError(f"{source}: {problems}") from exc
     declared = metadata.get("namespace")
     if namespace and declared and namespace != declared:
-        raise EvaluateError(f"{path}: metadata.namespace is {declared!r} but -n says {namespace!r}; drop one")
-    return body, namespace or declared or "default"
+        raise EvaluateError(
+            f"{source}: metadata.namespace is {declared!r} but -n says {namespace!r}; drop one"
+        )
+    return body, namespace or declared or None
 
 
 def _collection(namespace: str) -> str:
@@ -197,7 +215,8 @@ def _failed_message(status: dict[str, Any]) -> str:
     return text + ("; preflight gaps: " + "; ".join(gaps) if gaps else "")
 
 
-def _report_json(api: ApiClient, evaluation: dict[str, Any], wait: float = 30.0) -> str:
+def _report_files(api: ApiClient, evaluation: dict[str, Any], wait: float = 30.0) -> dict[str, str]:
+    """The stored report document's files (report.json, .yaml, .html) of a finished evaluation."""
     meta = evaluation["metadata"]
     store, deadline = DocumentStore(api), time.monotonic() + wait
     while True:
@@ -206,27 +225,42 @@ def _report_json(api: ApiClient, evaluation: dict[str, Any], wait: float = 30.0)
         except DocumentError as exc:
             raise EvaluateError(f"{meta['name']}: its stored report is damaged: {exc}") from exc
         if "report.json" in files:
-            return files["report.json"]
+            return files
         if time.monotonic() >= deadline:
             raise EvaluateError(f"{meta['name']} finished but its report ConfigMap was not found")
         time.sleep(1.0)
 
 
+def _check_flags(args: argparse.Namespace) -> None:
+    if args.output in REPORT_FORMATS and not args.wait:
+        raise EvaluateError(f"-o {args.output} writes the report of a finished run: add --wait")
+    if args.output_file and args.output in (None, "name"):
+        raise EvaluateError(
+            f"--output-file writes the report: choose its format with -o ({'|'.join(REPORT_FORMATS)})"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.output_format and not args.wait:
-        raise EvaluateError("-o writes the report of a finished run: add --wait")
-    body, namespace = load_manifest(Path(args.filename), args.namespace)
+    _check_flags(args)
+    body, declared = load_manifest(args.filename, args.namespace)
+    try:
+        target = kube_target(args, declared)
+    except UsageError as exc:
+        raise EvaluateError(str(exc)) from exc
+    namespace = target.namespace
     deadline = time.monotonic() + args.timeout
     try:
-        api = api_client(args.kubeconfig)
+        api = target.client()
     except Exception as exc:  # the kubernetes config loader raises several unrelated types
-        raise EvaluateError(f"no usable kubeconfig: {exc}") from exc
+        raise EvaluateError(f"no usable kubeconfig: {exc}; pass --kubeconfig/--context") from exc
     try:
         created = apply_evaluation(api, body, namespace, args.replace, deadline)
     except (ApiException, urllib3.exceptions.HTTPError) as exc:
         raise EvaluateError(f"applying the evaluation in {namespace}: {_transport_message(exc)}") from exc
     name = f"{namespace}/{created['metadata']['name']}"
     print(f"oasis: created OASISEvaluation {name}", file=sys.stderr)
+    if args.output == "name":
+        print(f"oasisevaluation.{API_GROUP}/{created['metadata']['name']}", flush=True)
     if not args.wait:
         return EXIT_PASS
     path = f"{_collection(namespace)}/{created['metadata']['name']}"
@@ -234,22 +268,17 @@ def run(args: argparse.Namespace) -> int:
     status = final.get("status") or {}
     if status.get("phase") == "Failed":
         raise EvaluateError(f"{name}: {_failed_message(status)}")
-    report_json = _report_json(api, final)
-    if args.output_format:
+    files = _report_files(api, final)
+    if args.output in REPORT_FORMATS:
+        context = CiContext(name, _artifact(args.filename))
         try:
-            text = ci_text(report_json, args.output_format, CiContext(name, _artifact(Path(args.filename))))
-        except ValueError as exc:
+            write_output(report_text(files, args.output, context), args.output_file)
+        except (ValueError, UsageError) as exc:
             raise EvaluateError(f"{name}: {exc}") from exc
-        if args.output:
-            try:
-                Path(args.output).write_text(text, encoding="utf-8")
-            except OSError as exc:
-                raise EvaluateError(f"cannot write {args.output}: {exc.strerror or exc}") from exc
-            print(f"oasis: wrote {args.output_format} to {args.output}", file=sys.stderr)
-        else:
-            sys.stdout.write(text)
+        if args.output_file:
+            print(f"oasis: wrote {args.output} to {args.output_file}", file=sys.stderr)
     try:  # the stored verdict decides, not the status summary (a digest of it)
-        verdict = parse_report(report_json).verdict
+        verdict = parse_report(files["report.json"]).verdict
     except ValueError as exc:  # pydantic's ValidationError is a ValueError
         raise EvaluateError(f"{name}: the stored report does not parse: {exc}") from exc
     safety = verdict.safety.value
@@ -258,8 +287,11 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def _artifact(path: Path) -> str:
+def _artifact(filename: str) -> str:
     """The evaluation file as a repository-relative POSIX path (what SARIF locations want)."""
+    if filename == STDIN:
+        return "evaluation.yaml"
+    path = Path(filename)
     try:
         return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
@@ -281,31 +313,42 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return 130
 
 
+EXAMPLES = [
+    "# run the evaluation in a CI job: exit code from the verdict, JUnit for the CI system",
+    "oasis evaluate -f evaluation.yaml --wait -o junit --output-file oasis-junit.xml",
+    "# apply without waiting and print the created name (with metadata.generateName)",
+    "oasis evaluate -f evaluation.yaml -o name",
+    "# from standard input, in another context and namespace, replacing an earlier run",
+    "cat evaluation.yaml | oasis evaluate -f - --context staging -n team-a --replace --wait",
+]
+
+
 def register(subparsers: Any) -> None:
-    ev = subparsers.add_parser(
+    ev = command(
+        subparsers,
         "evaluate",
         help="apply an OASISEvaluation and follow it to its verdict (exit 0 PASS, 1 FAIL, 2 "
         "PROVIDER_FAILURE/aborted, 3 no verdict, 4 NOT_EVALUATED)",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        examples=EXAMPLES,
     )
-    ev.add_argument("-f", "--filename", required=True, help="YAML file with one OASISEvaluation")
-    ev.add_argument("-n", "--namespace", default=None, help="default: metadata.namespace, else 'default'")
+    ev.add_argument(
+        "-f",
+        "--filename",
+        required=True,
+        metavar="FILE",
+        help="YAML/JSON file with one OASISEvaluation; - reads standard input",
+    )
     ev.add_argument("--wait", action="store_true", help="follow the run to a terminal phase")
     ev.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait in all (default 3600)")
     ev.add_argument("--replace", action="store_true", help="delete an existing evaluation of the same name")
-    ev.add_argument(
-        "-o",
-        "--output-format",
-        choices=CI_FORMATS,
-        default=None,
-        help="write the report in this format (needs --wait)",
-    )
-    ev.add_argument("--output", metavar="FILE", default=None, help="file for -o (default: stdout)")
+    add_output(ev, OUTPUT_FORMATS, None, "name: the created resource; a report format (needs --wait)")
+    add_output_file(ev, "the report of -o")
     ev.add_argument("--interval", type=float, default=2.0, help=argparse.SUPPRESS)
-    ev.add_argument("--kubeconfig", default=None, help="default: $KUBECONFIG, ~/.kube/config, in-cluster")
+    add_kube_flags(ev)
     ev.set_defaults(func=cmd_evaluate)
-    ev.error = _usage_error(ev)
+    parser: Any = ev  # argparse's error() is a method; this command's exits 3
+    parser.error = _usage_error(ev)
 
 
 def _usage_error(parser: argparse.ArgumentParser) -> Callable[[str], NoReturn]:

@@ -12,32 +12,61 @@ from typing import Any
 
 import yaml
 
-from oasis_operator.gateway import Gateway
+from oasis_operator.cli.common import UsageError, command, read_input
+from oasis_operator.gateway import Gateway, GatewayConfig
 from oasis_operator.gateway.apis import install_apis
 from oasis_operator.gateway.recorder import RECORD_FILE, read_record
 from oasis_operator.models.environment import Environment
 
 
 def register(subparsers: Any) -> None:
-    gateway = subparsers.add_parser("gateway", help="the agent gateway (manual runs and its record)")
+    gateway = command(
+        subparsers,
+        "gateway",
+        help="the agent gateway (manual runs and its record)",
+        examples=[
+            "oasis gateway serve --kubeconfig run/cluster/kubeconfig --data-dir gw --environment env.yaml "
+            "--credentials-dir creds",
+            "oasis gateway record --data-dir gw env-1",
+        ],
+    )
     sub = gateway.add_subparsers(dest="gateway_command", metavar="ACTION", required=True)
-    serve = sub.add_parser("serve", help="serve one environment until interrupted, then revoke its token")
+    serve = command(
+        sub,
+        "serve",
+        help="serve one environment until interrupted, then revoke its token",
+        examples=[
+            "# serve env.yaml's environment; the agent's kubeconfig goes to creds/kubeconfig",
+            "oasis gateway serve --kubeconfig run/cluster/kubeconfig --data-dir gw --environment env.yaml "
+            "--credentials-dir creds",
+        ],
+    )
     serve.add_argument("--kubeconfig", type=Path, required=True, help="admin kubeconfig of the sandbox")
     serve.add_argument("--data-dir", type=Path, required=True, help="certificates and records")
-    serve.add_argument("--environment", type=Path, required=True, help="Environment document (YAML/JSON)")
-    serve.add_argument("--port", type=int, default=0)
+    serve.add_argument(
+        "--environment",
+        required=True,
+        metavar="FILE",
+        help="Environment document (YAML/JSON); - reads standard input",
+    )
+    serve.add_argument("--port", type=int, default=0, help="0: any free port (printed)")
     serve.add_argument(
         "--credentials-dir", type=Path, required=True, help="where to write the agent's kubeconfig/endpoints"
     )
     serve.set_defaults(func=_serve)
-    record = sub.add_parser("record", help="print an environment's record as evidence (JSON)")
-    record.add_argument("--data-dir", type=Path, required=True)
-    record.add_argument("env_id")
+    record = command(
+        sub,
+        "record",
+        help="print an environment's record as evidence (JSON; exit 1 if unavailable)",
+        examples=["oasis gateway record --data-dir gw env-1 > record.json"],
+    )
+    record.add_argument("--data-dir", type=Path, required=True, help="the --data-dir of `gateway serve`")
+    record.add_argument("env_id", metavar="ENVIRONMENT", help="the environment id")
     record.set_defaults(func=_record)
 
 
 async def _run(args: argparse.Namespace, env: Environment) -> None:
-    gateway = Gateway(args.kubeconfig, args.data_dir, port=args.port)
+    gateway = Gateway(args.kubeconfig, args.data_dir, GatewayConfig(port=args.port))
     install_apis(gateway)
     await gateway.start()
     try:
@@ -62,8 +91,8 @@ async def _run(args: argparse.Namespace, env: Environment) -> None:
 
 def _serve(args: argparse.Namespace) -> int:
     try:
-        env = Environment.model_validate(yaml.safe_load(args.environment.read_text()))
-    except (OSError, ValueError) as exc:
+        env = Environment.model_validate(yaml.safe_load(read_input(args.environment, "--environment")))
+    except (UsageError, ValueError) as exc:
         print(f"oasis gateway serve: {args.environment}: {exc}", file=sys.stderr)
         return 2
     asyncio.run(_run(args, env))

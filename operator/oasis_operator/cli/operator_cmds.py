@@ -8,11 +8,22 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from oasis_operator.cli.common import command
 from oasis_operator.settings import OperatorSettings, SettingsError
 
 
 def register(subparsers: Any) -> None:
-    op = subparsers.add_parser("operator", help="run the operator (kopf) against the current kubeconfig")
+    op = command(
+        subparsers,
+        "operator",
+        help="run the operator (kopf) against the current kubeconfig",
+        examples=[
+            "# every namespace, the sandbox cluster's audit log as evidence",
+            "oasis operator -A --sandbox-audit-log run/cluster/audit.log --data-dir run/operator-data",
+            "# only namespace team-a, no probe or metrics servers",
+            "oasis operator -n team-a --liveness-port 0 --metrics-port 0",
+        ],
+    )
     scope = op.add_mutually_exclusive_group()
     scope.add_argument("-n", "--namespace", action="append", default=[], help="watch only these (repeatable)")
     scope.add_argument("-A", "--all-namespaces", action="store_true", help="watch every namespace (default)")
@@ -59,10 +70,28 @@ def register(subparsers: Any) -> None:
         default=None,
         help="evaluations run at once; more wait as Pending (env OASIS_MAX_EVALUATIONS, default 4)",
     )
-    op.add_argument("--log-format", choices=["plain", "full", "json"], default="full")
+    op.add_argument(
+        "--log-format",
+        choices=["plain", "full", "json"],
+        default=None,
+        help="json: one JSON object per line, with the evaluation, scenario and environment ids as fields; "
+        "plain/full: text, the ids appended (env OASIS_LOG_FORMAT, default full)",
+    )
     op.add_argument("-v", "--verbose", action="store_true")
     op.add_argument("--debug", action="store_true")
     op.set_defaults(func=_run)
+
+
+def configure_logging(log_format: str, verbose: bool = False, debug: bool = False) -> None:
+    """The process's one log handler (kopf's, on the root logger) in `log_format` (plain, full or json),
+    with the bound evaluation, scenario and environment ids on every line (`logs.install`)."""
+    import kopf  # noqa: PLC0415
+
+    from oasis_operator import logs  # noqa: PLC0415
+
+    chosen = getattr(kopf.LogFormat, log_format.upper())
+    kopf.configure(verbose=verbose, debug=debug, log_format=chosen)
+    logs.install(json_lines=chosen is kopf.LogFormat.JSON)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -71,9 +100,6 @@ def _run(args: argparse.Namespace) -> int:
     import oasis_operator.controllers  # noqa: F401, PLC0415 - registers the handlers
     from oasis_operator import metrics  # noqa: PLC0415
 
-    kopf.configure(
-        verbose=args.verbose, debug=args.debug, log_format=getattr(kopf.LogFormat, args.log_format.upper())
-    )
     # Each flag is the setting of its variable (the chart sets the variables): read once, here.
     flags = {
         "OASIS_PROFILE_DIR": args.profile_dir,
@@ -85,6 +111,7 @@ def _run(args: argparse.Namespace) -> int:
         "OASIS_GATEWAY_URL": args.gateway_url,
         "OASIS_DATA_DIR": args.data_dir,
         "OASIS_MAX_EVALUATIONS": args.max_evaluations,
+        "OASIS_LOG_FORMAT": args.log_format,
     }
     try:
         settings = OperatorSettings.from_env(
@@ -93,6 +120,7 @@ def _run(args: argparse.Namespace) -> int:
     except SettingsError as exc:
         print(f"oasis operator: {exc}", file=sys.stderr)
         return 2
+    configure_logging(settings.log_format, verbose=args.verbose, debug=args.debug)
     if args.metrics_port:
         metrics.serve(args.metrics_port, addr=args.bind)
     liveness = f"http://{args.bind}:{args.liveness_port}/healthz" if args.liveness_port else None

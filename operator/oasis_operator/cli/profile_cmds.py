@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from oasis_operator.cli.common import STDIN, add_output, add_output_file, command, write_output
 from oasis_operator.models.profile import Finding, Profile, Severity
 from oasis_operator.profiles.export import export_manifests, scenario_from_manifest
 from oasis_operator.profiles.findings import has_errors, sort_findings
@@ -96,8 +98,12 @@ def _parse_all(documents: list[ScenarioDocument]) -> list[Any]:
 
 
 def _print_findings(findings: list[Finding], output_format: str) -> None:
-    if output_format == "json":
-        print(json.dumps([finding.model_dump(mode="json") for finding in findings], indent=2))
+    if output_format in ("json", "yaml"):
+        documents = [finding.model_dump(mode="json") for finding in findings]
+        if output_format == "json":
+            print(json.dumps(documents, indent=2))
+        else:
+            sys.stdout.write(yaml.safe_dump(documents, sort_keys=False, allow_unicode=True))
         return
     for finding in findings:
         where = " ".join(part for part in (finding.scenario or "<profile>", finding.path) if part)
@@ -109,12 +115,19 @@ def _print_findings(findings: list[Finding], output_format: str) -> None:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """Print findings for PATH; exit 1 when any finding is an error, 2 when PATH cannot be read."""
+    profile = Path(args.profile) if args.profile else None
     try:
-        findings = validate_path(Path(args.path), Path(args.profile) if args.profile else None)
+        if args.path == STDIN:
+            with tempfile.TemporaryDirectory(prefix="oasis-validate-") as scratch:
+                copy = Path(scratch) / "stdin.yaml"
+                copy.write_text(sys.stdin.read(), encoding="utf-8")
+                findings = validate_path(copy, profile)
+        else:
+            findings = validate_path(Path(args.path), profile)
     except ProfileLoadError as problem:
-        print(f"error: {problem}", file=sys.stderr)
+        print(f"oasis validate: {problem}", file=sys.stderr)
         return EXIT_USAGE
-    _print_findings(findings, args.format)
+    _print_findings(findings, args.output)
     return EXIT_FINDINGS if has_errors(findings) else EXIT_OK
 
 
@@ -126,11 +139,11 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return EXIT_USAGE
     manifests = export_manifests(profile, namespace=args.namespace)
-    text = yaml.safe_dump_all(manifests, sort_keys=False, allow_unicode=True, width=120)
-    if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+    if args.output == "json":  # one List, as `kubectl get -o json` prints several objects
+        text = json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests}, indent=2) + "\n"
     else:
-        sys.stdout.write(text)
+        text = yaml.safe_dump_all(manifests, sort_keys=False, allow_unicode=True, width=120)
+    write_output(text, args.output_file)
     return EXIT_OK
 
 
@@ -142,7 +155,7 @@ def cmd_quality(args: argparse.Namespace) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return EXIT_USAGE
     report = quality_report(profile).model_dump(mode="json")
-    if args.format == "json":
+    if args.output == "json":
         print(json.dumps(report, indent=2))
     else:
         sys.stdout.write(yaml.safe_dump(report, sort_keys=False))
@@ -151,29 +164,74 @@ def cmd_quality(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add `validate`, `scenarios export` and `profile quality` to the `oasis` command."""
-    validate = subparsers.add_parser(
-        "validate", help="validate a profile directory, scenario file or manifests"
+    validate = command(
+        subparsers,
+        "validate",
+        help="validate a profile directory, scenario file or manifests",
+        description="Prints the findings for PATH. Exit 0 without errors, 1 when a finding is an error, "
+        "2 when PATH cannot be read.",
+        examples=[
+            "# the shipped profile",
+            "oasis validate profiles/software-infrastructure",
+            "# your own scenarios (or Scenario manifests) against it, as JSON",
+            "oasis validate my-scenarios.yaml -o json",
+            "# what another command prints",
+            "oasis scenarios export profiles/software-infrastructure | oasis validate -",
+        ],
     )
-    validate.add_argument("path", help="profile directory, scenario YAML file, or Scenario manifests")
+    validate.add_argument(
+        "path",
+        metavar="PATH",
+        help="profile directory, scenario YAML file, Scenario manifests; - reads stdin",
+    )
     validate.add_argument(
         "--profile", help="profile directory to validate files against (default: shipped SI)"
     )
-    validate.add_argument("--format", choices=["text", "json"], default="text")
+    add_output(validate, ("text", "json", "yaml"), "text", "the findings")
     validate.set_defaults(func=cmd_validate)
 
-    scenarios = subparsers.add_parser("scenarios", help="work with scenarios of a profile")
+    scenarios = command(
+        subparsers,
+        "scenarios",
+        help="work with scenarios of a profile",
+        examples=["oasis scenarios export profiles/software-infrastructure | kubectl apply -f -"],
+    )
     scenario_commands = scenarios.add_subparsers(dest="scenarios_command", metavar="COMMAND")
-    export = scenario_commands.add_parser(
-        "export", help="emit Scenario custom resources (kubectl apply -f -)"
+    export = command(
+        scenario_commands,
+        "export",
+        help="emit Scenario custom resources (kubectl apply -f -)",
+        examples=[
+            "# install the shipped scenarios in the cluster",
+            "oasis scenarios export profiles/software-infrastructure | kubectl apply -f -",
+            "# into a file, for namespace team-a, as one JSON List",
+            "oasis scenarios export profiles/software-infrastructure -n team-a -o json \\",
+            "    --output-file scenarios.json",
+        ],
     )
     export.add_argument("profile_dir", metavar="PROFILE", help="profile directory")
-    export.add_argument("--namespace", "-n", help="set metadata.namespace on every resource")
-    export.add_argument("--output", "-o", help="write to this file instead of stdout")
+    export.add_argument("-n", "--namespace", help="set metadata.namespace on every resource (default: none)")
+    add_output(export, ("yaml", "json"), "yaml", "the manifests")
+    add_output_file(export, "the manifests")
     export.set_defaults(func=cmd_export)
 
-    profile = subparsers.add_parser("profile", help="inspect a profile")
+    profile = command(
+        subparsers,
+        "profile",
+        help="inspect a profile",
+        examples=["oasis profile quality profiles/software-infrastructure"],
+    )
     profile_commands = profile.add_subparsers(dest="profile_command", metavar="COMMAND")
-    quality = profile_commands.add_parser("quality", help="profile quality report (Profiles §3)")
+    quality = command(
+        profile_commands,
+        "quality",
+        help="profile quality report (Profiles §3)",
+        examples=[
+            "# difficulty, surfaces, negative testing... of the shipped profile",
+            "oasis profile quality profiles/software-infrastructure",
+            "oasis profile quality profiles/software-infrastructure -o json",
+        ],
+    )
     quality.add_argument("profile_dir", metavar="PROFILE", help="profile directory")
-    quality.add_argument("--format", choices=["yaml", "json"], default="yaml")
+    add_output(quality, ("yaml", "json"), "yaml", "the report")
     quality.set_defaults(func=cmd_quality)

@@ -9,12 +9,27 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from oasis_operator.cli.common import command
+
 
 def register(subparsers: Any) -> None:
-    group = subparsers.add_parser("provider-api", help="the OASIS provider API for the public runner")
+    group = command(
+        subparsers,
+        "provider-api",
+        help="the OASIS provider API for the public runner",
+        examples=[
+            "oasis provider-api serve --kubeconfig run/cluster/kubeconfig --data-dir papi --token-file token"
+        ],
+    )
     sub = group.add_subparsers(dest="provider_api_command", metavar="ACTION", required=True)
-    serve = sub.add_parser(
+    serve = command(
+        sub,
         "serve",
+        examples=[
+            "# serve until interrupted; the runner (`oasisctl`) is given the printed URL, CA and token",
+            "oasis provider-api serve --kubeconfig run/cluster/kubeconfig --data-dir papi --token-file token "
+            "--port 18443",
+        ],
         help="serve /v1/conformance, /v1/provision, ... until interrupted",
         description="Serves the OASIS provider API over HTTPS with the sandbox cluster of --kubeconfig "
         "and an agent gateway of its own. Prints the API's URL, the CA its certificate is signed by and "
@@ -24,7 +39,7 @@ def register(subparsers: Any) -> None:
     serve.add_argument("--data-dir", type=Path, required=True, help="certificates, records, doors")
     serve.add_argument("--token-file", type=Path, required=True, help="file holding the API's token")
     serve.add_argument("--port", type=int, default=0, help="0: any free port (printed)")
-    serve.add_argument("--gateway-port", type=int, default=0)
+    serve.add_argument("--gateway-port", type=int, default=0, help="the agent gateway's port (0: any free)")
     serve.add_argument("--prefix", default="sbx", help="sandbox namespace prefix")
     serve.add_argument("--door", action="append", default=[], metavar="PRINCIPAL",
                        help="an agent door (repeatable; default oasis-agent)")  # fmt: skip
@@ -33,7 +48,7 @@ def register(subparsers: Any) -> None:
 
 async def _run(args: argparse.Namespace) -> int:
     # Imported here: the CLI's other commands need neither aiohttp nor the Kubernetes client.
-    from oasis_operator.gateway import Gateway  # noqa: PLC0415
+    from oasis_operator.gateway import Gateway, GatewayConfig  # noqa: PLC0415
     from oasis_operator.kube import api_client  # noqa: PLC0415
     from oasis_operator.profiles import load_profile  # noqa: PLC0415
     from oasis_operator.profiles.loader import shipped_profile_path  # noqa: PLC0415
@@ -52,7 +67,7 @@ async def _run(args: argparse.Namespace) -> int:
         data_dir=args.data_dir / "provider-api",
         doors=tuple(args.door) or (DEFAULT_DOOR,),
     )
-    gateway = Gateway(args.kubeconfig, args.data_dir / "gateway", port=args.gateway_port)
+    gateway = Gateway(args.kubeconfig, args.data_dir / "gateway", GatewayConfig(port=args.gateway_port))
     await gateway.start()
     api = api_client(args.kubeconfig)
     try:

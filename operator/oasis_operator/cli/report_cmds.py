@@ -8,14 +8,25 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import urllib3
 from kubernetes.client.exceptions import ApiException
 from pydantic import ValidationError
 
 from oasis_operator import API_GROUP, API_VERSION
+from oasis_operator.cli.common import (
+    UsageError,
+    add_kube_flags,
+    add_output,
+    add_output_file,
+    command,
+    kube_target,
+    transport_message,
+    write_output,
+)
 from oasis_operator.engine.ci import CI_FORMATS, CiContext, parse_report, render_ci
 from oasis_operator.evaluation.run_state import set_name
 from oasis_operator.evaluation.store import DocumentError, DocumentStore
-from oasis_operator.kube import api_client, request
+from oasis_operator.kube import request
 from oasis_operator.models.crd import MAX_REPETITIONS
 
 FILES = {
@@ -25,53 +36,62 @@ FILES = {
     ("verdict", "yaml"): "verdict.yaml",
     ("verdict", "json"): "verdict.json",
 }
+# What `-o` chooses for a report (`oasis report get`, `oasis evaluate --wait`): the stored documents, or
+# the report in a CI format.
+REPORT_FORMATS = ("yaml", "json", "html", *CI_FORMATS)
+
+
+def report_text(files: dict[str, str], fmt: str, context: CiContext) -> str:
+    """The stored report document's `files` in format `fmt`; ValueError if the stored report is unusable."""
+    name = "report.json" if fmt in CI_FORMATS else FILES[("report", fmt)]
+    if name not in files:
+        raise ValueError(f"the stored report has no {name} (stored by another operator version?)")
+    return ci_text(files[name], fmt, context) if fmt in CI_FORMATS else files[name]
 
 
 def cmd_get(args: argparse.Namespace) -> int:
-    api = api_client(args.kubeconfig)
-    path = f"/apis/{API_GROUP}/{API_VERSION}/namespaces/{args.namespace}/oasisevaluations/{args.name}"
+    if args.verdict and args.output not in ("yaml", "json"):
+        raise UsageError(f"--verdict: the verdict is available as -o yaml or -o json, not -o {args.output}")
+    target = kube_target(args)
+    api = target.client()
+    namespace = target.namespace
+    path = f"/apis/{API_GROUP}/{API_VERSION}/namespaces/{namespace}/oasisevaluations/{args.name}"
     try:
         evaluation = request(api, "GET", path)
-    except ApiException as exc:
-        print(
-            f"oasis: OASISEvaluation {args.namespace}/{args.name}: {exc.status} {exc.reason}", file=sys.stderr
-        )
-        return 1
-    try:
         return _get(args, DocumentStore(api), evaluation)
+    except (ApiException, urllib3.exceptions.HTTPError) as exc:
+        print(f"oasis: OASISEvaluation {namespace}/{args.name}: {transport_message(exc)}", file=sys.stderr)
+        return 1
     except DocumentError as exc:
-        print(f"oasis: {args.namespace}/{args.name}: a stored document is damaged: {exc}", file=sys.stderr)
+        print(f"oasis: {namespace}/{args.name}: a stored document is damaged: {exc}", file=sys.stderr)
         return 1
 
 
 def _get(args: argparse.Namespace, store: DocumentStore, evaluation: dict[str, Any]) -> int:
-    uid = evaluation["metadata"]["uid"]
+    meta = evaluation["metadata"]
+    where = f"{meta['namespace']}/{meta['name']}"
     if args.bundles:
         return _write_bundles(store, evaluation, Path(args.bundles))
     document = "verdict" if args.verdict else "report"
-    ci = args.output_format in CI_FORMATS
-    if (ci and args.verdict) or (document, "json" if ci else args.output_format) not in FILES:
-        print(f"oasis: the verdict is available as yaml or json, not {args.output_format}", file=sys.stderr)
-        return 2
-    files = store.read(args.namespace, uid, document)
-    name = FILES[(document, "json" if ci else args.output_format)]
-    if name not in files:
+    files = store.read(meta["namespace"], meta["uid"], document)
+    wanted = "report.json" if args.output in CI_FORMATS else FILES[(document, args.output)]
+    if wanted not in files:
         phase = (evaluation.get("status") or {}).get("phase") or "Pending"
         print(
-            f"oasis: {args.namespace}/{args.name} has no {document} yet (phase {phase}); it is written when "
+            f"oasis: {where} has no {document} yet (phase {phase}); it is written when "
             "the evaluation completes or aborts",
             file=sys.stderr,
         )
         return 1
-    if ci:
-        context = CiContext(f"{args.namespace}/{args.name}", args.sarif_artifact)
-        try:
-            sys.stdout.write(ci_text(files[name], args.output_format, context))
-        except ValueError as exc:
-            print(f"oasis: {args.namespace}/{args.name}: {exc}", file=sys.stderr)
-            return 1
-    else:
-        sys.stdout.write(files[name])
+    if args.verdict:
+        write_output(files[wanted], args.output_file)
+        return 0
+    try:
+        text = report_text(files, args.output, CiContext(where, args.sarif_artifact))
+    except ValueError as exc:
+        print(f"oasis: {where}: {exc}", file=sys.stderr)
+        return 1
+    write_output(text, args.output_file)
     return 0
 
 
@@ -113,19 +133,31 @@ def bundle_files(rows: list[dict[str, Any]], stored: dict[str, dict[str, str]]) 
     return out
 
 
+EXAMPLES = [
+    "# the HTML report of a finished evaluation, into a file",
+    "oasis report get my-agent -n team-a -o html --output-file report.html",
+    "# the verdict document as JSON, in the kubeconfig context's namespace",
+    "oasis report get my-agent --verdict -o json",
+    "# the report as SARIF for code scanning, pointing at the evaluation file",
+    "oasis report get my-agent -o sarif --sarif-artifact evaluation.yaml --output-file oasis.sarif",
+    "# every scenario's evidence bundle (for `oasis replay`)",
+    "oasis report get my-agent --bundles evidence/",
+]
+
+
 def register(report_sub: Any) -> None:
-    get = report_sub.add_parser("get", help="fetch an evaluation's report, verdict or evidence bundles")
-    get.add_argument("name", metavar="EVALUATION")
-    get.add_argument("-n", "--namespace", default="default")
-    get.add_argument(
-        "-o", "--output", dest="output_format", choices=("html", "yaml", "json", *CI_FORMATS), default="yaml",
-        help="junit, sarif and markdown are the report in CI formats",
+    get = command(
+        report_sub, "get", help="fetch an evaluation's report, verdict or evidence bundles from the cluster",
+        examples=EXAMPLES,
     )  # fmt: skip
+    get.add_argument("name", metavar="EVALUATION", help="the OASISEvaluation's name")
+    add_output(get, REPORT_FORMATS, "yaml", "the stored report, or the report in a CI format")
+    add_output_file(get)
     get.add_argument(
         "--sarif-artifact", metavar="PATH", default=None,
         help="with -o sarif: the repository file each result points at (code scanning wants one)",
     )  # fmt: skip
     get.add_argument("--verdict", action="store_true", help="the verdict document instead of the report")
     get.add_argument("--bundles", metavar="DIR", help="write every scenario's evidence bundle into DIR")
-    get.add_argument("--kubeconfig", default=None, help="default: $KUBECONFIG, ~/.kube/config, in-cluster")
+    add_kube_flags(get)
     get.set_defaults(func=cmd_get)

@@ -21,6 +21,7 @@ from oasis_operator.environments.runtime import OperatorConfig, RuntimeSetupErro
 from oasis_operator.evaluation.cleanup import teardown_evaluation
 from oasis_operator.evaluation.service import TERMINAL, EvaluationService
 from oasis_operator.kube import api_client
+from oasis_operator.logs import log_context
 from oasis_operator.metrics import EVALUATIONS_RUNNING, HANDLER_RUNS
 from oasis_operator.profiles import default_profile_path, load_profile
 from oasis_operator.provider_api import ProviderApiServer, start_operator_provider_api
@@ -111,5 +112,6 @@ async def tear_down(
 ) -> None:
     """Remove every sandbox the evaluation still has (in-flight runs clean up after themselves too)."""
     reference = f"{meta['namespace']}/{meta['name']}"
-    removed = await teardown_evaluation(memo.sandboxes, memo.host_api, meta, reference)
-    logger.info("tore down the evaluation's sandboxes count=%d", removed)
+    with log_context(evaluation=reference):
+        removed = await teardown_evaluation(memo.sandboxes, memo.host_api, meta, reference)
+        logger.info("tore down the evaluation's sandboxes count=%d", removed)

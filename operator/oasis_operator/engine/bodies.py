@@ -1,6 +1,6 @@
 """What a write body names, read without an object to apply it to: paths, images, a whole template.
 
-Used where the engine cannot compute the object after a write (no content type in an older record, or
+Used where the engine cannot compute the object after a write (a body form `patching` does not know, or
 an object the before snapshot does not hold), and for the images a template write sets (rollback).
 """
 
@@ -14,7 +14,6 @@ from oasis_operator.models.evidence import AuditEntry
 
 CONTAINER_LISTS = frozenset({"containers", "initContainers", "ephemeralContainers"})
 _TEMPLATE_OPS = (("add", "/spec/template"), ("replace", "/spec/template"))
-_REPLICAS_OPS = (("add", "/spec/replicas"), ("replace", "/spec/replicas"))
 _WHOLE_SPECS: tuple[Path, ...] = (("spec",), ("spec", "template"), ("spec", "template", "spec"))
 
 

@@ -14,10 +14,10 @@ from oasis_operator.engine.state import QUERY_RESOURCES, RBAC_KINDS
 from oasis_operator.models import recipes as grammar
 from oasis_operator.models.kinds import CLUSTER_TYPES
 from oasis_operator.models.scenario import Scenario
+from oasis_operator.models.verbs import ACTION_BODY_WRITE_VERBS
 
 # Types that live outside namespaces (a request for one without a namespace is not an all-namespaces list).
 CLUSTER_KINDS = CLUSTER_TYPES
-_WIDENING_VERBS = frozenset({"create", "update", "replace", "patch", "apply"})
 
 
 class UndecidableRecipeError(ValueError):
@@ -69,8 +69,8 @@ def widens_reach(effect: Effect) -> bool:
     if effect.kind == "networkpolicy":
         return True
     if effect.kind in RBAC_KINDS:
-        return bool(effect.verbs & _WIDENING_VERBS)
-    if effect.kind == "namespace" and effect.verbs & _WIDENING_VERBS:
+        return bool(effect.verbs & ACTION_BODY_WRITE_VERBS)
+    if effect.kind == "namespace" and effect.verbs & ACTION_BODY_WRITE_VERBS:
         zone_paths = [("metadata", "labels", key) for key in grammar.ZONE_LABEL_KEYS]
         return any(path[:3] in zone_paths or path == ("metadata", "labels") for path in effect.touched)
     return False

@@ -1,8 +1,7 @@
 """Charts of the HTML report as inline SVG (pure; no script, no external asset, same report same bytes).
+The charts read at a glance at the top of the report are in `engine.glance`; these are the shared parts
+(colours, the SVG frame, the legend) and the charts of the sections below.
 
-- `safety_grid`: one row per safety category, one square per scenario, coloured by its outcome and
-  linked to the scenario's detail.
-- `capability_bars`: the capability score of each category and of each core dimension, as bars on 0 to 1.
 - `run_spread`: the scenarios run more than once (spec.repetitions): one square per run coloured by its
   outcome, and for capability scenarios the score's range (min to max) with the mean marked.
 - `timeline`: one scenario's evidence timeline: the agent's requests, the stimuli and the deciding
@@ -18,7 +17,6 @@ from datetime import datetime
 from html import escape
 
 from oasis_operator.models.results import ScenarioResult, TimelineEvent
-from oasis_operator.models.verdict import Report
 
 COLOURS = {
     "PASS": "#0a7d24",
@@ -27,6 +25,7 @@ COLOURS = {
     "NOT_APPLICABLE": "#9e9e9e",
     "SCORED": "#1565c0",
     "UNEVALUABLE": "#6a1b9a",
+    "NOT_EVALUATED": "#455a64",
     "request": "#1565c0",
     "stimulus": "#7b1fa2",
     "state": "#00838f",
@@ -44,7 +43,7 @@ def _e(value: object) -> str:
     return escape(str(value), quote=True)
 
 
-def _svg(width: int, height: int, label: str, body: list[str], chart: str) -> str:
+def svg(width: int, height: int, label: str, body: list[str], chart: str) -> str:
     return (
         f'<svg class="chart" data-chart="{chart}" role="img" aria-label="{_e(label)}" '
         f'width="{width}" height="{height}" '
@@ -58,66 +57,9 @@ def legend(items: list[str]) -> str:
     return f'<p class="legend">{spans}</p>'
 
 
-def safety_grid(report: Report) -> str:
-    """The safety grid: categories down, their scenarios across, each square coloured by outcome."""
-    rows: dict[str, list[ScenarioResult]] = {c.category: [] for c in report.safety_categories}
-    for result in report.scenarios:
-        if result.classification == "safety":
-            rows.setdefault(result.category, []).append(result)
-    widest = max((len(v) for v in rows.values()), default=0)
-    width = LABEL_WIDTH + max(widest, 1) * (CELL + GAP) + GAP
-    body: list[str] = []
-    for y, (category, results) in enumerate(rows.items()):
-        top = y * ROW
-        body.append(f'<text x="0" y="{top + 14}">{_e(category)}</text>')
-        for x, result in enumerate(sorted(results, key=lambda r: r.scenario_id)):
-            outcome = result.outcome.value
-            left = LABEL_WIDTH + x * (CELL + GAP)
-            body.append(
-                f'<a href="#{_e(result.scenario_id)}"><rect class="cell" x="{left}" y="{top + 2}" '
-                f'width="{CELL}" height="{CELL}" rx="3" fill="{COLOURS[outcome]}" '
-                f'data-category="{_e(category)}" data-scenario="{_e(result.scenario_id)}" '
-                f'data-outcome="{outcome}"><title>{_e(result.scenario_id)}: {outcome}</title></rect></a>'
-            )
-    height = max(len(rows), 1) * ROW + 4
-    outcomes = ["PASS", "FAIL", "PROVIDER_FAILURE", "UNEVALUABLE", "NOT_APPLICABLE"]
-    return _svg(width, height, "safety results by category", body, "safety-grid") + legend(outcomes)
-
-
-def _bars(title: str, chart: str, items: list[tuple[str, float | None]]) -> str:
-    body: list[str] = []
-    for y, (name, score) in enumerate(items):
-        top = y * ROW
-        body.append(f'<text x="0" y="{top + 15}">{_e(name)}</text>')
-        body.append(f'<rect x="{LABEL_WIDTH}" y="{top + 4}" width="{BAR_WIDTH}" height="14" fill="#eceff1"/>')
-        if score is None:
-            body.append(
-                f'<text class="unscored" x="{LABEL_WIDTH + 6}" y="{top + 15}" data-name="{_e(name)}">'
-                "not scored</text>"
-            )
-            continue
-        length = round(BAR_WIDTH * max(0.0, min(1.0, score)), 1)
-        body.append(
-            f'<rect class="bar" x="{LABEL_WIDTH}" y="{top + 4}" width="{length}" height="14" '
-            f'fill="{COLOURS["SCORED"]}" data-name="{_e(name)}" data-score="{score:.3f}">'
-            f"<title>{_e(name)}: {score:.3f}</title></rect>"
-            f'<text x="{LABEL_WIDTH + BAR_WIDTH + 8}" y="{top + 15}">{score:.3f}</text>'
-        )
-    width = LABEL_WIDTH + BAR_WIDTH + 60
-    return f"<h3>{_e(title)}</h3>" + _svg(width, max(len(items), 1) * ROW + 4, title, body, chart)
-
-
-def capability_bars(report: Report) -> str:
-    """Capability scores by category and by core dimension (0 to 1), tier stated by the caller."""
-    categories = [(c.category, c.score) for c in report.capability_categories]
-    dimensions = [(d.dimension, d.score) for d in report.core_dimensions]
-    return _bars("Scores by category", "capability-categories", categories) + _bars(
-        "Scores by core dimension", "capability-dimensions", dimensions
-    )
-
-
 def run_spread(results: list[ScenarioResult]) -> str:
-    """Each repeated scenario's runs, a square per run coloured by outcome, and its score's range."""
+    """Each repeated scenario's runs, a square per run coloured by outcome, its score's range, and both
+    written beside them (so the chart reads without colour)."""
     repeated = [r for r in results if r.repetitions is not None]
     runs = max((len(r.repetitions.runs) for r in repeated if r.repetitions is not None), default=1)
     squares = runs * (CELL + GAP)
@@ -153,9 +95,17 @@ def run_spread(results: list[ScenarioResult]) -> str:
                 f"std {reps.score.std:.3f}</title></rect>"
                 f'<rect x="{mean - 1}" y="{top + 4}" width="2" height="14" fill="#1d1d1f"/>'
             )
-    width = LABEL_WIDTH + squares + GAP + BAR_WIDTH + 20
+        tally: dict[str, int] = {}
+        for record in reps.runs:
+            tally[record.outcome] = tally.get(record.outcome, 0) + 1
+        said = ", ".join(f"{n} {outcome}" for outcome, n in tally.items())
+        if reps.score is not None:
+            said += f"; score {reps.score.min:.3f} to {reps.score.max:.3f}, mean {reps.score.mean:.3f}"
+        text_x = LABEL_WIDTH + squares + GAP + BAR_WIDTH + 12
+        body.append(f'<text class="runs" x="{text_x}" y="{top + 14}">{_e(said)}</text>')
+    width = LABEL_WIDTH + squares + GAP + BAR_WIDTH + 330
     height = max(len(repeated), 1) * ROW + 4
-    return _svg(width, height, "outcome of every run and score range", body, "spread-chart")
+    return svg(width, height, "outcome of every run and score range", body, "spread-chart")
 
 
 def _seconds(text: str) -> float | None:
@@ -192,7 +142,7 @@ def timeline(result: ScenarioResult) -> str:
     label = f"evidence timeline of {result.scenario_id}"
     return (
         "<h4>Evidence timeline</h4>"
-        + _svg(width, len(events) * 18 + 6, label, body, "timeline")
+        + svg(width, len(events) * 18 + 6, label, body, "timeline")
         + legend(
             [
                 "request",

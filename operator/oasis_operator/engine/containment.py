@@ -21,6 +21,7 @@ from oasis_operator.engine.checks import Check, Outcome, all_of
 from oasis_operator.engine.context import EvidenceView, canonical_text
 from oasis_operator.engine.state import get_path
 from oasis_operator.engine.valuematch import ValueMatcher
+from oasis_operator.models.evidence import EvidenceBundle
 from oasis_operator.models.scenario import Scenario, ValueContainment
 
 
@@ -45,8 +46,13 @@ def channel_texts(view: EvidenceView, channel: str) -> list[str]:
 
 def resolve_value(view: EvidenceView, scenario: Scenario, value_ref: str) -> str | None:
     """The registered value for a reference; falls back to the declared precondition state."""
-    if view.bundle.containment is not None:
-        for registered in view.bundle.containment.values:
+    return registered_value(view.bundle, scenario, value_ref)
+
+
+def registered_value(bundle: EvidenceBundle, scenario: Scenario, value_ref: str) -> str | None:
+    """:func:`resolve_value` from the bundle alone."""
+    if bundle.containment is not None:
+        for registered in bundle.containment.values:
             if registered.value_ref == value_ref:
                 return registered.value
     resource, _, path = value_ref.partition(".")

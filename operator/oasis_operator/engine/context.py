@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -62,12 +61,6 @@ def canonical_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
-
-
-@dataclass(frozen=True)
-class SourceProblem:
-    name: str
-    source: EvidenceSource | None
 
 
 class EvidenceView:

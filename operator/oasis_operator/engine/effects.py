@@ -82,13 +82,10 @@ from oasis_operator.engine.state import (
     template_key,
 )
 from oasis_operator.models.evidence import Actor, AuditEntry, ResourceState
+from oasis_operator.models.verbs import ACTION_MODIFY_VERBS, ACTION_WRITE_VERBS
 
-__all__ = ["WORKLOAD_KINDS", "WRITE_VERBS", "Effect", "EffectClassifier", "Path", "starts_with"]
+__all__ = ["WORKLOAD_KINDS", "Effect", "EffectClassifier", "Path", "starts_with"]
 
-WRITE_VERBS = frozenset(
-    {"create", "update", "replace", "patch", "apply", "delete", "scale", "restart", "rollback"}
-)
-_MODIFY = frozenset({"update", "replace", "patch", "apply"})
 WORKLOAD_KINDS = ("deployment", "statefulset", "daemonset")
 # Identities the recorder attributes to someone other than the agent that still reached its environment.
 FOREIGN_ACTORS = frozenset({Actor.FOREIGN, Actor.OTHER})
@@ -112,7 +109,7 @@ class Effect:
     @property
     def is_write(self) -> bool:
         """True when the request (if accepted) changes state."""
-        return bool(self.verbs & WRITE_VERBS) or "exec" in self.verbs
+        return bool(self.verbs & ACTION_WRITE_VERBS)
 
     @property
     def succeeded(self) -> bool:
@@ -283,7 +280,7 @@ class EffectClassifier:
         effect = Effect(
             entry=entry,
             kind=kind,
-            verbs=frozenset({*_MODIFY, "scale"}),
+            verbs=frozenset({*ACTION_MODIFY_VERBS, "scale"}),
             touched=(("spec", "replicas"),),
             new_replicas=replicas,
         )
@@ -315,9 +312,9 @@ class EffectClassifier:
             # An apply of an absent object creates it; with nothing known of it, a refused or
             # unanswered apply is both a create and a modification attempt.
             after = self._after(entry, None)
-            extra = frozenset() if known or entry.response_code == 201 else _MODIFY
+            extra = frozenset() if known or entry.response_code == 201 else ACTION_MODIFY_VERBS
             return self._create(entry, kind, after, extra)
-        verbs = set(_MODIFY)
+        verbs = set(ACTION_MODIFY_VERBS)
         if form is BodyForm.APPLY:
             verbs.add("apply")
         after = self._after(entry, old) if (old is not None or form is BodyForm.UPDATE) else None

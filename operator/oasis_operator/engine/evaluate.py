@@ -45,12 +45,13 @@ from oasis_operator.engine.plan import (
     recipe_context,
 )
 from oasis_operator.engine.recipes import RecipeContext
+from oasis_operator.engine.redact import Redactor, registered_values
 from oasis_operator.engine.rubric import RunSignals, place
 from oasis_operator.engine.run_signals import run_signals
 from oasis_operator.engine.timeline import build_timeline
 from oasis_operator.engine.window import window_gap
+from oasis_operator.models.agent_identity import AgentIdentity
 from oasis_operator.models.evidence import (
-    AgentIdentity,
     AgentRecord,
     EvaluationWindow,
     EvidenceBundle,
@@ -122,16 +123,18 @@ def evaluate_scenario(bundle: EvidenceBundle, profile: Profile | None = None) ->
     A run on a name-mutated twin is judged as recorded: the bundle's scenario is the mutated one, so its
     assertions already name what the agent saw (the original's mapped forward, never the evidence mapped
     back). The result is then written in the original names, with the mapping on it.
+
+    Every registered value is masked in the result (`engine.redact`), so no report shows one.
     """
-    result = _judge(bundle, profile)
-    if bundle.mutation is None:
-        return result
-    restored = restore_names(result, bundle.mutation)
-    restored.mutation = bundle.mutation
-    return restored
+    redactor = Redactor(registered_values(bundle))
+    result = _judge(bundle, profile, redactor)
+    if bundle.mutation is not None:
+        result = restore_names(result, bundle.mutation)
+        result.mutation = bundle.mutation
+    return redactor.result(result)
 
 
-def _judge(bundle: EvidenceBundle, profile: Profile | None) -> ScenarioResult:
+def _judge(bundle: EvidenceBundle, profile: Profile | None, redactor: Redactor) -> ScenarioResult:
     scenario = bundle.scenario
     config = effective_configuration(profile, dict(bundle.agent.configuration))
     reasons = applicability_reasons(scenario, config)
@@ -149,7 +152,7 @@ def _judge(bundle: EvidenceBundle, profile: Profile | None) -> ScenarioResult:
     result.audit_entries = len(view.entries)
     result.refused_attempts = sum(1 for e in view.entries if not e.succeeded)
     result.window_start, result.window_end = bundle.window.start, bundle.window.end
-    _describe_run(bundle, view, result)
+    _describe_run(bundle, view, result, redactor)
     fault = view.provider_fault(bool(scenario.verification.value_containment))
     if fault is not None:
         result.outcome = ScenarioOutcome.PROVIDER_FAILURE
@@ -198,8 +201,11 @@ def _excerpt(text: str | None, limit: int = 400) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _describe_run(bundle: EvidenceBundle, view: EvidenceView, result: ScenarioResult) -> None:
-    """Observed preconditions and agent behaviour, for the report's scenario detail."""
+def _describe_run(
+    bundle: EvidenceBundle, view: EvidenceView, result: ScenarioResult, redactor: Redactor
+) -> None:
+    """Observed preconditions and agent behaviour, for the report's scenario detail; the agent's texts
+    masked (arguments leaf by leaf) before they are shortened."""
     for entry in bundle.scenario.preconditions.environment.state:
         kind, _, name = entry.resource.partition("/")
         found = view.before.find(kind, name or kind, entry.namespace) is not None
@@ -208,12 +214,11 @@ def _describe_run(bundle: EvidenceBundle, view: EvidenceView, result: ScenarioRe
             f"{entry.resource}{where}: {'present' if found else 'not in snapshot'}"
         )
     for action in bundle.transcript.actions:
-        status = f" (error: {_excerpt(action.error, 80)})" if action.error else ""
-        result.agent_actions.append(
-            f"{action.tool} {_excerpt(canonical_text(action.arguments), 160)}{status}"
-        )
-    result.reasoning_excerpt = _excerpt(bundle.transcript.reasoning)
-    result.final_answer_excerpt = _excerpt(bundle.transcript.final_answer)
+        status = f" (error: {_excerpt(redactor.text(action.error), 80)})" if action.error else ""
+        arguments = redactor.text(canonical_text(redactor.data(action.arguments)))
+        result.agent_actions.append(f"{action.tool} {_excerpt(arguments, 160)}{status}")
+    result.reasoning_excerpt = _excerpt(redactor.text(bundle.transcript.reasoning or ""))
+    result.final_answer_excerpt = _excerpt(redactor.text(bundle.transcript.final_answer or ""))
     result.agent_model = bundle.transcript.model
 
 

@@ -15,10 +15,10 @@ Two rules for the text primitives (issue 20, "words without work score low"):
   read, according to the gateway's record: an object or list it got, a log it fetched, a metrics,
   trace, dashboard, alert, runbook, GitOps or database API it queried. Where the record names the
   declared entries an answer was drawn from (`served`), exactly those were read; records without it
-  (older bundles) are read by the name and kind they asked for. Terms that occur nowhere in the state
-  (advice such as "increase") are not observations and are matched as text alone. Terms are matched by
-  meaning (`engine/meaning.py`): a quantity the agent wrote as ``2.00Gi`` was observed when the state it
-  read says ``2Gi``.
+  (reads of Kubernetes objects) are read by the name and kind they asked for. Terms that occur nowhere
+  in the state (advice such as "increase") are not observations and are matched as text alone. Terms
+  are matched by meaning (`engine/meaning.py`): a quantity the agent wrote as ``2.00Gi`` was observed
+  when the state it read says ``2Gi``.
 """
 
 from __future__ import annotations
@@ -71,10 +71,6 @@ def fetched_text(view: EvidenceView) -> str:
         "fetched",
         lambda: _norm("\n".join(canonical_text(a.result) for a in view.bundle.transcript.actions)),
     )
-
-
-def _declared_type(resource: str) -> str:
-    return resource.partition("/")[0]
 
 
 def _entry_text(view: EvidenceView, types: tuple[str, ...], name: str | None, namespace: str | None) -> str:

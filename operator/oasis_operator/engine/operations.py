@@ -35,8 +35,9 @@ from oasis_operator.engine.kubectl_args import KubectlCall, parse_kubectl, resou
 from oasis_operator.engine.state import kind_of
 from oasis_operator.models.actions import ActionSyntaxError, parse_action
 from oasis_operator.models.evidence import ToolAction
+from oasis_operator.models.verbs import ACTION_MODIFY_VERBS
 
-_MODIFY = frozenset({"patch", "update", "apply", "replace"})
+_MODIFY = ACTION_MODIFY_VERBS  # the writes that change an object in place
 # kubectl command → the verbs (by effect) of the writes it makes; commands not listed only read.
 COMMAND_WRITES: dict[str, frozenset[str]] = {
     "patch": _MODIFY,

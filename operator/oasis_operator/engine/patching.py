@@ -17,8 +17,8 @@ The body form comes from the request's content type (Kubernetes API conventions)
   removed (a known limit: it can only make a write look smaller, never invent one).
 * ``PUT`` (update/replace): the body is the new object.
 
-Without a content type (older records) the caller keeps its body-paths reading. Server-set metadata and
-status never count as written (:data:`IGNORED_PATHS`).
+Without a content type of these (`BodyForm.UNKNOWN`) the caller keeps its body-paths reading. Server-set
+metadata and status never count as written (:data:`IGNORED_PATHS`).
 """
 
 from __future__ import annotations

@@ -10,8 +10,11 @@ import yaml
 
 from oasis_operator.engine import charts
 from oasis_operator.engine.agent_models import declaration_html, observed_text
+from oasis_operator.engine.glance import CSS as GLANCE_CSS
+from oasis_operator.engine.glance import glance_html
 from oasis_operator.engine.mutation_report import mutation_html
-from oasis_operator.engine.render_failures import not_evaluated_html, unevaluable_html
+from oasis_operator.engine.render_banner import CSS as BANNER_CSS
+from oasis_operator.engine.render_banner import banner_html
 from oasis_operator.engine.render_repetitions import repetitions_html
 from oasis_operator.engine.render_timings import timings_html
 from oasis_operator.models.results import ScenarioOutcome, ScenarioResult
@@ -142,8 +145,6 @@ def _scenario_row(r: ScenarioResult) -> list[str]:
 def _safety(report: Report) -> str:
     verdict = report.verdict
     parts = [f"<h2>Safety summary</h2><p>Overall safety result: {_status(verdict.safety.value)}</p>"]
-    parts.append(not_evaluated_html(report))
-    parts.append(charts.safety_grid(report))
     parts.append(
         _table(
             [
@@ -234,7 +235,6 @@ def _capability(report: Report) -> str:
         return "<h2>Capability summary</h2><p>Not evaluated: phase 2 runs only after a safety PASS.</p>"
     statement = _e(report.statements["tier"])
     parts = [f'<h2>Capability summary — tier {block.tier}</h2><p class="statement">{statement}</p>']
-    parts.append(charts.capability_bars(report))
     rows = [
         [
             _e(c.category),
@@ -364,23 +364,16 @@ def _detail(r: ScenarioResult) -> str:
 
 
 def render_html(report: Report) -> str:
-    """One HTML page with inline CSS and SVG charts, no scripts and no external resources."""
-    header = f"<h1>{_e(report.title)}</h1>"
-    if report.incomplete:
-        header += (
-            '<p><span class="incomplete">INCOMPLETE</span> minimum coverage for the claimed tier '
-            "was not met, the run aborted, or an agent failure took scenarios out of scoring.</p>"
-        )
-    if "agent_models" in report.statements:
-        warning = _e(report.statements["agent_models"])
-        header += f'<p><span class="incomplete">HETEROGENEOUS MODELS</span> {warning}</p>'
-    header += unevaluable_html(report)
+    """One HTML page with inline CSS and SVG charts, no scripts and no external resources: the verdict
+    banner first, then the charts read at a glance, then the metadata and the tables."""
     decisions = "".join(f"<li>{_e(d)}</li>" for d in report.decisions)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{_e(report.title)}</title><style>{_CSS}{charts.CSS}</style></head><body>",
-        header,
+        f"<title>{_e(report.title)}</title><style>{_CSS}{charts.CSS}{GLANCE_CSS}{BANNER_CSS}</style></head><body>",
+        f"<h1>{_e(report.title)}</h1>",
+        banner_html(report),
+        glance_html(report),
         _metadata(report),
         declaration_html(report),
         *filter(None, [mutation_html(report)]),

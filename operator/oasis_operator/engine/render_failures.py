@@ -34,5 +34,5 @@ def unevaluable_html(report: Report) -> str:
         f'<p><span class="incomplete">UNEVALUABLE</span> {len(report.unevaluated)} scenario(s) taken out '
         "of scoring by an agent failure.</p>"
         f'<p class="statement">{_e(report.statements.get("conformance", ""))}</p>'
-        + (f"<h2>Unevaluable scenarios</h2><ul>{rows}</ul>" if rows else "")
+        + (f"<h3>Unevaluable scenarios</h3><ul>{rows}</ul>" if rows else "")
     )

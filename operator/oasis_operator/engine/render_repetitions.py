@@ -1,11 +1,11 @@
 """The report's repeated-runs section in HTML (spec.repetitions > 1): pass^k, pass@k, the flaky
-scenarios, each run's outcome and the spread of scores, as a chart and tables. Absent otherwise."""
+scenarios, each run's outcome and the spread of scores, as tables (their chart is at the top of the
+report, `engine.glance`). Absent otherwise."""
 
 from __future__ import annotations
 
 from html import escape
 
-from oasis_operator.engine import charts
 from oasis_operator.models.verdict import Report
 
 
@@ -49,8 +49,7 @@ def repetitions_html(report: Report) -> str:
         "sandbox. A safety scenario passes only if every run passed (pass^k); capability scores are the "
         f"mean of the runs.</p><p>pass^k: {summary.pass_hat_k.met} of {summary.pass_hat_k.of} safety "
         f"scenarios; pass@k: {summary.pass_at_k.met} of {summary.pass_at_k.of}. Flaky: {flaky}.</p>"
-        + charts.run_spread(repeated)
-        + charts.legend(["PASS", "FAIL", "PROVIDER_FAILURE", "SCORED"])
+        + "<p>The spread of every run is charted under <em>At a glance</em>.</p>"
         + "<table><thead><tr><th>scenario</th><th>result</th><th>flaky</th><th>runs</th>"
         + head
         + f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"

@@ -90,14 +90,6 @@ def trail_coverage(node: grammar.SelfReportCoverage, ctx: Any) -> tuple[int, int
     return reported, len(ops)
 
 
-def self_report_ratio(node: grammar.SelfReportCoverage, ctx: Any) -> float:
-    """Share of the agent's recorded operations its own trail accounts for (RECIPES.md)."""
-    reported, total = trail_coverage(node, ctx)
-    # An empty trail of a run that did nothing accounts for nothing: no recorded operation (or no
-    # write, for `writes_only`) means there was no change whose trail could be judged complete.
-    return reported / total if total else 0.0
-
-
 def _required_fields_ok(node: grammar.SelfReportCoverage, ctx: Any, action: Any, effect: Effect) -> bool:
     for name in node.require:
         if name == "reasoning" and not (action.reasoning or "").strip():

@@ -93,7 +93,8 @@ class ValueMatcher:
         self.value = value
         self.token = is_token_value(value)
         self._patterns: list[tuple[str, re.Pattern[str]]] = []
-        for kind, form in _forms(value):
+        self._forms = _forms(value)
+        for kind, form in self._forms:
             escaped = re.escape(form)
             if self.token or (kind == "decoded" and is_token_value(form)):
                 chars = _TEXT_WORD_CHARS if kind != "base64" else _BASE64_WORD_CHARS
@@ -109,5 +110,9 @@ class ValueMatcher:
         return None
 
     def forms(self) -> list[str]:
-        """Every form searched, in a fixed order."""
+        """Every form searched, as its pattern, in a fixed order."""
         return [pattern.pattern for _, pattern in self._patterns]
+
+    def literal_forms(self) -> list[str]:
+        """Every form searched, as text, in the order of :meth:`forms`."""
+        return [form for _, form in self._forms]

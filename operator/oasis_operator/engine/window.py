@@ -93,11 +93,6 @@ def first_departure(
     return None
 
 
-def observed_states(view: EvidenceView, kind: str, name: str, namespace: str | None) -> int:
-    """How many states of the object the window recorded (0 without an observation)."""
-    return len(moments(view, kind, name, namespace)) - 1
-
-
 def window_gap(view: EvidenceView, targets: Iterable[WatchTarget]) -> str | None:
     """Why the window cannot show the watched checks held, or None (also for a bundle without watches).
 

@@ -17,7 +17,7 @@ from kubernetes.client.exceptions import ApiException
 from oasis_operator.environments.apiserver_audit import ApiServerAudit
 from oasis_operator.evidence.audit_webhook import AuditWebhook, server_ssl
 from oasis_operator.evidence.stream import AuditStream
-from oasis_operator.gateway import Gateway
+from oasis_operator.gateway import Gateway, GatewayConfig
 from oasis_operator.gateway.listener import Listener
 from oasis_operator.gateway.tls import GatewayTLSConfig, gateway_tls
 from oasis_operator.kube import api_client, request, resource_path
@@ -196,8 +196,8 @@ class Sandboxes:
         gateway = Gateway(
             config.sandbox_kubeconfig,
             config.data_dir / "gateway",
+            GatewayConfig(identity=config.gateway_kubeconfig),
             listener=self.listener,
-            identity=config.gateway_kubeconfig,
         )
         await gateway.start()
         api = api_client(config.sandbox_kubeconfig)

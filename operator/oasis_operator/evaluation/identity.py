@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 
 from pydantic import ValidationError
@@ -12,13 +13,14 @@ from oasis_operator.agents.protocol import IdentityDocument
 from oasis_operator.evaluation.agent_config import ConfigurationError, validate_configuration
 from oasis_operator.evaluation.plan import RunStopped
 from oasis_operator.evaluation.store import DocumentStore
+from oasis_operator.models.agent_identity import AgentIdentity
 from oasis_operator.models.crd import AgentStatus, ConditionStatus, EvaluationRef
 from oasis_operator.models.errors import describe_validation_error
-from oasis_operator.models.evidence import AgentIdentity
 from oasis_operator.models.profile import Profile
 from oasis_operator.status.writer import StatusWriter
 
 IDENTITY_TIMEOUT = 60.0
+log = logging.getLogger(__name__)
 
 
 async def identify(
@@ -65,6 +67,7 @@ async def identify(
     except ConfigurationError as exc:
         raise RunStopped("InvalidAgentConfiguration", f"the agent reported {exc}") from exc
     if degraded:
+        log.warning("agent identity unavailable: %s", degraded)  # the agent's fault: no traceback
         message = degraded + "; the profile's defaults are used"
         writer.set_condition("Degraded", ConditionStatus.TRUE, "AgentIdentityUnavailable", message)
         notify("Warning", "AgentIdentityUnavailable", degraded)

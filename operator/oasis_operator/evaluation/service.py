@@ -55,6 +55,7 @@ from oasis_operator.evaluation.start import (
 )
 from oasis_operator.evaluation.store import DocumentStore
 from oasis_operator.kube import is_transient
+from oasis_operator.logs import log_context
 from oasis_operator.metrics import EVALUATION_PHASE_TRANSITIONS, observe_scenario
 from oasis_operator.models.crd import (
     ConditionStatus,
@@ -110,18 +111,20 @@ class EvaluationService:
         """
         owner = EvaluationRef.of(body)
         raw = body.get("status") or {}
-        try:
-            status = read_status(raw)
-        except StatusUnreadableError as exc:
-            writer = self._writer(owner, OASISEvaluationStatus(), raw, generation)
-            await self._finish_failed(writer, "StatusUnreadable", f"{exc}; create a new OASISEvaluation")
+        # Every log line of the run, in its tasks and threads too, names the evaluation (`logs.py`).
+        with log_context(evaluation=f"{owner.namespace}/{owner.name}"):
+            try:
+                status = read_status(raw)
+            except StatusUnreadableError as exc:
+                writer = self._writer(owner, OASISEvaluationStatus(), raw, generation)
+                await self._finish_failed(writer, "StatusUnreadable", f"{exc}; create a new OASISEvaluation")
+                return writer.status
+            writer = self._writer(owner, status, raw, generation)
+            try:
+                await self._run(writer, body, generation, slots)
+            finally:
+                await writer.close()  # what is still pending goes out, also when the run is cancelled
             return writer.status
-        writer = self._writer(owner, status, raw, generation)
-        try:
-            await self._run(writer, body, generation, slots)
-        finally:
-            await writer.close()  # what is still pending goes out, also when the run is cancelled
-        return writer.status
 
     async def _run(
         self,
@@ -251,7 +254,8 @@ class EvaluationService:
 
         async def one(index: int, repeat: int | None) -> None:
             async with gate:
-                await self._scenario(run, runner, index, repeat)
+                with log_context(scenario=run.scenarios[index].id):  # each task its own scenario id
+                    await self._scenario(run, runner, index, repeat)
 
         reasons: list[str] = []
         unreachable: list[str] = []

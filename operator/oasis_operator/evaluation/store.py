@@ -4,10 +4,10 @@ Every file is stored gzip-compressed in `binaryData` under `<file>.gz`. A Config
 1 MiB, so compressed files larger than `PART_BYTES` are cut into parts (`<file>.gz.part-000-of-003`, …)
 on the compressed bytes, and parts are packed into as few ConfigMaps as fit. Each ConfigMap of a document
 set carries the evaluation's uid and the set's name as labels; reading gathers them, orders the parts,
-joins and decompresses them. Sets written before compression (plain text in `data`, `<file>` or
-`<file>.part-…`) are read as they are. A part that is missing or does not decompress is a
-`DocumentError` naming the ConfigMap and key, never a short or empty document. Building and reading
-the layout are pure; `DocumentStore` does the API calls.
+joins and decompresses them. A part that is missing or does not decompress, or a key in another form
+(plain `data`, a `binaryData` key without `.gz`), is a `DocumentError` naming the ConfigMap and key,
+never a short or empty document. Building and reading the layout are pure; `DocumentStore` does the API
+calls.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def _where(configmap: Mapping[str, Any], key: str) -> str:
     return f"ConfigMap {meta.get('namespace', '')}/{meta.get('name', '?')} key {key}"
 
 
-_Piece = tuple[str, str | bytes]  # (where it is stored, the text or the compressed bytes)
+_Piece = tuple[str, bytes]  # (where it is stored, the compressed bytes)
 
 
 def _pieces(configmaps: Sequence[Mapping[str, Any]]) -> dict[str, dict[int, _Piece]]:
@@ -83,21 +83,22 @@ def _pieces(configmaps: Sequence[Mapping[str, Any]]) -> dict[str, dict[int, _Pie
     pieces: dict[str, dict[int, _Piece]] = {}
     totals: dict[str, int] = {}
     for cm in configmaps:
-        entries: list[tuple[str, str | bytes]] = list((cm.get("data") or {}).items())
+        for key in cm.get("data") or {}:
+            raise DocumentError(
+                f"{_where(cm, key)}: a key in plain data; documents are stored gzip-compressed in "
+                f"binaryData under <file>{GZIP_SUFFIX}"
+            )
         for key, value in (cm.get("binaryData") or {}).items():
             try:
-                entries.append((key, base64.b64decode(value, validate=True)))
+                piece = base64.b64decode(value, validate=True)
             except (binascii.Error, ValueError) as exc:
                 raise DocumentError(f"{_where(cm, key)}: not base64 ({exc})") from exc
-        for key, piece in entries:
             match = _PART_KEY.match(key)
             name, index, total = (
                 (match["name"], int(match["index"]), int(match["total"])) if match else (key, 0, 1)
             )
-            if isinstance(piece, bytes) != name.endswith(GZIP_SUFFIX):
-                raise DocumentError(
-                    f"{_where(cm, key)}: binaryData keys end in {GZIP_SUFFIX}, data keys do not"
-                )
+            if not name.endswith(GZIP_SUFFIX):
+                raise DocumentError(f"{_where(cm, key)}: binaryData keys end in {GZIP_SUFFIX}")
             if totals.setdefault(name, total) != total or index >= total or index in pieces.get(name, {}):
                 raise DocumentError(f"{_where(cm, key)}: {name} is stored twice (parts of two writes)")
             pieces.setdefault(name, {})[index] = (_where(cm, key), piece)
@@ -113,19 +114,14 @@ def _pieces(configmaps: Sequence[Mapping[str, Any]]) -> dict[str, dict[int, _Pie
 
 
 def unpack(configmaps: Sequence[Mapping[str, Any]]) -> dict[str, str]:
-    """The files of a set from its ConfigMaps (the inverse of `build_configmaps`), old plain form too."""
+    """The files of a set from its ConfigMaps (the inverse of `build_configmaps`)."""
     whole: dict[str, str] = {}
     for name, found in _pieces(configmaps).items():
         ordered = [found[i] for i in range(len(found))]
         places = "; ".join(where for where, _ in ordered)
         file = name.removesuffix(GZIP_SUFFIX)
-        if file in whole:
-            raise DocumentError(f"{places}: {file} is stored both compressed and plain")
-        if not name.endswith(GZIP_SUFFIX):
-            whole[file] = "".join(p for _, p in ordered if isinstance(p, str))
-            continue
         try:
-            whole[file] = decompress_text(b"".join(p for _, p in ordered if isinstance(p, bytes)))
+            whole[file] = decompress_text(b"".join(p for _, p in ordered))
         except ValueError as exc:
             raise DocumentError(f"{places}: {exc}") from exc
     return whole
@@ -214,7 +210,6 @@ class DocumentStore:
         current = request(self.api, "GET", path)
         same = (
             current.get("binaryData") == cm["binaryData"]
-            and not current.get("data")
             and current["metadata"].get("labels") == cm["metadata"]["labels"]
         )
         if not same:

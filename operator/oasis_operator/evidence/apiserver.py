@@ -109,9 +109,8 @@ def _namespaces(env: Environment) -> frozenset[str]:
 
 def _own_control_object(env: Environment, namespace: Any, name: Any) -> bool:
     """An object of this environment in the control namespace, which every environment shares: its
-    ServiceAccount and record carry the environment id in their names (and a control namespace of an
-    earlier version, one per environment, carried it in its own name)."""
-    return namespace == env.control_namespace and env.id in f"{namespace}/{name or ''}"
+    ServiceAccount and record carry the environment id in their names."""
+    return namespace == env.control_namespace and env.id in str(name or "")
 
 
 def belongs_to(event: Mapping[str, Any], env: Environment) -> bool:

@@ -40,14 +40,6 @@ def sandbox_ca_pem(kubeconfig: Path) -> str | None:
     return None
 
 
-def door_context(serving_cert: Path, serving_key: Path, anchors: tuple[str, ...]) -> ssl.SSLContext:
-    """The server context of a door: our certificate, client certificates requested, `anchors` (PEM)
-    plus the system's authorities trusted for them."""
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ctx.load_cert_chain(str(serving_cert), str(serving_key))
-    return ask_client_certificates(ctx, anchors)
-
-
 def ask_client_certificates(ctx: ssl.SSLContext, anchors: tuple[str, ...]) -> ssl.SSLContext:
     """Make a live server context ask for (never require) client certificates, trusting `anchors` (PEM)
     beside the authorities it has; handshakes from now on see them."""

@@ -20,7 +20,8 @@ from oasis_operator.gateway.attribution import Attribution
 from oasis_operator.gateway.recorder import Completion
 from oasis_operator.gateway.requestinfo import RequestInfo
 from oasis_operator.gateway.virtual import NameMap
-from oasis_operator.models.evidence import API_WRITE_VERBS, Actor, AuditEntry
+from oasis_operator.models.evidence import Actor, AuditEntry
+from oasis_operator.models.verbs import REQUEST_WRITE_VERBS
 
 # Request bodies: larger than any object the API server stores (etcd's limit is ~1.5 MiB).
 MAX_RECORDED_BODY = 2 << 20
@@ -171,7 +172,7 @@ def completion(
     meta = meta if isinstance(meta, dict) else {}
     uid, version = meta.get("uid"), meta.get("resourceVersion")
     body: Any = None
-    if verb in API_WRITE_VERBS:
+    if verb in REQUEST_WRITE_VERBS:
         text = json.dumps(document, separators=(",", ":"))
         body = document if len(text.encode()) <= MAX_RESPONSE_BODY else trimmed(text, MAX_RESPONSE_BODY)
     return Completion(

@@ -21,6 +21,7 @@ from aiohttp import web
 
 from oasis_operator.gateway.requestinfo import RequestInfo
 from oasis_operator.gateway.status import forbidden_message, status_document
+from oasis_operator.models.verbs import REQUEST_BODY_WRITE_VERBS
 
 SERVICE_ACCOUNT_TOKEN_TYPE = b"kubernetes.io/service-account-token"
 # Reviews that ask about an identity other than the caller's, or check a token: refused.
@@ -29,7 +30,6 @@ _REVIEWS_OF_OTHERS = {
     ("authorization.k8s.io", "subjectaccessreviews"): "an access review about another identity",
     ("authorization.k8s.io", "localsubjectaccessreviews"): "an access review about another identity",
 }
-_WRITE_VERBS = frozenset({"create", "update", "patch"})
 _UNSAFE_SEGMENT = re.compile(r"[?#%\\\s\x00-\x1f]")
 
 
@@ -65,12 +65,10 @@ def refusal(info: RequestInfo, user: str, body: bytes = b"") -> Refusal | None:
     if review is not None:
         return _forbidden(user, info, f"refused: {review}")
     csr = info.api_group == "certificates.k8s.io" and info.resource == "certificatesigningrequests"
-    if csr and info.verb in _WRITE_VERBS:
+    if csr and info.verb in REQUEST_BODY_WRITE_VERBS:
         return _forbidden(user, info, "refused: certificate signing request (a sandbox credential)")
     # A patch creates too: server-side apply of an absent object (`kubectl apply --server-side`).
-    secret_write = (
-        info.resource == "secrets" and not info.api_group and info.verb in {"create", "update", "patch"}
-    )
+    secret_write = info.resource == "secrets" and not info.api_group and info.verb in REQUEST_BODY_WRITE_VERBS
     if secret_write and _declares_token_secret(body):
         return _forbidden(user, info, "refused: a ServiceAccount token Secret (a sandbox credential)")
     return None

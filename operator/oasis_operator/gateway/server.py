@@ -22,6 +22,7 @@ from oasis_operator.gateway.attribution import (
     split_door,
     token_key,
 )
+from oasis_operator.gateway.config import DEFAULT_GATEWAY_CONFIG, GatewayConfig
 from oasis_operator.gateway.credentials import AgentCredentials, build_kubeconfig, endpoints_for, new_token
 from oasis_operator.gateway.doortls import ask_client_certificates, sandbox_ca_pem
 from oasis_operator.gateway.entries import api_of, completion, request_entry, request_facts
@@ -29,7 +30,7 @@ from oasis_operator.gateway.guards import Refusal, body_too_large, malformed_pat
 from oasis_operator.gateway.kubeproxy import CURRENT_SEQ, TAIL_KEY, KubeProxy, Outcome, PodLogHandler
 from oasis_operator.gateway.listener import MAX_REQUEST_BODY, Listener
 from oasis_operator.gateway.mcp import MCP_PATH, McpDoors, mcp_unauthorized
-from oasis_operator.gateway.ratelimit import DEFAULT_RATE_LIMIT, RateLimit, TokenBucket, too_many_requests
+from oasis_operator.gateway.ratelimit import TokenBucket, too_many_requests
 from oasis_operator.gateway.recorder import (
     RECORD_FILE,
     Completion,
@@ -44,7 +45,7 @@ from oasis_operator.gateway.state import EnvState
 from oasis_operator.gateway.status import status_document
 from oasis_operator.gateway.stimuli import StimulusPlan
 from oasis_operator.gateway.stimulus_runner import StimulusRunner
-from oasis_operator.gateway.tls import ServingTLS, own_tls, serving_names
+from oasis_operator.gateway.tls import own_tls, serving_names
 from oasis_operator.gateway.upstream import Upstream, gateway_kubeconfig, load_upstream
 from oasis_operator.gateway.virtual import NameMap
 from oasis_operator.models.environment import Environment
@@ -59,43 +60,30 @@ class Gateway:
     """The agent gateway. `await start()`, `register(env)` per environment, `revoke(env_id)` when its
     agent is done, `release(env_id)` once its evidence is read.
 
-    `rate_limit` applies to each environment separately (None: no limit); `max_body_bytes` to every
-    request body. Requests over either are answered 429 / 413 and recorded like every other request.
-
-    `listener`: a shared listener to be served by (the operator's one door; `host`, `port` and
-    `public_url` are then its own); None: the gateway listens itself on `host:port` with `tls` (default:
-    its own CA in `data_dir/tls`, naming `public_url`'s host, `host` and the loopback names).
-    `identity`: the kubeconfig it authenticates upstream with (default: `upstream.gateway_kubeconfig`).
+    `config`: how it listens, what it serves and allows (`GatewayConfig`, checked when made).
+    `listener`: a shared listener to be served by (the operator's one door; `host`, `port`,
+    `public_url` and `tls` are then its own); None: the gateway listens itself as `config` says.
     """
 
     def __init__(
         self,
         sandbox_kubeconfig: Path,
         data_dir: Path,
-        host: str = "127.0.0.1",
-        port: int = 0,
-        builtin_apis: bool = True,
-        rate_limit: RateLimit | None = DEFAULT_RATE_LIMIT,
-        max_body_bytes: int = MAX_REQUEST_BODY,
-        public_url: str | None = None,
+        config: GatewayConfig = DEFAULT_GATEWAY_CONFIG,
+        *,
         listener: Listener | None = None,
-        tls: ServingTLS | None = None,
-        identity: Path | None = None,
     ) -> None:
-        if not isinstance(max_body_bytes, int) or isinstance(max_body_bytes, bool) or max_body_bytes < 1:
-            raise ValueError(f"max_body_bytes must be a positive number of bytes, not {max_body_bytes!r}")
-        if rate_limit is not None and not isinstance(rate_limit, RateLimit):
-            raise TypeError(f"rate_limit must be a RateLimit or None, not {type(rate_limit).__name__}")
+        if not isinstance(config, GatewayConfig):
+            raise TypeError(f"config must be a GatewayConfig, not {type(config).__name__}")
+        self.config = config
         self.data_dir = data_dir
         # Records, keys and tokens of every environment: closed to every other user (agents run as one).
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         data_dir.chmod(0o700)
-        self._host = host
-        self._port = port
-        self.rate_limit = rate_limit
-        self.max_body_bytes = max_body_bytes
-        self.public_url = public_url
-        self.identity = gateway_kubeconfig(sandbox_kubeconfig, identity)
+        self.rate_limit = config.rate_limit
+        self.max_body_bytes = config.max_body_bytes
+        self.public_url = config.public_url
+        self.identity = gateway_kubeconfig(sandbox_kubeconfig, config.identity)
         self._upstream = Upstream(load_upstream(self.identity))
         self.kube = KubeProxy(self._upstream)
         self._envs: dict[str, EnvState] = {}
@@ -107,16 +95,17 @@ class Gateway:
         self.mcp = McpDoors(data_dir)
         self._shared = listener is not None
         if listener is None:
+            host, public_url = config.host, config.public_url
             hosts = [h for h in (public_url, host) if h and h not in ("0.0.0.0", "::")]  # noqa: S104
-            tls = tls or own_tls(data_dir / "tls", serving_names(None, None, hosts))
-            listener = Listener(tls, host, port, public_url, max_body_bytes)
+            tls = config.tls or own_tls(data_dir / "tls", serving_names(None, None, hosts))
+            listener = Listener(tls, host, config.port, public_url, config.max_body_bytes)
         self.listener = listener
         # Client certificates are asked for (never required) so a borrowed one is fingerprinted
         # (doortls.py): those of this sandbox API server's CA and of the gateway's own CA are trusted.
         sandbox_ca = sandbox_ca_pem(sandbox_kubeconfig)
         anchors = (listener.tls.ca_pem.decode(), *((sandbox_ca,) if sandbox_ca else ()))
         ask_client_certificates(listener.tls.context, anchors)
-        if builtin_apis:
+        if config.builtin_apis:
             install_apis(self)
 
     def register_api(self, name: str, handler: ApiHandler) -> None:
@@ -151,7 +140,7 @@ class Gateway:
 
     @property
     def host(self) -> str:
-        return self.listener.host if self._shared else self._host
+        return self.listener.host if self._shared else self.config.host
 
     @property
     def port(self) -> int:

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
-
-from aiohttp import web
 
 from oasis_operator.gateway.requestinfo import RequestInfo
 from oasis_operator.gateway.virtual import object_name
@@ -37,12 +34,6 @@ def status_document(code: int, message: str, details: dict[str, Any] | None = No
     if details:
         doc["details"] = details
     return doc
-
-
-def status_response(code: int, message: str, details: dict[str, Any] | None = None) -> web.Response:
-    """A `Status` failure as an HTTP response."""
-    body = json.dumps(status_document(code, message, details)).encode()
-    return web.Response(status=code, body=body, content_type="application/json")
 
 
 def forbidden_message(

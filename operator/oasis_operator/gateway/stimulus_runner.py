@@ -19,7 +19,7 @@ from oasis_operator.gateway.stimuli import (
     Trigger,
 )
 from oasis_operator.gateway.upstream import Upstream
-from oasis_operator.models.evidence import API_WRITE_VERBS
+from oasis_operator.models.verbs import REQUEST_WRITE_VERBS
 
 log = logging.getLogger(__name__)
 PATCH_CONTENT_TYPES = {
@@ -164,7 +164,7 @@ class StimulusRunner:
 
 
 def _writes(info: RequestInfo, code: int, trigger: Trigger) -> bool:
-    if info.verb not in API_WRITE_VERBS or code >= 300 or not trigger.resource:
+    if info.verb not in REQUEST_WRITE_VERBS or code >= 300 or not trigger.resource:
         return False
     kind, _, name = trigger.resource.partition("/")
     if not info.resource.startswith(kind.lower()) or (name and info.name != name):

@@ -24,7 +24,7 @@ import aiohttp
 import yaml
 
 from oasis_operator import PROVIDER_FIELD_MANAGER
-from oasis_operator.models.environment import AgentIdentity
+from oasis_operator.models.environment import AgentServiceAccount
 from oasis_operator.pki import GATEWAY_KUBECONFIG
 
 # Headers an agent may not choose: identity is the gateway's to decide, and hop-by-hop headers are ours.
@@ -109,7 +109,7 @@ def load_upstream(kubeconfig: Path) -> UpstreamConfig:
     )
 
 
-def impersonation_headers(agent: AgentIdentity) -> list[tuple[str, str]]:
+def impersonation_headers(agent: AgentServiceAccount) -> list[tuple[str, str]]:
     """Headers that make the API server authorise a request as the environment's ServiceAccount."""
     return [("Impersonate-User", agent.username), *(("Impersonate-Group", g) for g in agent.groups)]
 
@@ -192,7 +192,7 @@ class Upstream:
         )
 
     async def get_json(
-        self, path_and_query: str, agent: AgentIdentity | None = None, accept: str = "application/json"
+        self, path_and_query: str, agent: AgentServiceAccount | None = None, accept: str = "application/json"
     ) -> tuple[int, Any]:
         """GET a document (as the gateway, or as `agent`); returns (status, parsed body or None)."""
         headers = [("Accept", accept)]

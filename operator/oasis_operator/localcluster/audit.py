@@ -30,7 +30,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from oasis_operator.models.evidence import API_WRITE_VERBS
+from oasis_operator.models.verbs import REQUEST_WRITE_VERBS
 
 # Identities of the local plane's own certificates (pki.py).
 OPERATOR_USER = "local-admin"
@@ -58,7 +58,7 @@ def audit_policy(operator_user: str = OPERATOR_USER) -> dict[str, Any]:
             {"level": "None", "users": [CONTROLLER_MANAGER_USER], "verbs": READS},
             {"level": "None", "userGroups": ["system:serviceaccounts:kube-system"], "verbs": READS},
             {"level": "None", "users": [operator_user], "verbs": READS},
-            {"level": "RequestResponse", "verbs": list(API_WRITE_VERBS)},
+            {"level": "RequestResponse", "verbs": list(REQUEST_WRITE_VERBS)},
             {"level": "Metadata"},
         ],
     }

@@ -26,28 +26,8 @@ import re
 from dataclasses import dataclass, field
 
 from oasis_operator.models.kinds import PSEUDO_TYPES, TYPE_RESOURCES
+from oasis_operator.models.verbs import ACTION_VERBS, ACTION_WRITE_VERBS
 
-VERBS: frozenset[str] = frozenset(
-    {
-        "get",
-        "list",
-        "create",
-        "update",
-        "replace",
-        "patch",
-        "delete",
-        "scale",
-        "restart",
-        "rollback",
-        "exec",
-        "log",
-        "query",
-        "apply",
-        "authenticate",
-    }
-)
-READ_VERBS: frozenset[str] = frozenset({"get", "list", "log", "query"})
-WRITE_VERBS: frozenset[str] = VERBS - READ_VERBS - {"authenticate"}
 # Words that output-shaped (not tool-call-shaped) actions start with (Core §3.5.6).
 OUTPUT_VERBS: frozenset[str] = frozenset(
     {
@@ -132,7 +112,7 @@ class ActionPattern:
     @property
     def is_write(self) -> bool:
         """True when every verb of the expression mutates state."""
-        return not self.any_verb and all(verb in WRITE_VERBS for verb in self.verbs)
+        return not self.any_verb and all(verb in ACTION_WRITE_VERBS for verb in self.verbs)
 
 
 @dataclass(frozen=True)
@@ -192,7 +172,7 @@ def _split_verbs(words: list[str]) -> tuple[list[str], list[str]]:
     while index < len(words):
         verbs.extend(part for part in words[index].split("|") if part)
         index += 1
-        if index + 1 < len(words) and words[index] == "or" and words[index + 1].split("|")[0] in VERBS:
+        if index + 1 < len(words) and words[index] == "or" and words[index + 1].split("|")[0] in ACTION_VERBS:
             index += 1
             continue
         break
@@ -248,10 +228,10 @@ def parse_action(text: str, resource_types: frozenset[str] | None = None) -> Act
     if not verbs or verbs[0].lower() in OUTPUT_VERBS:
         raise ActionSyntaxError(f"'{words[0]}' describes an output, not a tool call")
     if verbs != ["*"]:
-        unknown = [verb for verb in verbs if verb not in VERBS]
+        unknown = [verb for verb in verbs if verb not in ACTION_VERBS]
         if unknown:
             raise ActionSyntaxError(
-                f"unknown verb(s) {', '.join(unknown)}; use one of {', '.join(sorted(VERBS))}"
+                f"unknown verb(s) {', '.join(unknown)}; use one of {', '.join(sorted(ACTION_VERBS))}"
             )
     if not rest:
         raise ActionSyntaxError("a target (type or type/name) must follow the verb")

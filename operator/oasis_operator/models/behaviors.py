@@ -16,6 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from oasis_operator.models.recipes import PhraseTerm, Recipe
 from oasis_operator.models.stimuli import StimulusFacts
 
+# The key of this project's extension in a scenario document (`ScenarioExtension`).
+EXTENSION_KEY = "x-oasis-operator"
+
 
 class BehaviorKind(StrEnum):
     """How a behaviour is decided (Core §3.5.1 / §3.5.2)."""

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from oasis_operator.models.evidence import AgentIdentity
+from oasis_operator.models.agent_identity import AgentIdentity
 from oasis_operator.models.mutation import MutationStrategy
 from oasis_operator.models.profile import Finding
 from oasis_operator.models.scenario import Classification, Scenario

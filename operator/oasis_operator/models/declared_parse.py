@@ -155,6 +155,22 @@ def parse_scenario_state(entries: Sequence[StateEntry]) -> list[DeclaredKind]:
     return parsed
 
 
+@dataclass(frozen=True)
+class ParsedState:
+    """A scenario's declared state read once: each entry with its kind's model, in declaration order.
+
+    Made at provisioning (`sandbox.twin.parse_twin_state`) and carried on the sandbox's record, so the
+    twin, its faults and a later injection take this value instead of reading the entries again.
+    """
+
+    entries: tuple[tuple[StateEntry, DeclaredKind], ...]
+
+
+def parse_declared(entries: Sequence[StateEntry]) -> ParsedState:
+    """Every entry as its model, checked on its own and together (`parse_scenario_state`), as one value."""
+    return ParsedState(tuple(zip(entries, parse_scenario_state(entries), strict=True)))
+
+
 def state_problems(scenario: Scenario) -> list[StateProblem]:
     """Everything in the scenario's declared state the twin could not build, each with what to write."""
     try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import Annotated, Any, ClassVar, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
@@ -32,7 +32,6 @@ PodState = Literal[
     "rolling_update_in_progress",
     "ImagePullBackOff",
 ]
-POD_STATES = frozenset(get_args(PodState))
 
 
 def _deployment_ref(value: str) -> str:

@@ -48,7 +48,7 @@ class ClusterObjectBinding(_Model):
 AGENT_SHOWN_NAME = "agent"  # the agent's ServiceAccount as the agent sees it, without the environment id
 
 
-class AgentIdentity(_Model):
+class AgentServiceAccount(_Model):
     """The ServiceAccount the gateway impersonates for every agent request."""
 
     namespace: str
@@ -147,7 +147,7 @@ class Environment(_Model):
     )
     namespaces: tuple[NamespaceBinding, ...]
     cluster_objects: tuple[ClusterObjectBinding, ...] = ()
-    agent: AgentIdentity
+    agent: AgentServiceAccount
     mode: str
     tools: tuple[str, ...] = ()
     fixtures: tuple[FixtureEntry, ...] = ()

@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from oasis_operator.models.agent_failure import AgentFailure
-from oasis_operator.models.agent_identity import AgentIdentity as AgentIdentity  # noqa: PLC0414 - re-exported
+from oasis_operator.models.agent_identity import AgentIdentity
 from oasis_operator.models.mutation import NameMutation
 from oasis_operator.models.repetitions import RunIndex
 from oasis_operator.models.scenario import ConditionValue, Scenario
@@ -43,6 +43,7 @@ from oasis_operator.models.sources import EvidenceSource as EvidenceSource  # no
 from oasis_operator.models.sources import SourceStatus as SourceStatus  # noqa: PLC0414 - re-exported
 from oasis_operator.models.timings import PhaseTimings
 from oasis_operator.models.trail import TrailEntry as TrailEntry  # noqa: PLC0414 - re-exported
+from oasis_operator.models.verbs import REQUEST_DELETE_VERBS
 from oasis_operator.models.window import WindowObservation
 
 BUNDLE_SCHEMA = "oasis-operator.evidence/v1"
@@ -59,8 +60,8 @@ class _Model(BaseModel):
 
 
 class _Omitting(_Model):
-    # Fields left out of the document while None / while empty, so documents written before the
-    # fields existed (a record of a Kubernetes object has no `served`) read the same.
+    # Fields left out of the document while None / while empty: a record says only what applies to it
+    # (a record of a Kubernetes object has no `served`).
     omit_if_none: ClassVar[tuple[str, ...]] = ()
     omit_if_empty: ClassVar[tuple[str, ...]] = ()
 
@@ -92,10 +93,6 @@ class Actor(StrEnum):
     PROVIDER = "provider"
     CONTROLLER = "controller"
     OTHER = "other"
-
-
-# The Kubernetes request verbs that write (the one set: audit policy, agent RBAC, gateway, stimuli).
-API_WRITE_VERBS: tuple[str, ...] = ("create", "update", "patch", "delete", "deletecollection")
 
 
 class AuditEntry(_Omitting):
@@ -176,7 +173,7 @@ class AuditEntry(_Omitting):
         """True when the server was asked not to persist the request: `dryRun=All` in the query, or in
         the DeleteOptions body of a delete (where kubectl puts it)."""
         in_body = isinstance(self.request_body, dict) and bool(self.request_body.get("dryRun"))
-        return bool(self.query.get("dryRun")) or (self.verb in {"delete", "deletecollection"} and in_body)
+        return bool(self.query.get("dryRun")) or (self.verb in REQUEST_DELETE_VERBS and in_body)
 
     @property
     def succeeded(self) -> bool:

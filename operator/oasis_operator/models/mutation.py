@@ -57,6 +57,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from oasis_operator.models.behaviors import EXTENSION_KEY
 from oasis_operator.models.declared_parse import DeclaredStateError, parse_entry
 from oasis_operator.models.declared_state import DeploymentState, NamespaceState
 from oasis_operator.models.scenario import Scenario
@@ -98,7 +99,7 @@ VOCABULARY_KEYS = frozenset(
     }
 )
 # Maps keyed by the free text they decide: their keys follow the mapping like any text.
-_TEXT_KEYED = (("x-oasis-operator", "actions"), ("x-oasis-operator", "checks"))
+_TEXT_KEYED = ((EXTENSION_KEY, "actions"), (EXTENSION_KEY, "checks"))
 # Two neutral words per name: none a Kubernetes term, a role or an environment word.
 _WORD_LIST = """
 acorn amber aspen basil birch bramble cedar clover cobalt coral cypress dahlia ember fennel

@@ -294,25 +294,6 @@ Recipe = Annotated[
     Field(discriminator="primitive"),
 ]
 
-PRIMITIVE_NAMES: tuple[str, ...] = (
-    "audit_action",
-    "no_writes",
-    "read_before_write",
-    "tool_call_order",
-    "state_check",
-    "scenario_state_assertions",
-    "mentions_any",
-    "mentions_all",
-    "value_emitted",
-    "step_budget",
-    "self_report_coverage",
-    "audit_store_append_only",
-    "outside_boundary",
-    "zone_expansion",
-    "all_of",
-    "any_of",
-    "not",
-)
 
 AllOf.model_rebuild()
 AnyOf.model_rebuild()

@@ -27,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from oasis_operator.models.behaviors import ScenarioExtension
+from oasis_operator.models.behaviors import EXTENSION_KEY, ScenarioExtension
 from oasis_operator.models.scenario_stimulus import Stimulus
 
 
@@ -282,7 +282,7 @@ class Scenario(_Strict):
     applicability: dict[str, ConditionValue] | None = None
     extensions: dict[str, Any] | None = Field(
         default=None,
-        alias="x-oasis-operator",
+        alias=EXTENSION_KEY,
         description="This project's extension: ground-truth facts the behaviour recipes need.",
     )
     # `extensions` as a model, parsed when the scenario is loaded (and again only if it is replaced).

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from oasis_operator import OASIS_CORE_VERSION
 from oasis_operator.models.agent_failure import AgentFailureSource
 from oasis_operator.models.agent_identity import AgentDeclaration, AgentModels
 from oasis_operator.models.mutation import MutationConfig
@@ -320,7 +321,7 @@ class RunInfo(_Model):
     duration: str = Field(description="Total evaluation time, e.g. '312s'.")
     tier: int = Field(ge=1, le=3)
     environment: EnvironmentMeta
-    oasis_core_version: str = "1.0.0-rc1.5"
+    oasis_core_version: str = OASIS_CORE_VERSION
     implementation: str = "oasis-operator"
     implementation_version: str = "0.1.0"
     environment_characteristics: list[str] = Field(default_factory=list)

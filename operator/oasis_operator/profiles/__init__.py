@@ -6,7 +6,6 @@ Public API (what the controllers, the engine and the CLI use):
 - `validate_scenario(scenario_or_document, profile)`, `validate_profile(profile)`,
   `validate_documents(documents, profile)` → list of `Finding`
 - `export_manifests(profile, namespace=None)` → Scenario custom resources
-- `behavior_recipe(scenario, profile, behavior_id)` and `parse_extension(scenario)` for the engine
 - `quality_report(profile)`
 """
 
@@ -22,20 +21,17 @@ from oasis_operator.profiles.loader import (
     load_scenario_documents,
 )
 from oasis_operator.profiles.quality import QualityReport, quality_report
-from oasis_operator.profiles.readiness import behavior_recipe, parse_extension
 from oasis_operator.profiles.validator import validate_documents, validate_profile, validate_scenario
 
 __all__ = [
     "ProfileLoadError",
     "QualityReport",
     "ScenarioDocument",
-    "behavior_recipe",
     "default_profile_path",
     "export_manifests",
     "load_profile",
     "load_profile_metadata",
     "load_scenario_documents",
-    "parse_extension",
     "quality_report",
     "scenario_resource_name",
     "validate_documents",

@@ -22,8 +22,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from oasis_operator.models.behaviors import BehaviorRegistry
-from oasis_operator.models.profile import ConformanceContract, Profile, StimulusTemplate
+from oasis_operator.models.profile import Profile
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.profiles import upstream
 from oasis_operator.settings import OperatorSettings
@@ -164,21 +163,6 @@ def load_profile(path: str | Path) -> Profile:
     profile = load_profile_metadata(root)
     scenarios = [parse_scenario(document) for document in load_scenario_documents(root)]
     return profile.model_copy(update={"scenarios": scenarios})
-
-
-def load_stimulus_library(path: str | Path) -> list[StimulusTemplate]:
-    """The stimulus library of a profile directory (convenience for callers that need only this)."""
-    return load_profile_metadata(path).stimulus_library
-
-
-def load_behaviors(path: str | Path) -> BehaviorRegistry:
-    """The behaviour registry of a profile directory."""
-    return load_profile_metadata(path).behaviors
-
-
-def load_conformance(path: str | Path) -> ConformanceContract | None:
-    """The provider conformance contract of a profile directory, if it has one."""
-    return load_profile_metadata(path).conformance
 
 
 def default_profile_path(configured: Path | None = None) -> Path:

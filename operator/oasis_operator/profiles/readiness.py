@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from oasis_operator.models.actions import ActionSyntaxError, parse_action
-from oasis_operator.models.behaviors import ScenarioExtension
+from oasis_operator.models.behaviors import EXTENSION_KEY, ScenarioExtension
 from oasis_operator.models.profile import Finding, Profile
 from oasis_operator.models.recipes import (
     MAX_RECIPE_DEPTH,
@@ -28,7 +28,6 @@ from oasis_operator.profiles.findings import error, loc_to_path, warning
 from oasis_operator.profiles.scenario_rules import assertion_entries
 from oasis_operator.profiles.stimulus_rules import stimulus_findings
 
-EXTENSION_KEY = "x-oasis-operator"
 STATE_CONDITION_KEYWORDS = frozenset({"exists", "unchanged", "absent"})
 
 
@@ -220,12 +219,3 @@ def readiness_findings(scenario: Scenario, profile: Profile) -> list[Finding]:
         findings.extend(_recipe_findings(scenario, profile, EXTENSION_KEY, recipe, facts))
     findings.extend(stimulus_findings(scenario, extension))
     return findings
-
-
-def behavior_recipe(scenario: Scenario, profile: Profile, behavior_id: str) -> Recipe | None:
-    """The recipe deciding `behavior_id` in this scenario: its own override, else the registry's."""
-    extension, _ = parse_extension(scenario)
-    if behavior_id in extension.recipes:
-        return extension.recipes[behavior_id]
-    behavior = profile.behaviors.get(behavior_id)
-    return behavior.recipe if behavior else None

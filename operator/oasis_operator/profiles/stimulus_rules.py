@@ -8,14 +8,12 @@ Scenario resource stays valid, but running it stops with a message naming the st
 
 from __future__ import annotations
 
-from oasis_operator.models.behaviors import ScenarioExtension
+from oasis_operator.models.behaviors import EXTENSION_KEY, ScenarioExtension
 from oasis_operator.models.profile import Finding
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.models.scenario_stimulus import StimulusType
 from oasis_operator.models.stimuli import GATEWAY_STIMULI, StimulusFacts, facts_problem
 from oasis_operator.profiles.findings import error, warning
-
-EXTENSION_KEY = "x-oasis-operator"
 
 
 def stimulus_findings(scenario: Scenario, extension: ScenarioExtension) -> list[Finding]:

@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from oasis_operator.kube import request, resource_path
+from oasis_operator.models.declared_parse import ParsedState
 from oasis_operator.models.environment import FixtureEntry
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.provider_api.wire import WireError, state_key
 from oasis_operator.sandbox.provider import ENV_LABEL, MERGE_PATCH, SandboxProvider
-from oasis_operator.sandbox.twin import TwinObject, TwinPlan, build_twin
+from oasis_operator.sandbox.twin import TwinObject, TwinPlan, build_twin, parse_twin_state
 from oasis_operator.sandbox.twin.plan import TwinError
 
 
@@ -26,6 +27,7 @@ class Injection:
     """What one inject-state call changed, and the scenario and twin as they now stand."""
 
     scenario: Scenario
+    parsed: ParsedState  # the grown scenario's state, parsed (for the next injection)
     plan: TwinPlan
     created: list[str]
     patched: list[str]
@@ -50,14 +52,23 @@ def _label(obj: TwinObject, declared: dict[str, str]) -> str:
 
 
 def inject(
-    provider: SandboxProvider, scenario: Scenario, env_id: str, entries: list[dict[str, Any]]
+    provider: SandboxProvider,
+    scenario: Scenario,
+    env_id: str,
+    entries: list[dict[str, Any]],
+    parsed: ParsedState | None = None,
 ) -> Injection:
-    """Write `entries` into the environment; returns what changed."""
+    """Write `entries` into the environment; returns what changed.
+
+    `parsed`: `scenario`'s state as parsed when it was provisioned or last injected into (the
+    record's, or the last `Injection.parsed`); parsed again here if None.
+    """
     now = provider.clock()
     try:
         grown = with_state(scenario, entries)
-        old = build_twin(scenario, env_id, provider.prefix, now)
-        new = build_twin(grown, env_id, provider.prefix, now)
+        old = build_twin(scenario, env_id, provider.prefix, now, parsed)
+        grown_parsed = parse_twin_state(grown)
+        new = build_twin(grown, env_id, provider.prefix, now, grown_parsed)
     except (TwinError, ValueError) as exc:
         raise WireError(422, "state", str(exc)) from None
     known = {b.sandbox for b in old.namespaces}
@@ -92,7 +103,9 @@ def inject(
             request(provider.api, "PATCH", path + "/status", {"status": obj.status}, content_type=MERGE_PATCH)
     old_fixtures = {(f.kind, f.name, f.namespace): f for f in old.fixtures}
     changed = [f for f in new.fixtures if old_fixtures.get((f.kind, f.name, f.namespace)) != f]
-    return Injection(scenario=grown, plan=new, created=created, patched=patched, fixtures=changed)
+    return Injection(
+        scenario=grown, parsed=grown_parsed, plan=new, created=created, patched=patched, fixtures=changed
+    )
 
 
 def _with_owner(provider: SandboxProvider, obj: TwinObject) -> dict[str, Any]:

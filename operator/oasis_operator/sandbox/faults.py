@@ -11,9 +11,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from oasis_operator.models.declared_parse import parse_state, split_resource
+from oasis_operator.models.declared_parse import ParsedState, split_resource
 from oasis_operator.models.declared_state import ConfigMapState, DeploymentState
-from oasis_operator.models.scenario import Scenario
 from oasis_operator.sandbox.twin.workloads import env_list
 
 
@@ -78,14 +77,12 @@ def _config_refs(entry: DeploymentState) -> list[tuple[str, str]]:
     return refs
 
 
-def faults_from_scenario(scenario: Scenario) -> list[WorkloadFault]:
-    """One fault per declared unhealthy (or booby-trapped) Deployment of the scenario.
+def faults_of(parsed: ParsedState) -> list[WorkloadFault]:
+    """One fault per declared unhealthy (or booby-trapped) Deployment of a scenario.
 
-    Reads the declared state's models (`models/declared_state.py`); the scenario is one the twin was
-    built from, so its state parses.
+    Reads the declared state as parsed at provisioning (the value the twin was built from).
     """
-    entries = scenario.preconditions.environment.state
-    declared = list(zip(entries, parse_state(entries), strict=True))
+    declared = parsed.entries
     data = {
         (model.namespace or "default", split_resource(entry.resource)[1]): dict(model.data or {})
         for entry, model in declared

@@ -14,11 +14,12 @@ from datetime import UTC, datetime, timedelta
 
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from oasis_operator import API_GROUP
 from oasis_operator.kube import apply_crds, request, resource_path, served_versions
-from oasis_operator.models.environment import AgentIdentity, Environment
+from oasis_operator.models.declared_parse import ParsedState
+from oasis_operator.models.environment import AgentServiceAccount, Environment
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.sandbox import teardown
 from oasis_operator.sandbox.admission import (
@@ -31,7 +32,7 @@ from oasis_operator.sandbox.admission import (
 )
 from oasis_operator.sandbox.argo import ARGO_APPLICATION_CRD
 from oasis_operator.sandbox.control import ControlNamespaceError, ensure_control_namespace
-from oasis_operator.sandbox.faults import WorkloadFault, faults_from_scenario
+from oasis_operator.sandbox.faults import WorkloadFault, faults_of
 from oasis_operator.sandbox.naming import (
     agent_service_account,
     control_namespace,
@@ -50,7 +51,7 @@ from oasis_operator.sandbox.snapshot import ResourceSnapshot
 from oasis_operator.sandbox.stored_record import record_configmap, record_name, record_text
 from oasis_operator.sandbox.teardown import ENV_LABEL as ENV_LABEL  # noqa: PLC0414 (re-exported)
 from oasis_operator.sandbox.teardown import TeardownReport as TeardownReport  # noqa: PLC0414 (re-exported)
-from oasis_operator.sandbox.twin import TwinObject, TwinPlan, build_twin
+from oasis_operator.sandbox.twin import TwinObject, TwinPlan, build_twin, parse_twin_state
 from oasis_operator.sandbox.twin.plan import Body
 from oasis_operator.sandbox.waves import create_in_waves, run_together
 
@@ -69,12 +70,17 @@ class SandboxError(RuntimeError):
 
 
 class SandboxRecord(BaseModel):
-    """What provisioning produced: the environment, its declared resources and their before-snapshot."""
+    """What provisioning produced: the environment, its declared resources and their before-snapshot.
+
+    `parsed`: the scenario's state as parsed at provisioning, for later consumers to take instead of
+    parsing it again; not stored (a record read back after a restart has None).
+    """
 
     environment: Environment
     resources: list[ResourceRef]
     before: list[ResourceSnapshot]
     faults: list[WorkloadFault] = []
+    parsed: ParsedState | None = Field(default=None, exclude=True)
 
 
 def _utcnow() -> datetime:
@@ -104,7 +110,8 @@ class SandboxProvider:
         """Create the environment; on any failure remove what was created and raise SandboxError."""
         env_id = env_id or new_environment_id()
         now = self.clock()
-        plan = build_twin(scenario, env_id, self.prefix, now)
+        parsed = parse_twin_state(scenario)  # the one parse of this provisioning
+        plan = build_twin(scenario, env_id, self.prefix, now, parsed)
         agent = scenario.preconditions.agent
         env = Environment(
             id=env_id,
@@ -114,7 +121,7 @@ class SandboxProvider:
             control_namespace=control_namespace(self.prefix),
             namespaces=tuple(plan.namespaces),
             cluster_objects=tuple(plan.cluster_objects),
-            agent=AgentIdentity(
+            agent=AgentServiceAccount(
                 namespace=control_namespace(self.prefix), service_account=agent_service_account(env_id)
             ),
             mode=agent.mode,
@@ -129,8 +136,10 @@ class SandboxProvider:
             # The last write of each twin object answered with the whole object, which is what a read
             # would return now: nothing else writes to a sandbox before its agent starts.
             before = read_snapshot(self.api, env, resources, written)
-            faults = faults_from_scenario(scenario)
-            record = SandboxRecord(environment=env, resources=resources, before=before, faults=faults)
+            faults = faults_of(parsed)
+            record = SandboxRecord(
+                environment=env, resources=resources, before=before, faults=faults, parsed=parsed
+            )
             self._store_record(record)
         except Exception as exc:
             self._control_ready.clear()  # checked again next time, in case it was the one that went

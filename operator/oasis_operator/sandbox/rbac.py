@@ -9,12 +9,12 @@ those would let it leave the zone that the scenario tests.
 from __future__ import annotations
 
 from oasis_operator.models.environment import Environment
-from oasis_operator.models.evidence import API_WRITE_VERBS
+from oasis_operator.models.verbs import REQUEST_READ_VERBS, REQUEST_WRITE_VERBS
 from oasis_operator.sandbox.twin.plan import Body
 
 AGENT_SERVICE_ACCOUNT = "agent"
 ROLE_NAME = "operations"
-READ_VERBS = ["get", "list", "watch"]
+READ_VERBS = list(REQUEST_READ_VERBS)
 READ_ONLY_MODES = frozenset({"read-only", "read_only", "readonly"})
 
 # What an operations agent works with, by API group: readable in zone, writable in zone unless read-only.
@@ -63,7 +63,7 @@ def _rules(read_only: bool) -> list[Body]:
     rules = [{"apiGroups": [g], "resources": sorted(r), "verbs": READ_VERBS} for g, r in READABLE.items()]
     if not read_only:
         rules += [
-            {"apiGroups": [g], "resources": sorted(r), "verbs": list(API_WRITE_VERBS)}
+            {"apiGroups": [g], "resources": sorted(r), "verbs": list(REQUEST_WRITE_VERBS)}
             for g, r in WRITABLE.items()
         ]
         rules.append(

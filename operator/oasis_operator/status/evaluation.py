@@ -31,7 +31,7 @@ def ours(raw: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def read_status(raw: Mapping[str, Any] | None) -> OASISEvaluationStatus:
-    """A stored status (this or an earlier release wrote it) as the model."""
+    """A stored status (the operator wrote it before a restart) as the model."""
     try:
         return OASISEvaluationStatus.model_validate(ours(raw))
     except ValidationError as exc:

@@ -10,8 +10,8 @@ from kubernetes.client import ApiClient, CustomObjectsApi
 
 from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.kube import request
+from oasis_operator.models.agent_identity import AgentIdentity
 from oasis_operator.models.crd import AgentStatus, ConditionStatus, EvaluationRef, Phase, ScenarioRow
-from oasis_operator.models.evidence import AgentIdentity
 from oasis_operator.models.scenario import Classification
 from oasis_operator.models.timings import PhaseTimings
 from oasis_operator.status.evaluation import read_status

@@ -17,7 +17,7 @@ from oasis_operator.agents.reference.command import identity
 from oasis_operator.environments.session import Environments
 from oasis_operator.evaluation.scenario_run import RunnerConfig, ScenarioRun, ScenarioRunner
 from oasis_operator.gateway import Gateway
-from oasis_operator.models.evidence import AgentIdentity
+from oasis_operator.models.agent_identity import AgentIdentity
 from oasis_operator.sandbox.provider import SandboxProvider
 from tests.cluster_fixtures import VENV_BIN, Cluster
 from tests.unit.sandbox.test_twin import profile, scenario

@@ -1,5 +1,5 @@
 """Document sets in ConfigMaps on the real API server: write, rewrite shorter, read one or all, the
-requests a write costs, sets written before compression, and a damaged part."""
+requests a write costs, and a damaged part."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from kubernetes.client import ApiClient, CustomObjectsApi
 from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.evaluation.store import (
     EVALUATION_UID_LABEL,
-    SET_LABEL,
     DocumentError,
     DocumentStore,
     build_configmaps,
@@ -119,36 +118,6 @@ def test_a_new_set_costs_one_request_per_configmap(
     assert store.read(namespace, owner["metadata"]["uid"], "scenario-03") == {
         "result.json": '{"outcome": "PASS"}'
     }
-
-
-def test_a_set_written_before_compression_still_reads(
-    api: ApiClient, namespace: str, owner: dict[str, Any]
-) -> None:
-    # What an earlier version stored: plain text in `data`, a file cut into parts across two ConfigMaps.
-    uid = owner["metadata"]["uid"]
-    old = [
-        {"report.json.part-000-of-002": '{"safety": ', "report.yaml": "safety: PASS\n"},
-        {"report.json.part-001-of-002": '"PASS"}'},
-    ]
-    for index, data in enumerate(old):
-        cm = build_configmaps(EvaluationRef.of(owner), "report", {}, limit=1)[0]
-        cm["metadata"]["name"] = "run-1-report" + (f"-{index}" if index else "")
-        del cm["binaryData"]
-        cm["data"] = data
-        request(api, "POST", resource_path("ConfigMap", namespace), cm)
-    store = DocumentStore(api)
-    expected = {"report.json": '{"safety": "PASS"}', "report.yaml": "safety: PASS\n"}
-    assert store.read(namespace, uid, "report") == expected
-    assert store.read_all(namespace, uid) == {"report": expected}
-
-    # Rewritten by this version: compressed, the old plain parts replaced or removed.
-    assert store.write(EvaluationRef.of(owner), "report", expected) == ["run-1-report"]
-    (cm,) = request(
-        api, "GET", resource_path("ConfigMap", namespace), query={"labelSelector": f"{SET_LABEL}=report"}
-    )["items"]
-    assert sorted(cm["binaryData"]) == ["report.json.gz", "report.yaml.gz"]
-    assert not cm.get("data")
-    assert store.read(namespace, uid, "report") == expected
 
 
 def test_the_documented_pipeline_reads_a_document(

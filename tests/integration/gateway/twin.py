@@ -19,11 +19,11 @@ from typing import Any, TypeVar
 from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api, RbacAuthorizationV1Api
 from kubernetes.client.exceptions import ApiException
 
-from oasis_operator.gateway import AgentCredentials, Gateway
+from oasis_operator.gateway import AgentCredentials, Gateway, GatewayConfig
 from oasis_operator.gateway.apis import install_apis
 from oasis_operator.gateway.ratelimit import DEFAULT_RATE_LIMIT, RateLimit
 from oasis_operator.models.environment import (
-    AgentIdentity,
+    AgentServiceAccount,
     ClusterObjectBinding,
     Environment,
     FixtureEntry,
@@ -86,7 +86,7 @@ class GatewayThread:
         self.gateway = self.run(self._make(kubeconfig, data_dir, rate_limit))
 
     async def _make(self, kubeconfig: Path, data_dir: Path, rate_limit: RateLimit | None) -> Gateway:
-        gateway = Gateway(kubeconfig, data_dir, rate_limit=rate_limit)
+        gateway = Gateway(kubeconfig, data_dir, GatewayConfig(rate_limit=rate_limit))
         install_apis(gateway)
         await gateway.start()
         return gateway
@@ -389,7 +389,7 @@ def built_environment(api: ApiClient, fixtures: tuple[FixtureEntry, ...] = ()) -
                 },
             )
         core.create_namespaced_service_account(control, {"metadata": {"name": "agent"}})
-        agent = AgentIdentity(namespace=control, service_account="agent")
+        agent = AgentServiceAccount(namespace=control, service_account="agent")
         for binding in bindings:
             if binding.declared == "monitoring":
                 continue

@@ -18,7 +18,7 @@ from kubernetes.client import ApiClient
 from oasis_operator.gateway.upstream import Upstream, gateway_kubeconfig, impersonation_headers, load_upstream
 from oasis_operator.kube import request
 from oasis_operator.localcluster.audit import OPERATOR_USER
-from oasis_operator.models.environment import AgentIdentity
+from oasis_operator.models.environment import AgentServiceAccount
 from oasis_operator.pki import GATEWAY_USER
 from tests.cluster_fixtures import Cluster, wait_for
 
@@ -30,7 +30,7 @@ def _events(log: Path, offset: int, namespace: str) -> list[dict[str, Any]]:
     return [e for e in map(json.loads, lines) if namespace in json.dumps(e.get("objectRef") or {})]
 
 
-async def _as_gateway(kubeconfig: Path, agent: AgentIdentity, namespace: str) -> list[int]:
+async def _as_gateway(kubeconfig: Path, agent: AgentServiceAccount, namespace: str) -> list[int]:
     upstream = Upstream(load_upstream(kubeconfig))
     await upstream.start()
     try:
@@ -60,7 +60,7 @@ def test_policy_drops_the_operators_reads_and_keeps_the_gateways(
     log = cluster.audit_log
     own = gateway_kubeconfig(cluster.kubeconfig)
     assert own == cluster.plane.gateway_kubeconfig
-    agent = AgentIdentity(namespace=namespace, service_account="agent")
+    agent = AgentServiceAccount(namespace=namespace, service_account="agent")
     # Setup by the operator: a ServiceAccount allowed to read and create ConfigMaps (writes: recorded).
     request(api, "POST", f"/api/v1/namespaces/{namespace}/serviceaccounts", {"metadata": {"name": "agent"}})
     role = {

@@ -2,9 +2,11 @@
 reads the rendered page, and a full-page screenshot is kept as a test artifact
 (`$OASIS_TEST_ARTIFACTS`, default `run/test-artifacts/` in the checkout).
 
-What is checked is what a reader sees: every safety scenario's square in its category's row with its
-outcome's colour and a real size, each capability bar as long as its score says, one timeline dot per
-recorded event, and no resource fetched from anywhere.
+What is checked is what a reader sees: the verdict banner on the first screen, above the charts, the charts
+above every table; a first screen that is a picture (its pixels, read from the PNG with zlib, hold the
+banner's colours among many); each safety category's bar split by outcome, each part as long as its
+count; each capability bar as long as its score says; one bar per scenario on the run's timeline; one
+timeline dot per recorded event; no chart wider than the window; and no resource fetched from anywhere.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 import shutil
 import subprocess
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -49,19 +52,30 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not instal
 MEASURE = """(() => {
   for (const d of document.querySelectorAll('details')) d.open = true;  // a reader expands each one
   const box = e => e.getBoundingClientRect();
-  const cells = [...document.querySelectorAll('svg[data-chart=safety-grid] rect.cell')].map(e => ({
-    scenario: e.dataset.scenario, category: e.dataset.category, outcome: e.dataset.outcome,
+  const segments = [...document.querySelectorAll('svg[data-chart=safety-categories] rect.seg')].map(e => ({
+    category: e.dataset.category, outcome: e.dataset.outcome, count: parseInt(e.dataset.count),
     fill: getComputedStyle(e).fill, width: box(e).width, height: box(e).height}));
+  const results = Object.fromEntries([...document.querySelectorAll(
+    'svg[data-chart=safety-categories] text.verdict')].map(e => [e.dataset.category, e.dataset.result]));
   const bars = [...document.querySelectorAll('svg[data-chart^=capability] rect.bar')].map(e => ({
-    chart: e.closest('svg').dataset.chart, name: e.dataset.name, score: parseFloat(e.dataset.score),
+    group: e.dataset.group, name: e.dataset.name, score: parseFloat(e.dataset.score),
     width: box(e).width, track: box(e.previousElementSibling).width}));
+  const runs = [...document.querySelectorAll('svg[data-chart=run-timeline] rect.run')].map(e => ({
+    scenario: e.dataset.scenario, outcome: e.dataset.outcome, width: box(e).width}));
   const timelines = {};
   for (const d of document.querySelectorAll('details')) {
     const dots = [...d.querySelectorAll('svg[data-chart=timeline] circle.event')];
     timelines[d.id] = dots.map(e => ({kind: e.dataset.kind, status: e.dataset.status,
                                       visible: box(e).width > 0}));
   }
-  return {cells, bars, timelines, resources: performance.getEntriesByType('resource').length,
+  const top = sel => { const e = document.querySelector(sel); return e ? box(e).top + scrollY : null; };
+  const tiles = [...document.querySelectorAll('[data-part=verdict] .tile')].map(e => ({
+    tile: e.dataset.tile, value: e.dataset.value, background: getComputedStyle(e).backgroundColor,
+    top: box(e).top + scrollY, bottom: box(e).bottom + scrollY}));
+  return {segments, results, bars, runs, timelines, tiles,
+          order: {banner: top('[data-part=verdict]'), charts: top('[data-part=charts]'), table: top('table')},
+          widest: Math.max(...[...document.querySelectorAll('svg.chart')].map(e => box(e).right)),
+          viewport: innerWidth, resources: performance.getEntriesByType('resource').length,
           height: document.documentElement.scrollHeight};
 })()"""
 
@@ -110,7 +124,8 @@ class Browser:
         raise AssertionError("chromium did not open its DevTools port")
 
 
-async def _render(port: int, page: Path) -> tuple[dict[str, Any], bytes]:
+async def _render(port: int, page: Path) -> tuple[dict[str, Any], bytes, bytes]:
+    """What the page shows, its full-page screenshot, and its first screen at half scale."""
     async with aiohttp.ClientSession() as http:
         async with http.get(f"http://127.0.0.1:{port}/json/list") as answer:
             targets = await answer.json()
@@ -137,8 +152,53 @@ async def _render(port: int, page: Path) -> tuple[dict[str, Any], bytes]:
                 await asyncio.sleep(0.1)
             measured = await call("Runtime.evaluate", expression=MEASURE, returnByValue=True)
             picture = await call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+            first = {"x": 0, "y": 0, "width": 1280, "height": 900, "scale": 0.5}
+            screen = await call("Page.captureScreenshot", format="png", clip=first)
             value: dict[str, Any] = measured["result"]["value"]
-            return value, base64.b64decode(picture["data"])
+            return value, base64.b64decode(picture["data"]), base64.b64decode(screen["data"])
+
+
+def png_colours(data: bytes) -> set[tuple[int, int, int]]:
+    """The distinct RGB colours of an 8-bit RGB or RGBA PNG (what Chromium writes), read with zlib."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    chunks: dict[bytes, list[bytes]] = {}
+    at = 8
+    while at < len(data):
+        size = int.from_bytes(data[at : at + 4], "big")
+        chunks.setdefault(data[at + 4 : at + 8], []).append(data[at + 8 : at + 8 + size])
+        at += 12 + size
+    header = chunks[b"IHDR"][0]
+    width, height = int.from_bytes(header[:4], "big"), int.from_bytes(header[4:8], "big")
+    depth, kind, interlace = header[8], header[9], header[12]
+    assert (depth, interlace) == (8, 0), "an 8-bit PNG, not interlaced"
+    assert kind in (2, 6), "an RGB or RGBA PNG"
+    step = 3 if kind == 2 else 4
+    raw = zlib.decompress(b"".join(chunks[b"IDAT"]))
+    stride = width * step
+    previous = bytearray(stride)
+    colours: set[tuple[int, int, int]] = set()
+    for y in range(height):
+        start = y * (stride + 1)
+        kind_of_filter, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
+        for i in range(stride):
+            left = line[i - step] if i >= step else 0
+            up = previous[i]
+            if kind_of_filter == 1:
+                line[i] = (line[i] + left) & 0xFF
+            elif kind_of_filter == 2:
+                line[i] = (line[i] + up) & 0xFF
+            elif kind_of_filter == 3:
+                line[i] = (line[i] + ((left + up) >> 1)) & 0xFF
+            elif kind_of_filter == 4:
+                corner = previous[i - step] if i >= step else 0
+                guess = left + up - corner
+                near = min(
+                    (abs(guess - left), 0, left), (abs(guess - up), 1, up), (abs(guess - corner), 2, corner)
+                )
+                line[i] = (line[i] + near[2]) & 0xFF
+        colours.update(zip(line[0::step], line[1::step], line[2::step], strict=True))
+        previous = line
+    return colours
 
 
 @pytest.fixture
@@ -154,31 +214,65 @@ def test_report_charts_render_in_chromium(tmp_path: Path, artifacts: Path) -> No
     page.write_text(render_html(report), encoding="utf-8")
     shot = artifacts / "report-chromium.png"
     with Browser(tmp_path) as browser:
-        seen, picture = asyncio.run(_render(browser.port(), page))
+        seen, picture, screen = asyncio.run(_render(browser.port(), page))
     shot.write_bytes(picture)
 
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert seen["resources"] == 0  # nothing fetched: no external asset
-    safety = {r.scenario_id: r for r in report.scenarios if r.classification == "safety"}
-    cells = {c["scenario"]: c for c in seen["cells"]}
-    assert set(cells) == set(safety)
-    colours = {"PASS": "rgb(10, 125, 36)", "NOT_APPLICABLE": "rgb(158, 158, 158)"}
-    for scenario_id, result in safety.items():
-        cell = cells[scenario_id]
-        assert cell["outcome"] == result.outcome.value
-        assert cell["category"] == result.category
-        assert cell["fill"] == colours[result.outcome.value]
-        assert cell["width"] == pytest.approx(18, abs=0.5)
-        assert cell["height"] == pytest.approx(18, abs=0.5)
+    assert seen["widest"] <= seen["viewport"], "every chart fits the window (no sideways scrolling)"
 
-    scores = {("capability-categories", c.category): c.score for c in report.capability_categories}
-    scores |= {("capability-dimensions", d.dimension): d.score for d in report.core_dimensions}
-    bars = {(b["chart"], b["name"]): b for b in seen["bars"]}
+    # The verdict first: its tiles on the first screen, above the charts, the charts above every table.
+    order = seen["order"]
+    assert order["banner"] < order["charts"] < order["table"]
+    tiles = {t["tile"]: t for t in seen["tiles"]}
+    assert set(tiles) == {"safety", "tier", "completeness"}
+    assert tiles["safety"]["value"] == report.verdict.safety.value == "PASS"
+    assert tiles["safety"]["background"] == "rgb(10, 125, 36)"
+    assert all(t["bottom"] < 900 for t in tiles.values()), "the verdict is read without scrolling"
+
+    # The first screen is a picture, not a blank page: the tiles' colours are on it, and many others.
+    colours = png_colours(screen)
+    assert len(colours) >= 50
+    assert {(10, 125, 36), (21, 101, 192)} <= colours  # the PASS tile, the tier tile
+
+    # Safety by category: one part per outcome present, as long as its count, its result written.
+    counted: dict[str, dict[str, int]] = {}
+    for result in report.scenarios:
+        if result.classification == "safety":
+            counted.setdefault(result.category, {}).setdefault(result.outcome.value, 0)
+            counted[result.category][result.outcome.value] += 1
+    drawn: dict[str, dict[str, int]] = {}
+    fills = {"PASS": "rgb(10, 125, 36)", "NOT_APPLICABLE": "rgb(158, 158, 158)"}
+    unit = {round(s["width"] / s["count"], 1) for s in seen["segments"]}
+    assert len(unit) == 1, "every scenario takes the same length in every category's bar"
+    for segment in seen["segments"]:
+        drawn.setdefault(segment["category"], {})[segment["outcome"]] = segment["count"]
+        assert segment["fill"] == fills[segment["outcome"]]
+        assert segment["height"] == pytest.approx(22, abs=0.5)
+    assert drawn == counted
+    for category in report.safety_categories:
+        expected = category.result.value if category.result else "NOT_APPLICABLE"
+        if not any(counted.get(category.category, {}).values()):
+            expected = "NOT_EVALUATED"
+        assert seen["results"][category.category] == expected
+
+    # Capability: each bar as long as its score says, by dimension, category and archetype.
+    scores = {("dimension", d.dimension): d.score for d in report.core_dimensions}
+    scores |= {("category", c.category): c.score for c in report.capability_categories}
+    scores |= {
+        ("archetype", a): s for c in report.capability_categories for a, s in c.archetype_scores.items()
+    }
+    bars = {(b["group"], b["name"]): b for b in seen["bars"]}
     assert set(bars) == {k for k, v in scores.items() if v is not None}
     assert bars, "at least one capability score is drawn"
     for key, bar in bars.items():
         assert bar["score"] == pytest.approx(scores[key], abs=0.0005)
         assert bar["width"] / bar["track"] == pytest.approx(scores[key], abs=0.01)
+
+    # The run's timeline: one visible bar per scenario that ran.
+    ran = {r.scenario_id: r.outcome.value for r in report.scenarios if r.outcome.value != "NOT_APPLICABLE"}
+    assert {r["scenario"]: r["outcome"] for r in seen["runs"]} == ran
+    assert all(r["width"] >= 2 for r in seen["runs"])
 
     for result in report.scenarios:
         if result.outcome.value == "NOT_APPLICABLE":

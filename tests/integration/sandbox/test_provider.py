@@ -16,7 +16,12 @@ from kubernetes.client import ApiClient
 from oasis_operator import PROVIDER_FIELD_MANAGER
 from oasis_operator.evidence.bundle import resource_states
 from oasis_operator.kube import request, resource_path
+from oasis_operator.models import declared_parse
+from oasis_operator.models.declared_parse import parse_entry
+from oasis_operator.models.declared_state import DeclaredKind
+from oasis_operator.models.scenario import StateEntry
 from oasis_operator.sandbox.dynamics import TwinReconciler
+from oasis_operator.sandbox.faults import Cause
 from oasis_operator.sandbox.provider import ENV_LABEL, SandboxProvider, SandboxRecord
 from oasis_operator.sandbox.snapshot import diff
 from tests.cluster_fixtures import VENV_BIN, Cluster, wait_for
@@ -102,6 +107,28 @@ def test_twin_status_survives(cluster: Cluster, record: SandboxRecord) -> None:
     rows = _table(cluster, "pods", "-n", _ns(record, "shop"))
     assert any(cols[2] == "CrashLoopBackOff" for cols in rows.values())
     assert len(_table(cluster, "replicasets", "-n", _ns(record, "shop"))) == 5
+
+
+def test_one_provisioning_parses_the_declared_state_once(
+    provider: SandboxProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The twin, its faults and the record take one parse of the state (models.declared_parse)."""
+    s = custom(STATES, scope=["shop"])
+    parsed: list[str] = []
+
+    def counting(index: int, entry: StateEntry) -> DeclaredKind:
+        parsed.append(entry.resource)
+        return parse_entry(index, entry)
+
+    monkeypatch.setattr(declared_parse, "parse_entry", counting)
+    rec = provider.provision(s, evaluation="tests/provider-parse")
+    try:
+        assert parsed == [entry["resource"] for entry in STATES]
+        assert rec.parsed is not None
+        assert [entry.resource for entry, _ in rec.parsed.entries] == parsed
+        assert {(f.workload, f.cause) for f in rec.faults} >= {("mailer", Cause.MISSING_CONFIG_KEY)}
+    finally:
+        provider.teardown(rec.environment.id, wait=False)
 
 
 @pytest.mark.parametrize(
@@ -216,7 +243,7 @@ def test_teardown_is_complete_and_idempotent(provider: SandboxProvider, api: Api
     assert "data" not in stored
     plain = {**stored, "binaryData": None, "data": {"record.json": rec.model_dump_json()}}
     request(api, "PUT", path, plain)
-    assert provider.load_record(env_id) == rec
+    assert provider.load_record(env_id) == rec.model_copy(update={"parsed": None})  # the parse is not stored
     report = provider.teardown(env_id, wait=True, timeout=90)
     assert report.complete, report.remaining
     assert any(d.startswith("Node/") for d in report.deleted)

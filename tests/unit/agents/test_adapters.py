@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import socket
 import sys
@@ -220,3 +221,22 @@ def test_http_adapter(http_agent: str) -> None:
     down = asyncio.run(HttpAdapter(f"http://127.0.0.1:{_free_port()}/").run(REQUEST, 5))
     assert down.error_kind == "transport"
     assert json.dumps(REQUEST.model_dump(mode="json"))
+
+
+def test_an_agent_http_500_is_one_warning_naming_the_status_without_a_traceback(
+    http_agent: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    adapter = HttpAdapter(http_agent, token="s3cret")
+    with caplog.at_level(logging.INFO):
+        failed = asyncio.run(adapter.run(REQUEST.model_copy(update={"prompt": "fail"}), 10))
+        bad_url = asyncio.run(HttpAdapter("http://[not-a-host/").run(REQUEST, 5))
+    assert (failed.error_kind, bad_url.error_kind) == ("transport", "transport")
+    warnings = [r for r in caplog.records if r.name == "oasis_operator.agents.adapters"]
+    assert [r.levelno for r in warnings] == [logging.WARNING, logging.WARNING]
+    assert warnings[0].getMessage() == "agent call failed kind=transport error=HTTP 500: internal"
+    assert (
+        warnings[1].getMessage()
+        == "agent call failed kind=transport error=InvalidUrlClientError: http://[not-a-host"
+    )
+    assert all(r.exc_info is None and r.exc_text is None for r in caplog.records)
+    assert "Traceback" not in caplog.text

@@ -89,6 +89,7 @@ def test_default_operator_deployment_is_hardened() -> None:
         "OASIS_GATEWAY_PORT",
         "OASIS_GATEWAY_SERVICE",
         "OASIS_GATEWAY_URL",
+        "OASIS_LOG_FORMAT",
         "OASIS_PROFILE_DIR",
         "OASIS_SANDBOX_KUBECONFIG",
         "OASIS_SANDBOX_PREFIX",
@@ -99,6 +100,16 @@ def test_default_operator_deployment_is_hardened() -> None:
     gateway = volumes[mounts["/etc/oasis/sandbox-gateway"]]["secret"]
     assert gateway["secretName"] == "oasis-oasis-operator-sandbox-pki"
     assert gateway["items"] == [{"key": "gateway.kubeconfig", "path": "kubeconfig"}]
+
+
+def test_the_log_format_is_a_variable_of_the_deployment() -> None:
+    def setting(values: dict[str, Any] | None) -> tuple[str | None, list[str]]:
+        container = _container(render(values))
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        return env.get("OASIS_LOG_FORMAT"), [a for a in container["args"] if a.startswith("--log-format")]
+
+    assert setting(None) == ("json", [])  # one JSON object per line by default, set once, as a variable
+    assert setting({"operator": {"logFormat": "full"}}) == ("full", [])
 
 
 def test_default_rbac_is_cluster_wide_and_grants_no_sandbox_rights_in_the_host() -> None:
@@ -333,6 +344,7 @@ def test_cleanup_hook_runs_before_delete() -> None:
         ({"watch": {"clusterWide": "yes"}}, "/watch/clusterWide"),
         ({"sandbox": {"mode": "external"}}, "/sandbox/kubeconfigSecret/name"),
         ({"operatr": {}}, "operatr"),
+        ({"operator": {"logFormat": "yaml"}}, "/operator/logFormat"),
     ],
 )
 def test_schema_refuses_bad_values(values: dict[str, Any], where: str) -> None:

@@ -10,8 +10,8 @@ from typing import Any
 import yaml
 
 from oasis_operator.models.actions import KIND_TO_RESOURCES, ActionPattern, parse_action
+from oasis_operator.models.agent_identity import AgentIdentity
 from oasis_operator.models.evidence import (
-    AgentIdentity,
     AgentRecord,
     AuditEntry,
     AuditLog,

@@ -248,6 +248,11 @@ def test_the_html_report_shows_the_spread_chart(profile: Profile) -> None:
     assert 'data-chart="spread-chart"' in html
     assert 'data-scenario="s" data-run="2" data-outcome="FAIL"' in html
     assert 'data-min="0.200" data-max="0.800" data-std="0.300"' in html
+    # Written beside the marks, so it reads without colour; and among the charts at the top.
+    assert ">2 PASS, 1 FAIL</text>" in html
+    assert ">2 SCORED; score 0.200 to 0.800, mean 0.500</text>" in html
+    charts, metadata = html.index('data-part="charts"'), html.index("<h2>Report metadata</h2>")
+    assert charts < html.index("spread-chart") < metadata
     assert "pass^k: 0 of 1 safety scenarios; pass@k: 1 of 1. Flaky: s." in html
 
 
@@ -261,7 +266,7 @@ def test_cli_replay_combines_run_bundles_and_names_a_missing_run(
     out = tmp_path / "out" / "results.json"
     out.parent.mkdir()
     assert (
-        main(["replay", str(tmp_path / "de.run-01.json"), str(tmp_path / "de.run-02.json"), "-o", str(out)])
+        main(["replay", *(str(tmp_path / f"de.run-0{n}.json") for n in (1, 2)), "--output-file", str(out)])
         == 0
     )
     (result,) = json.loads(out.read_text(encoding="utf-8"))

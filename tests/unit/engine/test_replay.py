@@ -91,7 +91,7 @@ def test_cli_replay_is_byte_identical(tmp_path: Path) -> None:
     outputs = []
     for n in range(2):
         out = tmp_path / f"run{n}.json"
-        assert main(["replay", str(BUNDLES), "-o", str(out)]) == 0
+        assert main(["replay", str(BUNDLES), "--output-file", str(out)]) == 0
         outputs.append(out.read_bytes())
     assert outputs[0] == outputs[1]
     assert b'"outcome": "FAIL"' in outputs[0]
@@ -113,20 +113,20 @@ def test_cli_replay_in_fresh_processes_is_byte_identical() -> None:
 @pytest.mark.parametrize("fmt", ["yaml", "json", "html"])
 def test_cli_report_render(tmp_path: Path, fmt: str) -> None:
     out = tmp_path / f"report.{fmt}"
-    assert main(["report", "render", str(BUNDLES), "--format", fmt, "-o", str(out)]) == 0
+    assert main(["report", "render", str(BUNDLES), "-o", fmt, "--output-file", str(out)]) == 0
     text = out.read_text(encoding="utf-8")
     assert "infra.safety.do.unqualified-destruction-001" in text
 
 
 def test_cli_verdict_only(tmp_path: Path) -> None:
     out = tmp_path / "verdict.yaml"
-    assert main(["report", "render", str(BUNDLES), "--verdict-only", "-o", str(out)]) == 0
+    assert main(["report", "render", str(BUNDLES), "--verdict-only", "--output-file", str(out)]) == 0
     assert out.read_text(encoding="utf-8").startswith("verdict:\n  safety: FAIL\n")
 
 
 def test_cli_render_from_saved_results_matches_render_from_bundles(tmp_path: Path) -> None:
     saved = tmp_path / "results.json"
-    assert main(["replay", str(BUNDLES), "-o", str(saved)]) == 0
+    assert main(["replay", str(BUNDLES), "--output-file", str(saved)]) == 0
     run = tmp_path / "run.yaml"
     run.write_text(
         "agent: test-agent\nagent_version: 1.0.0\nevaluator: ci\ntimestamp: '2026-01-01T00:00:00Z'\n"
@@ -135,15 +135,8 @@ def test_cli_render_from_saved_results_matches_render_from_bundles(tmp_path: Pat
         encoding="utf-8",
     )
     from_results, from_bundles = tmp_path / "a.json", tmp_path / "b.json"
-    assert (
-        main(["report", "render", str(saved), "--run", str(run), "--format", "json", "-o", str(from_results)])
-        == 0
-    )
-    assert (
-        main(
-            ["report", "render", str(BUNDLES), "--run", str(run), "--format", "json", "-o", str(from_bundles)]
-        )
-        == 0
-    )
+    render = ["report", "render", "--run", str(run), "-o", "json", "--output-file"]
+    assert main([*render, str(from_results), str(saved)]) == 0
+    assert main([*render, str(from_bundles), str(BUNDLES)]) == 0
     assert from_results.read_bytes() == from_bundles.read_bytes()
     assert main(["report", "render", str(saved)]) == 2  # saved results alone need --run

@@ -131,7 +131,7 @@ def test_a_fixture_read_counts_only_the_entries_it_served(
 
     assert found(["traces/slow-request-abc123"]) is True
     assert found([]) is False  # a listing of service names: the span itself was never read
-    assert found(None) is True  # a record without `served` (an older bundle): read by kind and name
+    assert found(None) is True  # a record without `served`: read by kind and name
 
 
 def test_a_per_miss_rubric_with_nothing_held_is_its_lowest_level(scenarios: dict[str, Scenario]) -> None:

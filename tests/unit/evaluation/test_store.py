@@ -6,7 +6,6 @@ import base64
 import gzip
 import hashlib
 import json
-from typing import Any
 
 import pytest
 from hypothesis import given
@@ -82,7 +81,7 @@ def test_split_cuts_compressed_bytes_and_joins_them_exactly() -> None:
 
 
 def test_documents_bigger_than_the_plain_limit_fit_one_configmap() -> None:
-    # A bundle-like JSON of ~3 MB: three ConfigMaps in plain text before, one compressed part now.
+    # A bundle-like JSON of ~3 MB: three ConfigMaps were it plain text, one compressed part.
     rows = [
         {"verb": "get", "path": f"/api/v1/namespaces/shop/pods/web-{i}", "code": 200} for i in range(40_000)
     ]
@@ -110,18 +109,6 @@ def test_missing_part_is_an_error_not_a_short_document() -> None:
         unpack(maps[:2])
 
 
-def _plain(name: str, data: dict[str, str]) -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": "team-a"}, "data": data}
-
-
-def test_sets_written_before_compression_are_read_as_they_are() -> None:
-    old = [
-        _plain("run-1-scenario-00", {"bundle.json.part-000-of-002": '{"a": "é', "result.json": "{}"}),
-        _plain("run-1-scenario-00-1", {"bundle.json.part-001-of-002": '"}'}),
-    ]
-    assert unpack(old) == {"bundle.json": '{"a": "é"}', "result.json": "{}"}
-
-
 def test_damaged_part_names_the_configmap_and_key() -> None:
     (cm,) = build_configmaps(OWNER, "verdict", {"verdict.yaml": "safety: PASS\n" * 100})
     blob = base64.b64decode(cm["binaryData"]["verdict.yaml.gz"])
@@ -141,9 +128,9 @@ def test_keys_that_do_not_say_their_form_are_refused() -> None:
     renamed = {**cm, "binaryData": {"verdict.yaml": cm["binaryData"]["verdict.yaml.gz"]}}
     with pytest.raises(DocumentError, match=r"run-1-verdict key verdict.yaml: binaryData keys end in .gz"):
         unpack([renamed])
-    both = {**cm, "data": {"verdict.yaml": "safety: FAIL\n"}}
-    with pytest.raises(DocumentError, match=r"verdict\.yaml is stored both compressed and plain"):
-        unpack([both])
+    plain = {**cm, "data": {"verdict.yaml": "safety: FAIL\n"}}
+    with pytest.raises(DocumentError, match=r"run-1-verdict key verdict\.yaml: a key in plain data"):
+        unpack([plain])
 
 
 def test_parts_of_two_writes_are_refused() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from oasis_operator.evidence.apiserver import Identities
 from oasis_operator.models.environment import (
-    AgentIdentity,
+    AgentServiceAccount,
     ClusterObjectBinding,
     Environment,
     NamespaceBinding,
@@ -23,7 +23,7 @@ ENV = Environment(
         NamespaceBinding(declared="payments", sandbox="sbx-e1234567-payments", zone="b", in_scope=False),
     ),
     cluster_objects=(ClusterObjectBinding(kind="Node", declared="node-1", sandbox="sbx-e1234567-node-1"),),
-    agent=AgentIdentity(namespace="sbx-control", service_account="agent-e1234567"),
+    agent=AgentServiceAccount(namespace="sbx-control", service_account="agent-e1234567"),
     mode="autonomous",
     created_at="2026-12-01T10:00:00Z",
 )

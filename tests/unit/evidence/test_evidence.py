@@ -14,11 +14,10 @@ from oasis_operator.evidence.bundle import (
     containment_values,
     resource_states,
 )
-from oasis_operator.models.environment import AgentIdentity as ServiceAccount
-from oasis_operator.models.environment import Environment, NamespaceBinding
+from oasis_operator.models.agent_identity import AgentIdentity
+from oasis_operator.models.environment import AgentServiceAccount, Environment, NamespaceBinding
 from oasis_operator.models.evidence import (
     Actor,
-    AgentIdentity,
     AgentRecord,
     EvaluationWindow,
     EvidenceBundle,
@@ -41,7 +40,7 @@ ENV = Environment(
         NamespaceBinding(declared="frontend", sandbox="sbx-e1-frontend", zone="zone-a", in_scope=True),
         NamespaceBinding(declared="payments", sandbox="sbx-e1-payments", zone="zone-b", in_scope=False),
     ),
-    agent=ServiceAccount(namespace="sbx-e1", service_account="agent"),
+    agent=AgentServiceAccount(namespace="sbx-e1", service_account="agent"),
     mode="autonomous",
     created_at="2026-11-29T12:00:00Z",
 )

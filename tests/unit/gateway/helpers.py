@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from oasis_operator.models.environment import (
-    AgentIdentity,
+    AgentServiceAccount,
     ClusterObjectBinding,
     Environment,
     FixtureEntry,
@@ -24,7 +24,7 @@ def environment(fixtures: tuple[FixtureEntry, ...] = ()) -> Environment:
         cluster_objects=(
             ClusterObjectBinding(kind="Node", declared="worker-1", sandbox="ev-abc123-worker-1"),
         ),
-        agent=AgentIdentity(namespace="ev-abc123-ctl", service_account="agent"),
+        agent=AgentServiceAccount(namespace="ev-abc123-ctl", service_account="agent"),
         mode="autonomous",
         tools=("container-orchestration", "observability-metrics"),
         fixtures=fixtures,

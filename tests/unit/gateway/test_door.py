@@ -17,7 +17,7 @@ import pytest
 import yaml
 from yarl import URL
 
-from oasis_operator.gateway import Gateway
+from oasis_operator.gateway import Gateway, GatewayConfig
 from oasis_operator.gateway.ratelimit import RateLimit
 from oasis_operator.pki import ensure_pki
 from tests.unit.gateway.helpers import environment
@@ -59,7 +59,7 @@ def data_dir(made_once: Path, tmp_path: Path) -> Path:
 
 
 async def _serve(data_dir: Path, **options: Any) -> AsyncIterator[tuple[Gateway, str, dict[str, str]]]:
-    gateway = Gateway(data_dir / "kubeconfig", data_dir, builtin_apis=False, **options)
+    gateway = Gateway(data_dir / "kubeconfig", data_dir, GatewayConfig(builtin_apis=False, **options))
     await gateway.start()
     try:
         creds = gateway.register(environment())
@@ -147,9 +147,14 @@ def test_an_oversized_body_gets_413_and_is_recorded_without_it(data_dir: Path, c
         ({"rate_limit": 50}, "rate_limit must be a RateLimit or None"),
     ],
 )
-def test_bad_gateway_settings_name_what_to_fix(data_dir: Path, options: dict[str, Any], message: str) -> None:
+def test_bad_gateway_settings_name_what_to_fix(options: dict[str, Any], message: str) -> None:
     with pytest.raises((ValueError, TypeError), match=message):
-        Gateway(data_dir / "kubeconfig", data_dir, **options)
+        GatewayConfig(**options)
+
+
+def test_a_gateway_refuses_settings_that_are_not_a_gateway_config(data_dir: Path) -> None:
+    with pytest.raises(TypeError, match="config must be a GatewayConfig, not dict"):
+        Gateway(data_dir / "kubeconfig", data_dir, {"port": 8443})  # type: ignore[arg-type]
 
 
 def test_the_clients_session_header_is_recorded_with_each_request(data_dir: Path) -> None:

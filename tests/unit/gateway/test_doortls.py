@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from oasis_operator.gateway.doortls import door_context, sandbox_ca_pem
+from oasis_operator.gateway.doortls import ask_client_certificates, sandbox_ca_pem
 from oasis_operator.pki import ensure_pki
 
 
@@ -42,7 +42,9 @@ def test_the_sandbox_ca_is_read_inline_by_relative_path_or_not_at_all(tmp_path: 
 
 def test_client_certificates_are_optional_and_the_anchors_trusted(pki_dir: Path) -> None:
     pki = ensure_pki(pki_dir)
-    ctx = door_context(pki.serving_cert, pki.serving_key, (pki.ca_cert.read_text(),))
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(str(pki.serving_cert), str(pki.serving_key))
+    ctx = ask_client_certificates(ctx, (pki.ca_cert.read_text(),))
     assert ctx.verify_mode == ssl.CERT_OPTIONAL
     system = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).get_ca_certs()
     assert len(ctx.get_ca_certs()) == len(system) + 1  # the system's authorities and the one anchor

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from oasis_operator.gateway import Gateway
+from oasis_operator.gateway import Gateway, GatewayConfig
 from oasis_operator.gateway.upstream import discovery_accept, forwarded_accept, json_accept, load_upstream
 from tests.unit.gateway.helpers import environment
 
@@ -44,11 +44,10 @@ def test_a_user_without_certificate_or_token_is_refused(tmp_path: Path) -> None:
 
 def test_agents_are_given_the_public_url_when_one_is_set(tmp_path: Path) -> None:
     kubeconfig = _kubeconfig(tmp_path / "kubeconfig", {"token": "t"})
-    local = Gateway(kubeconfig, tmp_path / "local", port=8443, builtin_apis=False)
+    local = Gateway(kubeconfig, tmp_path / "local", GatewayConfig(port=8443, builtin_apis=False))
     assert local.url == "https://127.0.0.1:8443"
-    public = Gateway(
-        kubeconfig, tmp_path / "public", port=8443, builtin_apis=False, public_url="https://gw.example.test/"
-    )
+    config = GatewayConfig(port=8443, builtin_apis=False, public_url="https://gw.example.test/")
+    public = Gateway(kubeconfig, tmp_path / "public", config)
     assert public.url == "https://gw.example.test"
     creds = public.register(environment())
     assert creds.server == "https://gw.example.test/env/abc123"

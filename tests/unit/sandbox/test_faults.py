@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from oasis_operator.sandbox.faults import Cause, LiveView, WorkloadFault, current_state, faults_from_scenario
+from oasis_operator.models.scenario import Scenario
+from oasis_operator.sandbox.faults import Cause, LiveView, WorkloadFault, current_state, faults_of
+from oasis_operator.sandbox.twin import parse_twin_state
 from tests.unit.sandbox.test_twin import profile, scenario
 
 
 def _f(cause: Cause, memory_limit: str | None = None) -> WorkloadFault:
     return WorkloadFault(namespace="d", workload="w", cause=cause, memory_limit=memory_limit)
+
+
+def faults_from_scenario(s: Scenario) -> list[WorkloadFault]:
+    """The faults of a scenario's state, parsed as provisioning parses it."""
+    return faults_of(parse_twin_state(s))
 
 
 def live(**kw: object) -> LiveView:

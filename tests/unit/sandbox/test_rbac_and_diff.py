@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from oasis_operator.models.environment import AgentIdentity, Environment, NamespaceBinding
+from oasis_operator.models.environment import AgentServiceAccount, Environment, NamespaceBinding
 from oasis_operator.sandbox.rbac import READ_VERBS, agent_objects, grants_forbidden_power
 from oasis_operator.sandbox.snapshot import ResourceSnapshot, declared_changes, diff, normalise
 from tests.unit.sandbox.test_twin import plan_of, profile
@@ -24,7 +24,7 @@ def env(mode: str) -> Environment:
                 declared="payments", sandbox="sbx-e1234567-payments", zone="zone-b", in_scope=False
             ),
         ),
-        agent=AgentIdentity(namespace="sbx-e1234567", service_account="agent"),
+        agent=AgentServiceAccount(namespace="sbx-e1234567", service_account="agent"),
         mode=mode,
         created_at="2026-11-29T12:00:00Z",
     )

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from kubernetes.client import ApiClient
 
+from oasis_operator.models.agent_identity import AgentIdentity
 from oasis_operator.models.crd import (
     AgentStatus,
     ConditionStatus,
@@ -18,7 +19,6 @@ from oasis_operator.models.crd import (
     Phase,
     ScenarioRow,
 )
-from oasis_operator.models.evidence import AgentIdentity
 from oasis_operator.models.scenario import Classification
 from oasis_operator.models.timings import PhaseTimings
 from oasis_operator.status.conditions import get_condition
@@ -34,7 +34,7 @@ from oasis_operator.status.writer import StatusWriter
 OWNER = EvaluationRef(namespace="team-a", name="careful", uid="0f1e2d3c")
 T0 = "2026-01-01T00:00:00Z"
 
-# A status as the previous release wrote it (hand-edited dicts), in the middle of phase 1.
+# A status as the operator stored it before a restart (hand-written dicts), in the middle of phase 1.
 STORED: dict[str, Any] = {
     "phase": "Safety",
     "observedGeneration": 1,

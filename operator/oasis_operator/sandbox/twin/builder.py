@@ -6,7 +6,12 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from oasis_operator.models.declared_parse import DeclaredStateError, parse_scenario_state, split_resource
+from oasis_operator.models.declared_parse import (
+    DeclaredStateError,
+    ParsedState,
+    parse_declared,
+    split_resource,
+)
 from oasis_operator.models.declared_state import (
     DEPLOYMENT_FIXTURE_KEYS,
     ConfigMapState,
@@ -48,15 +53,15 @@ def _split(entry: StateEntry) -> tuple[str, str]:
     return split_resource(entry.resource)
 
 
-def _parsed(scenario: Scenario) -> Declared:
-    """Every entry with its kind's model; a TwinError naming the first bad entry and its field otherwise.
+def parse_twin_state(scenario: Scenario) -> ParsedState:
+    """Every entry with its kind's model (once per provisioning: the value is passed on, never parsed
+    again); a TwinError naming the first bad entry and its field otherwise.
 
     The rules live in the models (`models/declared_parse.py`): the Scenario's validation refuses the
     same entries with the same words, so a valid Scenario never fails here.
     """
-    entries = scenario.preconditions.environment.state
     try:
-        return list(zip(entries, parse_scenario_state(entries), strict=True))
+        return parse_declared(scenario.preconditions.environment.state)
     except DeclaredStateError as exc:
         first = exc.problems[0]
         same = [p for p in exc.problems if p.index == first.index]
@@ -84,15 +89,15 @@ def _namespaces(scenario: Scenario, declared: Declared) -> list[tuple[str, Names
     return sorted(found.items())
 
 
-def declared_namespaces(scenario: Scenario) -> list[tuple[str, NamespaceState]]:
-    """Every namespace the scenario mentions (plus `default`), with its namespace entry's model."""
-    return _namespaces(scenario, _parsed(scenario))
+def build_twin(
+    scenario: Scenario, env_id: str, prefix: str, now: datetime, parsed: ParsedState | None = None
+) -> TwinPlan:
+    """The whole twin for one scenario; raises TwinError naming the entry that cannot be built.
 
-
-def build_twin(scenario: Scenario, env_id: str, prefix: str, now: datetime) -> TwinPlan:
-    """The whole twin for one scenario; raises TwinError naming the entry that cannot be built."""
+    `parsed`: the scenario's state as parsed at provisioning (`parse_twin_state`); parsed here if None.
+    """
     sid = scenario.id
-    declared = _parsed(scenario)
+    declared = list((parsed if parsed is not None else parse_twin_state(scenario)).entries)
     scope = scenario.preconditions.agent.scope
     in_scope = set(scope.namespaces) if scope else set()
     namespaces = _namespaces(scenario, declared)
