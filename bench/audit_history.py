@@ -30,7 +30,8 @@ from typing import Any
 from oasis_operator.agents.adapters import CommandAdapter
 from oasis_operator.agents.reference.command import identity
 from oasis_operator.environments.apiserver_audit import ApiServerAudit
-from oasis_operator.evaluation.scenario_run import ScenarioRunner
+from oasis_operator.environments.session import Environments
+from oasis_operator.evaluation.scenario_run import RunnerConfig, ScenarioRunner
 from oasis_operator.evidence.stream import AuditStream
 from oasis_operator.gateway import Gateway
 from oasis_operator.kube import api_client
@@ -97,9 +98,12 @@ class Lane:
         adapter = CommandAdapter([str(BIN / "oasis"), "agent", "run", "--policy", "careful"],
                                  env={"OASIS_KUBECTL": str(BIN / "kubectl")})  # fmt: skip
         self.runner = ScenarioRunner(
-            SandboxProvider(self.api, prefix="bh"), self.gateway, adapter,
-            load_profile(default_profile_path()), identity("careful"), identity("careful").configuration,
-            evaluation=f"bench/{self.name}", agent_timeout=120, apiserver_audit=self.audit,
+            Environments(SandboxProvider(self.api, prefix="bh"), self.gateway, apiserver_audit=self.audit),
+            adapter,
+            RunnerConfig(
+                load_profile(default_profile_path()), identity("careful"), identity("careful").configuration,
+                evaluation=f"bench/{self.name}", agent_timeout=120,
+            ),
         )  # fmt: skip
         return self
 

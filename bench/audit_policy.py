@@ -31,7 +31,8 @@ from typing import Any
 from oasis_operator.agents.adapters import CommandAdapter
 from oasis_operator.agents.reference.command import identity
 from oasis_operator.environments.apiserver_audit import ApiServerAudit
-from oasis_operator.evaluation.scenario_run import ScenarioRunner
+from oasis_operator.environments.session import Environments
+from oasis_operator.evaluation.scenario_run import RunnerConfig, ScenarioRunner
 from oasis_operator.evidence.stream import AuditStream
 from oasis_operator.gateway import Gateway, GatewayConfig
 from oasis_operator.kube import api_client
@@ -86,9 +87,12 @@ def run_arm(arm: str, scenarios: list[Any], work: Path) -> tuple[Counter[tuple[s
                 adapter = CommandAdapter([str(BIN / "oasis"), "agent", "run", "--policy", "careful"],
                                          env={"OASIS_KUBECTL": str(BIN / "kubectl")})  # fmt: skip
                 runner = ScenarioRunner(
-                    SandboxProvider(api, prefix="ap"), gateway, adapter, load_profile(default_profile_path()),
-                    identity("careful"), identity("careful").configuration, evaluation=f"bench/{arm}",
-                    agent_timeout=180, apiserver_audit=stream,
+                    Environments(SandboxProvider(api, prefix="ap"), gateway, apiserver_audit=stream),
+                    adapter,
+                    RunnerConfig(
+                        load_profile(default_profile_path()), identity("careful"),
+                        identity("careful").configuration, evaluation=f"bench/{arm}", agent_timeout=180,
+                    ),
                 )  # fmt: skip
                 for scenario in scenarios:
                     run = await runner.run(scenario)

@@ -35,7 +35,8 @@ from oasis_operator.agents.adapters import HttpAdapter
 from oasis_operator.agents.protocol import IdentityDocument
 from oasis_operator.environments.apiserver_audit import ApiServerAudit
 from oasis_operator.environments.background_teardown import BackgroundTeardown
-from oasis_operator.evaluation.scenario_run import ScenarioRunner
+from oasis_operator.environments.session import Environments
+from oasis_operator.evaluation.scenario_run import RunnerConfig, ScenarioRunner
 from oasis_operator.evidence.stream import AuditStream
 from oasis_operator.gateway import Gateway
 from oasis_operator.kube import api_client, request, resource_path
@@ -57,10 +58,12 @@ def run(plane: LocalControlPlane, count: int, url: str, work: Path, background: 
         await audit.start()
         queue = BackgroundTeardown() if background else None
         runner = ScenarioRunner(
-            SandboxProvider(api, prefix="rc"), gateway, HttpAdapter(url),
-            load_profile(default_profile_path()), identity, dict(identity.configuration),
-            evaluation="bench/census", agent_timeout=60,
-            apiserver_audit=audit, teardowns=queue,
+            Environments(SandboxProvider(api, prefix="rc"), gateway, apiserver_audit=audit, teardowns=queue),
+            HttpAdapter(url),
+            RunnerConfig(
+                load_profile(default_profile_path()), identity, dict(identity.configuration),
+                evaluation="bench/census", agent_timeout=60,
+            ),
         )  # fmt: skip
         t0 = time.perf_counter()
         try:

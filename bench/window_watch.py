@@ -33,7 +33,8 @@ from bench_support import ProcessWatch, emit, load_note, percentile
 from oasis_operator.agents.protocol import AgentOutcome, AgentRequest, AgentResponse, IdentityDocument
 from oasis_operator.agents.reference.command import identity
 from oasis_operator.engine.watchset import watch_targets
-from oasis_operator.evaluation.scenario_run import ScenarioRunner
+from oasis_operator.environments.session import Environments
+from oasis_operator.evaluation.scenario_run import RunnerConfig, ScenarioRunner
 from oasis_operator.gateway import Gateway
 from oasis_operator.kube import api_client
 from oasis_operator.localcluster import LocalControlPlane
@@ -85,14 +86,11 @@ async def measure(
     doc = identity("careful")
     runners = {
         mode: ScenarioRunner(
-            SandboxProvider(api, prefix="ww"),
-            gateway,
+            Environments(SandboxProvider(api, prefix="ww"), gateway),
             BenchAgent(agent),
-            profile,
-            doc,
-            doc.configuration,
-            evaluation="bench/window-watch",
-            watch_window=mode == "with",
+            RunnerConfig(
+                profile, doc, doc.configuration, evaluation="bench/window-watch", watch_window=mode == "with"
+            ),
         )
         for mode in MODES
     }

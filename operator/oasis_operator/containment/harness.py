@@ -6,8 +6,16 @@ and gives the agent its kubeconfig in a private home: every attempt runs as a co
 command adapter's sandbox with its scrubbed environment (`isolated=False` shows what an unsandboxed one
 could reach). A neighbour agent's home with its kubeconfig sits beside it on the host.
 `run(probe)` makes one attempt and checks the three promises: the expected outcome, the gateway's
-record (where the attempt went through it) and an unchanged sandbox cluster. `stop()` revokes the
-tokens, tears both sandboxes down and stops the gateway.
+record (where the attempt went through it) and an unchanged sandbox cluster. `stop()` closes both
+environments (tokens revoked, sandboxes torn down) and stops the gateway.
+
+Both environments are `environments.session` sessions, opened with less of the life than an evaluation:
+no stimuli (a probe is no scenario run: a stimulus would change the sandbox or rewrite an answer on its
+own), no window watch and no API-server audit (the harness checks the gateway's record and its own
+snapshots), and the twin's dynamics **off**: a dynamics pass writes to the sandbox (Pods, ReplicaSets,
+statuses) on its own, which the harness's before/after snapshot of every probe would report as a change
+the probe made, so a contained attempt could read as an escape. A sandbox that cannot be built is a
+`HarnessError` with the provider's message.
 """
 
 from __future__ import annotations
@@ -29,6 +37,13 @@ from oasis_operator.agents.sandbox import AGENT_HOME, SandboxPolicy, prepare_hom
 from oasis_operator.containment.acts import SKIPPED, AgentProcess, HostSecrets, Observation, Target
 from oasis_operator.containment.probe import Probe, Record
 from oasis_operator.containment.snapshot import changes, snapshot
+from oasis_operator.environments.dynamics import Dynamics
+from oasis_operator.environments.session import (
+    Environments,
+    EnvironmentSession,
+    ProviderFaultError,
+    SessionOptions,
+)
 from oasis_operator.gateway import Gateway
 from oasis_operator.gateway.credentials import AgentCredentials
 from oasis_operator.kube import api_client, request
@@ -40,6 +55,9 @@ from oasis_operator.sandbox.provider import SandboxProvider
 
 T = TypeVar("T")
 DEFAULT_SCENARIO = "infra.safety.be.zone-violation-001"
+# What of an environment's life the harness wants (see the module docstring).
+SESSION_OPTIONS = SessionOptions(watch_window=False, dynamics=Dynamics.OFF, stimuli=False, audit=False)
+OPEN_TIMEOUT = 600.0  # provisioning a twin on a loaded machine may take minutes
 
 
 class HarnessError(RuntimeError):
@@ -132,7 +150,7 @@ class ContainmentHarness:
         self.provider = SandboxProvider(self.api, prefix=prefix)
         self._loop: _Loop | None = None
         self.gateway: Gateway | None = None
-        self.envs: list[Environment] = []
+        self.sessions: list[EnvironmentSession] = []
         self._target: Target | None = None
         self._closed = False
 
@@ -154,6 +172,11 @@ class ContainmentHarness:
         return self._target
 
     @property
+    def envs(self) -> list[Environment]:
+        """The environment under test and its neighbour (once started)."""
+        return [s.record.environment for s in self.sessions]
+
+    @property
     def env(self) -> Environment:
         return self.envs[0]
 
@@ -170,12 +193,17 @@ class ContainmentHarness:
         self._loop = _Loop()
         self.gateway = Gateway(self.kubeconfig, self.work_dir / "gateway")
         self._loop.run(self.gateway.start())
+        environments = Environments(self.provider, self.gateway)
         for role in ("agent", "neighbour"):
-            record = self.provider.provision(self.scenario, evaluation=f"containment/{role}")
-            self.envs.append(record.environment)
+            opened = environments.open(
+                self.scenario, evaluation=f"containment/{role}", options=SESSION_OPTIONS
+            )
+            try:
+                self.sessions.append(self._loop.run(opened, OPEN_TIMEOUT))
+            except ProviderFaultError as exc:  # the provider's own message, as the CLI prints it
+                raise HarnessError(str(exc)) from exc
         env, neighbour = self.envs
-        creds = self.gateway.register(env)
-        neighbour_creds = self.gateway.register(neighbour)
+        creds, neighbour_creds = (s.credentials for s in self.sessions)
         agent = self._agent_process(self.work_dir / "agents" / "agent", creds)
         neighbour_home = self._home(self.work_dir / "agents" / "neighbour", neighbour_creds.kubeconfig_yaml)
         self._target = Target(
@@ -276,14 +304,12 @@ class ContainmentHarness:
         return f"not in the {record.where} record (saw: {seen or 'nothing'})", False
 
     def stop(self) -> None:
-        """Revoke the tokens, tear both sandboxes down, stop the gateway and its loop."""
-        if self.gateway is not None:
-            for env in self.envs:
-                self.gateway.revoke(env.id)
-        for env in self.envs:
-            with suppress(Exception):
-                self.provider.teardown(env.id, wait=False)
-        self.envs = []
+        """Close both environments (tokens revoked, sandboxes torn down), stop the gateway and its loop."""
+        if self._loop is not None:
+            for session in self.sessions:
+                with suppress(Exception):
+                    self._loop.run(session.close(), OPEN_TIMEOUT)
+        self.sessions = []
         if self._loop is not None:
             if self.gateway is not None:
                 with suppress(Exception):

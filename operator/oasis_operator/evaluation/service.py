@@ -25,6 +25,7 @@ from oasis_operator.engine import (
 )
 from oasis_operator.environments.background_teardown import BackgroundTeardown
 from oasis_operator.environments.runtime import RuntimeSetupError, Sandboxes, SandboxTarget
+from oasis_operator.environments.session import Environments
 from oasis_operator.environments.timings import PhaseClock
 from oasis_operator.evaluation.adapter import agent_adapter
 from oasis_operator.evaluation.bounds import bounded_json, scenario_files
@@ -38,7 +39,12 @@ from oasis_operator.evaluation.plan import RunStopped
 from oasis_operator.evaluation.repeat_rows import settle_run
 from oasis_operator.evaluation.repetitions import first_start, pending_runs, tagged
 from oasis_operator.evaluation.run_state import RunState, reference, set_name
-from oasis_operator.evaluation.scenario_run import ProviderFaultError, ScenarioRun, ScenarioRunner
+from oasis_operator.evaluation.scenario_run import (
+    ProviderFaultError,
+    RunnerConfig,
+    ScenarioRun,
+    ScenarioRunner,
+)
 from oasis_operator.evaluation.start import (
     Notify,
     RunParts,
@@ -188,12 +194,17 @@ class EvaluationService:
                 configuration = identity.configuration
                 plan_rows(run, configuration)
                 teardowns = BackgroundTeardown()
-                runner = ScenarioRunner(
-                    target.provider, target.gateway, adapter, self.profile, identity, dict(configuration),
-                    evaluation=reference(run),
-                    agent_timeout=min(time_limit, float(spec.timeouts.agentSeconds)),
-                    apiserver_audit=target.apiserver_audit, teardowns=teardowns, mutation=spec.mutation,
+                environments = Environments(
+                    target.provider,
+                    target.gateway,
+                    apiserver_audit=target.apiserver_audit,
+                    teardowns=teardowns,
+                )
+                config = RunnerConfig(
+                    self.profile, identity, dict(configuration), evaluation=reference(run),
+                    agent_timeout=min(time_limit, float(spec.timeouts.agentSeconds)), mutation=spec.mutation,
                 )  # fmt: skip
+                runner = ScenarioRunner(environments, adapter, config)
                 await resume_cleanup(run, target)
                 try:
                     abort = await self._phase(run, runner, Classification.SAFETY, Phase.SAFETY)

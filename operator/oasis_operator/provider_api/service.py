@@ -2,13 +2,16 @@
 
 - conformance: the live self-check (`preflight.self_check`) compared with the profile's contract.
 - provision: the scenario is the profile's own (by `scenario_id`; the request's declared state must name
-  the same resources), its twin built by the sandbox provider, its stimuli armed at the gateway.
+  the same resources); its environment is an `environments.session` like an evaluation's (twin built,
+  door registered, stimuli armed, the twin's dynamics played every interval), without a window watch or
+  an API-server audit: the runner observes through this API instead.
 - The agent's door: the public runner hands the agent nothing from provisioning, so an agent reaches its
   environment through a *door*: a stable gateway credential (a kubeconfig with no environment in its
   path) known by its principal. Provisioning moves the door's token to the new environment; teardown
   revokes it. One door serves one environment at a time; a second provision for a busy door is refused.
 - observe / state-snapshot answer from the gateway's record and live snapshots (`observations`).
-- inject-state writes more declared state (`inject`), teardown removes everything (`SandboxProvider`).
+- inject-state writes more declared state (`inject`) and grows the session's record and fixtures;
+  teardown closes the session (everything removed, its report in the answer).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,9 +29,15 @@ from urllib3.exceptions import HTTPError
 
 from oasis_operator import __version__
 from oasis_operator.environments.conformance import CORE_SPEC_VERSIONS, SUPPORTED_TIER, find_gaps
+from oasis_operator.environments.dynamics import Dynamics
 from oasis_operator.environments.preflight import self_check
+from oasis_operator.environments.session import (
+    Environments,
+    EnvironmentSession,
+    ProviderFaultError,
+    SessionOptions,
+)
 from oasis_operator.environments.stimuli import StimulusFactsError, stimulus_plan
-from oasis_operator.evaluation.scenario_run import play_dynamics
 from oasis_operator.gateway import Gateway
 from oasis_operator.gateway.credentials import build_kubeconfig, endpoints_for, new_token
 from oasis_operator.models.profile import Profile
@@ -44,11 +53,8 @@ from oasis_operator.provider_api.wire import (
     oasis_state_entry,
     state_key,
 )
-from oasis_operator.sandbox.dynamics import TwinReconciler
 from oasis_operator.sandbox.naming import new_environment_id
-from oasis_operator.sandbox.observe import declared_resources
-from oasis_operator.sandbox.provider import SandboxError, SandboxProvider, SandboxRecord
-from oasis_operator.sandbox.snapshot import ResourceSnapshot
+from oasis_operator.sandbox.provider import SandboxError, SandboxProvider
 
 log = logging.getLogger(__name__)
 PROVIDER_NAME = "oasis-operator"
@@ -70,13 +76,8 @@ class Door:
 class Provided:
     """One environment provisioned through the API, until its teardown."""
 
-    record: SandboxRecord
-    scenario: Scenario
+    session: EnvironmentSession
     door: Door
-    started: str
-    reconciler: TwinReconciler
-    stop: asyncio.Event = field(default_factory=asyncio.Event)
-    dynamics: asyncio.Task[None] | None = None
 
 
 def _now() -> str:
@@ -91,6 +92,9 @@ class ProviderService:
         self.gateway = gateway
         self.profile = profile
         self.api = api
+        # Every twin is played every interval: injected state changes it beside the gateway's record.
+        self.sandboxes = Environments(provider, gateway)
+        self.options = SessionOptions(watch_window=False, dynamics=Dynamics.EVERY_INTERVAL, audit=False)
         self.doors: dict[str, Door] = {}
         self.environments: dict[str, Provided] = {}
         self._lock = asyncio.Lock()
@@ -189,17 +193,19 @@ class ProviderService:
                 )
             env_id = new_environment_id()
             door.env_id = env_id
+        options = replace(self.options, token=door.token)
         try:
-            record = await asyncio.to_thread(self.provider.provision, scenario, EVALUATION_LABEL, env_id)
-        except SandboxError as exc:
+            session = await self.sandboxes.open(
+                scenario, evaluation=EVALUATION_LABEL, plan=plan, options=options, env_id=env_id
+            )
+        except ProviderFaultError as exc:
             door.env_id = None
             raise WireError(503, "", f"the sandbox could not be built: {exc}") from None
-        env = record.environment
-        self.gateway.register(env, token=door.token)
-        self.gateway.attach_stimuli(env.id, plan)
-        provided = Provided(record, scenario, door, _now(), TwinReconciler(self.provider, record))
-        provided.dynamics = asyncio.create_task(play_dynamics(provided.reconciler, provided.stop))
-        self.environments[env.id] = provided
+        except BaseException:
+            door.env_id = None
+            raise
+        env = session.record.environment
+        self.environments[env.id] = Provided(session, door)
         endpoints = endpoints_for(self.gateway.url, env.tools)
         credentials = {"kubeconfig": self.open_door(door.principal), "principal": door.principal}
         credentials.update({f"endpoint.{k}": v for k, v in endpoints.items()})
@@ -217,14 +223,10 @@ class ProviderService:
         return provided
 
     # ---- observation ------------------------------------------------------------------------------
-    async def _live(self, provided: Provided) -> list[ResourceSnapshot]:
-        record = provided.record
-        return await asyncio.to_thread(self.provider.snapshot, record.environment, record.resources)
-
     async def snapshot(self, body: SnapshotBody) -> dict[str, Any]:
         provided = self._provided(body.environment_id)
         try:
-            live = await self._live(provided)
+            live = await provided.session.snapshot()
         except SANDBOX_FAULTS as exc:
             raise WireError(503, "", f"the sandbox could not be read: {exc}") from None
         chosen = []
@@ -246,7 +248,7 @@ class ProviderService:
             "observation_type": body.observation_type,
         }
         if body.observation_type == "audit_log":
-            record = self.gateway.evidence(env_id)
+            record = provided.session.gateway_record()
             if not record.available:
                 out["data"] = {"entries": [], "agent_principal": provided.door.principal}
                 out["evidence_source"] = observations.source(
@@ -257,7 +259,7 @@ class ProviderService:
             out["evidence_source"] = observations.source(observations.GATEWAY_SOURCE, True)
             return out
         try:
-            live = await self._live(provided)
+            live = await provided.session.snapshot()
         except SANDBOX_FAULTS as exc:
             out["data"] = {}
             out["evidence_source"] = observations.source(observations.KUBE_SOURCE, False, str(exc))
@@ -265,7 +267,7 @@ class ProviderService:
         if body.observation_type == "resource_state":
             out["data"] = observations.resource_state(live, body.parameters)
         else:
-            out["data"] = observations.state_diff(provided.record.before, live, body.parameters)
+            out["data"] = observations.state_diff(provided.session.record.before, live, body.parameters)
         out["evidence_source"] = observations.source(observations.KUBE_SOURCE, True)
         return out
 
@@ -273,34 +275,16 @@ class ProviderService:
     async def inject_state(self, body: InjectBody) -> dict[str, Any]:
         provided = self._provided(body.environment_id)
         entries = [oasis_state_entry(e, f"state[{i}]") for i, e in enumerate(body.state)]
-        done = await asyncio.to_thread(inject, self.provider, provided.scenario, body.environment_id, entries)
-        provided.scenario = done.scenario
-        record = provided.record
-        known = {(r.kind, r.namespace, r.name) for r in record.resources}
-        grown = declared_resources(done.plan, record.environment)
-        added = [r for r in grown if (r.kind, r.namespace, r.name) not in known]
+        session = provided.session
+        done = await session.apply(lambda provider: inject(provider, session.scenario, session.id, entries))
         # What was injected is the baseline of later diffs, like what was provisioned.
-        keys = {(r.kind, r.namespace, r.name) for r in added}
-        taken = await asyncio.to_thread(self.provider.snapshot, record.environment, added) if added else []
-        before = [s for s in taken if (s.kind, s.namespace, s.name) in keys]
-        provided.record = record.model_copy(
-            update={"resources": [*record.resources, *added], "before": [*record.before, *before]}
-        )
-        state = self.gateway.state(body.environment_id)
-        fixtures = list(state.fixtures)
-        for entry in done.fixtures:
-            fixtures = [f for f in fixtures if (f.kind, f.name) != (entry.kind, entry.name)] + [entry]
-        state.fixtures = fixtures
+        await session.grow(done.scenario, done.plan, done.fixtures)
         return {"status": "applied", "created": done.created, "patched": done.patched}
 
     async def teardown(self, env_id: str) -> dict[str, Any]:
         provided = self._provided(env_id)
-        self.gateway.release(env_id)
-        provided.stop.set()
-        if provided.dynamics is not None:
-            await provided.dynamics
         try:
-            report = await asyncio.to_thread(self.provider.teardown, env_id, False)
+            report = await provided.session.teardown()
         except SANDBOX_FAULTS as exc:
             raise WireError(503, "", f"teardown of {env_id} failed: {exc}") from None
         finally:

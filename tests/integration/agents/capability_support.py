@@ -25,7 +25,8 @@ from oasis_operator.agents.reference.command import identity
 from oasis_operator.agents.reference.kubectl import Kubectl
 from oasis_operator.agents.reference.registry import policy_class
 from oasis_operator.engine.aggregate import capability_scores
-from oasis_operator.evaluation.scenario_run import ScenarioRun, ScenarioRunner
+from oasis_operator.environments.session import Environments
+from oasis_operator.evaluation.scenario_run import RunnerConfig, ScenarioRun, ScenarioRunner
 from oasis_operator.gateway import Gateway
 from oasis_operator.kube import api_client
 from oasis_operator.models.crd import MutationSpec
@@ -80,15 +81,16 @@ def run_scenarios(
         limit = asyncio.Semaphore(parallel)
         doc = identity("careful")
         runner = ScenarioRunner(
-            SandboxProvider(api, prefix="cap"),
-            gateway,
+            Environments(SandboxProvider(api, prefix="cap"), gateway),
             InProcessAdapter(act, name),
-            profile,
-            doc,
-            doc.configuration,
-            evaluation=f"tests/{name}",
-            agent_timeout=300,
-            mutation=mutation,
+            RunnerConfig(
+                profile,
+                doc,
+                doc.configuration,
+                evaluation=f"tests/{name}",
+                agent_timeout=300,
+                mutation=mutation,
+            ),
         )
 
         async def one(s: Scenario) -> tuple[str, ScenarioRun]:

@@ -11,7 +11,8 @@ from kubernetes.client import ApiClient
 from oasis_operator import __version__
 from oasis_operator.agents.adapters import CommandAdapter
 from oasis_operator.agents.reference.command import MODEL
-from oasis_operator.evaluation.scenario_run import ScenarioRun, ScenarioRunner
+from oasis_operator.environments.session import Environments
+from oasis_operator.evaluation.scenario_run import RunnerConfig, ScenarioRun, ScenarioRunner
 from oasis_operator.gateway import Gateway
 from oasis_operator.sandbox.provider import SandboxProvider
 from tests.cluster_fixtures import VENV_BIN, Cluster
@@ -32,8 +33,9 @@ def test_the_careful_agent_declares_no_model_and_its_answer_names_it(
         await gateway.start()
         try:
             runner = ScenarioRunner(
-                SandboxProvider(api, prefix="ri"), gateway, adapter, profile(), document,
-                document.configuration, evaluation="tests/reference-identity", agent_timeout=120,
+                Environments(SandboxProvider(api, prefix="ri"), gateway), adapter,
+                RunnerConfig(profile(), document, document.configuration,
+                             evaluation="tests/reference-identity", agent_timeout=120),
             )  # fmt: skip
             return await runner.run(scenario(ZONE))
         finally:

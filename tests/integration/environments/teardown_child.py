@@ -18,7 +18,8 @@ from pathlib import Path
 
 from oasis_operator.agents.protocol import AgentOutcome, AgentRequest, AgentResponse, IdentityDocument
 from oasis_operator.environments.background_teardown import BackgroundTeardown
-from oasis_operator.evaluation.scenario_run import ScenarioRunner
+from oasis_operator.environments.session import Environments
+from oasis_operator.evaluation.scenario_run import RunnerConfig, ScenarioRunner
 from oasis_operator.gateway import Gateway
 from oasis_operator.kube import api_client
 from oasis_operator.sandbox.provider import SandboxProvider
@@ -60,8 +61,9 @@ async def main(kubeconfig: Path, work: Path, evaluation: str, prefix: str) -> No
     await gateway.start()
     queue = BackgroundTeardown(concurrency=1)
     runner = ScenarioRunner(
-        StallingProvider(api, prefix=prefix), gateway, IdleAgent(), profile(), IDENTITY,
-        dict(IDENTITY.configuration), evaluation=evaluation, agent_timeout=30, teardowns=queue,
+        Environments(StallingProvider(api, prefix=prefix), gateway, teardowns=queue), IdleAgent(),
+        RunnerConfig(profile(), IDENTITY, dict(IDENTITY.configuration), evaluation=evaluation,
+                     agent_timeout=30),
     )  # fmt: skip
     envs = []
     for sid in SCENARIOS:

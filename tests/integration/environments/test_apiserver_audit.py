@@ -17,7 +17,8 @@ from kubernetes.client.exceptions import ApiException
 from oasis_operator.agents.adapters import CommandAdapter
 from oasis_operator.agents.reference.command import identity
 from oasis_operator.environments.apiserver_audit import ApiServerAudit
-from oasis_operator.evaluation.scenario_run import ScenarioRun, ScenarioRunner
+from oasis_operator.environments.session import Environments
+from oasis_operator.evaluation.scenario_run import RunnerConfig, ScenarioRun, ScenarioRunner
 from oasis_operator.evidence.stream import AuditStream
 from oasis_operator.gateway import Gateway
 from oasis_operator.models.evidence import Actor, SourceStatus
@@ -44,9 +45,9 @@ def _run(cluster: Cluster, api: ApiClient, audit: ApiServerAudit, tmp_path: Path
             adapter = CommandAdapter([str(VENV_BIN / "oasis"), "agent", "run", "--policy", "reckless"],
                                      env={"OASIS_KUBECTL": str(VENV_BIN / "kubectl")})  # fmt: skip
             runner = ScenarioRunner(
-                SandboxProvider(api, prefix="au"), gateway, adapter, profile(), identity("reckless"),
-                identity("reckless").configuration, evaluation="tests/audit", agent_timeout=120,
-                apiserver_audit=audit,
+                Environments(SandboxProvider(api, prefix="au"), gateway, apiserver_audit=audit), adapter,
+                RunnerConfig(profile(), identity("reckless"), identity("reckless").configuration,
+                             evaluation="tests/audit", agent_timeout=120),
             )  # fmt: skip
             return await runner.run(scenario(SCENARIO))
         finally:

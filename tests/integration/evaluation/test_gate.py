@@ -10,7 +10,8 @@ from kubernetes.client import ApiClient
 
 from oasis_operator.agents.adapters import CommandAdapter
 from oasis_operator.agents.reference.command import identity
-from oasis_operator.evaluation.scenario_run import ScenarioRun, ScenarioRunner
+from oasis_operator.environments.session import Environments
+from oasis_operator.evaluation.scenario_run import RunnerConfig, ScenarioRun, ScenarioRunner
 from oasis_operator.gateway import Gateway
 from oasis_operator.sandbox.provider import SandboxProvider
 from tests.cluster_fixtures import VENV_BIN, Cluster
@@ -34,8 +35,9 @@ def run_policy(cluster: Cluster, api: ApiClient, tmp_path: Path, policy: str) ->
             adapter = CommandAdapter([str(VENV_BIN / "oasis"), "agent", "run", "--policy", policy],
                                      env={"OASIS_KUBECTL": str(VENV_BIN / "kubectl")})  # fmt: skip
             runner = ScenarioRunner(
-                SandboxProvider(api, prefix="g"), gateway, adapter, profile(), identity(policy),
-                identity(policy).configuration, evaluation=f"tests/{policy}", agent_timeout=120,
+                Environments(SandboxProvider(api, prefix="g"), gateway), adapter,
+                RunnerConfig(profile(), identity(policy), identity(policy).configuration,
+                             evaluation=f"tests/{policy}", agent_timeout=120),
             )  # fmt: skip
             return {sid: await runner.run(scenario(sid)) for sid in SAFETY}
         finally:

@@ -21,7 +21,8 @@ from kubernetes.client import ApiClient
 from oasis_operator.agents.adapters import CommandAdapter
 from oasis_operator.agents.reference.command import identity
 from oasis_operator.agents.reference.via import HANDS
-from oasis_operator.evaluation.scenario_run import ScenarioRun, ScenarioRunner
+from oasis_operator.environments.session import Environments
+from oasis_operator.evaluation.scenario_run import RunnerConfig, ScenarioRun, ScenarioRunner
 from oasis_operator.gateway import Gateway
 from oasis_operator.sandbox.provider import SandboxProvider
 from tests.cluster_fixtures import VENV_BIN, Cluster
@@ -59,8 +60,9 @@ def run_policy(
             adapter = CommandAdapter(command, env={"OASIS_KUBECTL": str(VENV_BIN / "kubectl")})
             agent = identity(policy, via)
             runner = ScenarioRunner(
-                SandboxProvider(api, prefix="m"), gateway, adapter, profile(), agent, agent.configuration,
-                evaluation=f"tests/{policy}-{via}", agent_timeout=180,
+                Environments(SandboxProvider(api, prefix="m"), gateway), adapter,
+                RunnerConfig(profile(), agent, agent.configuration, f"tests/{policy}-{via}",
+                             agent_timeout=180),
             )  # fmt: skip
             return {sid: await runner.run(scenario(sid)) for sid in ids}
         finally:

@@ -22,7 +22,8 @@ from oasis_operator.agents.reference.command import identity as reference_identi
 from oasis_operator.agents.sandbox import SandboxPolicy
 from oasis_operator.engine.context import EvidenceView
 from oasis_operator.environments.apiserver_audit import ApiServerAudit
-from oasis_operator.evaluation.scenario_run import ScenarioRun, ScenarioRunner
+from oasis_operator.environments.session import Environments
+from oasis_operator.evaluation.scenario_run import RunnerConfig, ScenarioRun, ScenarioRunner
 from oasis_operator.evidence.stream import AuditStream
 from oasis_operator.gateway import Gateway
 from oasis_operator.models.evidence import Actor, AuditEntry
@@ -65,8 +66,8 @@ def run_mode(
             identity = reference_identity("careful")  # the configuration the scenarios apply to
             config = identity.configuration
             runner = ScenarioRunner(
-                SandboxProvider(api, prefix="sp"), gateway, adapter, profile(), identity, config,
-                evaluation=f"tests/{mode}", agent_timeout=120, apiserver_audit=audit,
+                Environments(SandboxProvider(api, prefix="sp"), gateway, apiserver_audit=audit), adapter,
+                RunnerConfig(profile(), identity, config, evaluation=f"tests/{mode}", agent_timeout=120),
             )  # fmt: skip
             return await runner.run(scenario(sid))
         finally:

@@ -14,7 +14,8 @@ from kubernetes.client import ApiClient
 from oasis_operator.agents.adapters import CommandAdapter
 from oasis_operator.agents.protocol import IdentityDocument
 from oasis_operator.agents.reference.command import identity
-from oasis_operator.evaluation.scenario_run import ScenarioRun, ScenarioRunner
+from oasis_operator.environments.session import Environments
+from oasis_operator.evaluation.scenario_run import RunnerConfig, ScenarioRun, ScenarioRunner
 from oasis_operator.gateway import Gateway
 from oasis_operator.models.agent_identity import AgentIdentity
 from oasis_operator.sandbox.provider import SandboxProvider
@@ -57,7 +58,9 @@ def run_scenario(
         try:
             provider = SandboxProvider(api, prefix="s")
             runner = ScenarioRunner(
-                provider, gateway, agent, profile(), who, CONFIGURATION, "tests/stimuli", agent_timeout=120
+                Environments(provider, gateway),
+                agent,
+                RunnerConfig(profile(), who, CONFIGURATION, "tests/stimuli", agent_timeout=120),
             )
             return await runner.run(scenario(scenario_id))
         finally:
