@@ -50,6 +50,7 @@ from oasis_operator.gateway.credentials import AgentCredentials
 from oasis_operator.gateway.recorder import GatewayRecord
 from oasis_operator.gateway.stimuli import StimulusPlan
 from oasis_operator.logs import log_context
+from oasis_operator.models.declared_parse import ParsedState
 from oasis_operator.models.environment import FixtureEntry
 from oasis_operator.models.evidence import EvaluationWindow
 from oasis_operator.models.scenario import Scenario
@@ -307,10 +308,17 @@ class EnvironmentSession:
         with log_context(environment=self.id):
             return await asyncio.to_thread(work, self._owner.provider)
 
-    async def grow(self, scenario: Scenario, plan: TwinPlan, fixtures: list[FixtureEntry]) -> None:
+    async def grow(
+        self,
+        scenario: Scenario,
+        plan: TwinPlan,
+        fixtures: list[FixtureEntry],
+        parsed: ParsedState | None = None,
+    ) -> None:
         """The environment now holds `scenario`'s twin `plan`: its new resources join the record (their
-        state now is their baseline, like what was provisioned) and `fixtures` replace the gateway's
-        entries of the same kind and name."""
+        state now is their baseline, like what was provisioned), `parsed` (the grown state as parsed) is
+        the record's parse for the next consumer, and `fixtures` replace the gateway's entries of the same
+        kind and name."""
         with log_context(environment=self.id):
             self.scenario = scenario
             record = self.record
@@ -322,7 +330,11 @@ class EnvironmentSession:
             taken = await asyncio.to_thread(provider.snapshot, record.environment, added) if added else []
             before = [s for s in taken if (s.kind, s.namespace, s.name) in keys]
             self.record = record.model_copy(
-                update={"resources": [*record.resources, *added], "before": [*record.before, *before]}
+                update={
+                    "resources": [*record.resources, *added],
+                    "before": [*record.before, *before],
+                    "parsed": parsed,
+                }
             )
             state = self._owner.gateway.state(self.id)
             entries = list(state.fixtures)

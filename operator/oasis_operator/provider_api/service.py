@@ -276,9 +276,12 @@ class ProviderService:
         provided = self._provided(body.environment_id)
         entries = [oasis_state_entry(e, f"state[{i}]") for i, e in enumerate(body.state)]
         session = provided.session
-        done = await session.apply(lambda provider: inject(provider, session.scenario, session.id, entries))
+        parsed = session.record.parsed  # the state as last parsed: inject parses only what is new
+        done = await session.apply(
+            lambda provider: inject(provider, session.scenario, session.id, entries, parsed)
+        )
         # What was injected is the baseline of later diffs, like what was provisioned.
-        await session.grow(done.scenario, done.plan, done.fixtures)
+        await session.grow(done.scenario, done.plan, done.fixtures, done.parsed)
         return {"status": "applied", "created": done.created, "patched": done.patched}
 
     async def teardown(self, env_id: str) -> dict[str, Any]:
