@@ -338,9 +338,9 @@ class SandboxProvider:
         return items
 
     def _environment_objects(self) -> list[Body]:
-        """Every object of ours an environment id can be read from: its namespaces (declared ones, and
-        control namespaces of earlier versions, one per environment) and its ServiceAccount and record in
-        the control namespace. Teardown removes both last, after everything else."""
+        """Every object of ours an environment id can be read from: its declared namespaces, and its
+        ServiceAccount and record in the control namespace. Teardown removes both last, after everything
+        else."""
         query = {"labelSelector": ENV_LABEL}
         found: list[Body] = request(self.api, "GET", resource_path("Namespace"), query=query)["items"]
         return found + self._control_items("ServiceAccount") + self._control_items("ConfigMap")

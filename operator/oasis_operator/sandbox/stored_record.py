@@ -1,4 +1,4 @@
-"""The ConfigMap that keeps a sandbox's record (pure): gzip JSON in `binaryData`, the plain form read too.
+"""The ConfigMap that keeps a sandbox's record (pure): gzip JSON in `binaryData`.
 
 The record (environment, declared resources, before-snapshot) is ~35 kB of JSON and is read back only
 after an operator restart, so it is stored compressed (`record.json.gz`, ~4 kB). Records written before
@@ -44,15 +44,12 @@ def record_configmap(
 
 
 def record_text(configmap: Mapping[str, Any]) -> str:
-    """The record's JSON from its ConfigMap, compressed or (written by an earlier version) plain."""
+    """The record's JSON from its ConfigMap (gzip JSON under `binaryData`)."""
     meta = configmap.get("metadata") or {}
     where = f"ConfigMap {meta.get('namespace', '')}/{meta.get('name', RECORD_CONFIGMAP)}"
     compressed = (configmap.get("binaryData") or {}).get(COMPRESSED_KEY)
-    plain = (configmap.get("data") or {}).get(RECORD_KEY)
     if compressed is None:
-        if plain is None:
-            raise RecordError(f"{where}: neither {COMPRESSED_KEY} in binaryData nor {RECORD_KEY} in data")
-        return str(plain)
+        raise RecordError(f"{where}: no {COMPRESSED_KEY} in binaryData (the sandbox's record is missing)")
     try:
         return decompress_text(base64.b64decode(compressed, validate=True))
     except (binascii.Error, ValueError) as exc:
