@@ -20,6 +20,9 @@ HIDE_GO=0; [ "${2:-}" = --without-machine-go ] && HIDE_GO=1
 case "$TARGET" in test|deps|test-deps) ;; *) echo "measure-cold: target is test, deps or test-deps" >&2; exit 2 ;; esac
 
 WORK="$(mktemp -d /var/tmp/oasis-cold.XXXXXX)"
+# mktemp makes it 0700: the command agents of the tests run as an unprivileged user and must reach the
+# clone's code (bound read-only into their sandbox), as in any checkout.
+chmod 755 "$WORK"
 git clone -q --no-hardlinks "$PWD" "$WORK/clone"
 git -C "$WORK/clone" checkout -q "$(git rev-parse HEAD)"
 . operator/oasis_operator/localcluster/release.env

@@ -46,8 +46,11 @@ def test_the_host_outside_the_view_does_not_exist_for_the_agent(tmp_path: Path) 
     assert result.returncode == 0, result.stderr
     exists, kube, top = result.stdout.split(" ", 2)
     assert (exists, kube) == ("False", "False")
-    for hidden in ("'sys'", "'var'", "'run'"):
-        assert hidden not in top
+    # A top-level directory holding the operator's own install (a checkout under /var/tmp, say) is shown
+    # as far as that install; the others do not exist for the agent.
+    shown = {p.parts[1] for p in sandbox.own_install() if len(p.parts) > 1}
+    for hidden in {"sys", "var", "run"} - shown:
+        assert f"'{hidden}'" not in top
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the unprivileged user is for a root operator")
