@@ -122,9 +122,13 @@ make_venv() {
 step "Python environment" make_venv
 if [ "$kube_status" = build ]; then step "Kubernetes $KUBE_VERSION" bash hack/build-kube.sh; fi
 # The release's kubectl beside the venv's Python: the reference agents find it there, and the docs'
-# commands and the CI example call .venv/bin/kubectl.
+# commands and the CI example call .venv/bin/kubectl. A copy, not a link: a command agent's sandbox shows
+# it the venv read-only but not the cache a link would point into, so a linked kubectl is not there for it.
 kubectl="$(.venv/bin/python -c 'from oasis_operator.localcluster.release import default_bin_dir; print(default_bin_dir() / "kubectl")')"
-ln -sf "$kubectl" .venv/bin/kubectl
+if ! cmp -s "$kubectl" .venv/bin/kubectl; then
+  rm -f .venv/bin/kubectl
+  install -m 0755 "$kubectl" .venv/bin/kubectl
+fi
 
 if [ "$TARGET" = test ]; then
   # The public OASIS runner for the provider API's e2e test (says why and goes on when it cannot be had).
