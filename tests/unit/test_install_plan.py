@@ -16,10 +16,10 @@ from oasis_operator.localcluster.release import pinned
 REPO = Path(__file__).parents[2]
 
 
-def _plan(target: str, cache_root: Path) -> str:
-    """The plan outside CI (the run's own CI variable left out: `.ci/run` sets CI=true)."""
+def _plan(target: str, cache_root: Path, **extra: str) -> str:
+    """The plan with only `extra` set (the run's own CI variable left out: `.ci/run` sets CI=true)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OASIS_") and k != "CI"}
-    env["OASIS_CACHE_ROOT"] = str(cache_root)
+    env |= {"OASIS_CACHE_ROOT": str(cache_root), **extra}
     done = subprocess.run(
         ["bash", "hack/install-deps.sh", target, "--plan"],
         cwd=REPO,
@@ -53,39 +53,19 @@ def test_outside_ci_the_test_plan_adds_the_public_runner_and_the_operator_image(
 def test_in_ci_a_cold_image_is_left_out_saying_so_and_naming_the_target_that_builds_it(
     tmp_path: Path,
 ) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OASIS_")}
-    env |= {"OASIS_CACHE_ROOT": str(tmp_path), "CI": "true"}
-    done = subprocess.run(
-        ["bash", "hack/install-deps.sh", "test", "--plan"],
-        cwd=REPO,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert "the operator image from nothing" not in done.stderr
-    assert "NOT BUILT in CI: the operator image, whose Debian root filesystems are not cached" in done.stderr
-    assert "`make test-image` builds and tests it" in done.stderr
+    plan = _plan("test", tmp_path, CI="true")
+    assert "the operator image from nothing" not in plan
+    assert "NOT BUILT in CI: the operator image, whose Debian root filesystems are not cached" in plan
+    assert "`make test-image` builds and tests it" in plan
     assert "\tbash hack/test-image.sh\n" in (REPO / "Makefile").read_text(encoding="utf-8")
 
 
 def test_the_test_plan_says_when_the_image_is_left_out(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OASIS_")}
-    env |= {"OASIS_CACHE_ROOT": str(tmp_path), "OASIS_SKIP_IMAGE": "1"}
-    done = subprocess.run(
-        ["bash", "hack/install-deps.sh", "test", "--plan"],
-        cwd=REPO,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert "the operator image (" not in done.stderr
+    plan = _plan("test", tmp_path, OASIS_SKIP_IMAGE="1")
+    assert "the operator image (" not in plan
     assert (
         "OASIS_SKIP_IMAGE=1: the operator image is not built; tests/integration/chart/test_image.py will skip"
-        in (done.stderr)
+        in plan
     )
 
 
