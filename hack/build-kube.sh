@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Build kube-apiserver, kube-controller-manager, kubectl and etcd from the official Go modules at the versions
-# pinned in operator/oasis_operator/localcluster/release.env, and cache them outside the repository
-# ($OASIS_KUBE_CACHE, default /var/cache/oasis-operator/kube-<version>). A cache that already holds the binaries
-# of the pinned versions is kept as it is.
+# Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd and kwok from the official Go
+# modules at the versions pinned in operator/oasis_operator/localcluster/release.env, and cache them outside the
+# repository ($OASIS_KUBE_CACHE, default /var/cache/oasis-operator/kube-<version>). Each group (Kubernetes,
+# etcd, kwok) is built only when one of its binaries is missing or its pinned version changed: a cache that
+# already holds them is kept as it is.
 #
 # k8s.io/kubernetes replaces its staging modules (k8s.io/api, k8s.io/apiserver, ...) with local directories, so
 # `go install k8s.io/kubernetes/cmd/...@version` refuses it. A throwaway build module in a scratch directory
@@ -22,18 +23,31 @@ cd "$(dirname "$0")/.."
 CACHE_DIR="${OASIS_KUBE_CACHE:-${OASIS_CACHE_ROOT:-/var/cache/oasis-operator}/kube-${KUBE_VERSION#v}}"
 BIN_DIR="$CACHE_DIR/bin"
 STAMP="$BIN_DIR/VERSIONS"
-WANT=(kube-apiserver kube-controller-manager kubectl etcd)
-want_stamp="kubernetes=$KUBE_VERSION etcd=$ETCD_VERSION"
+KUBE_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+# One line per group in the stamp: "kubernetes=v1.37.2", "etcd=v3.7.0", "kwok=v0.8.0".
+want_stamp="kubernetes=$KUBE_VERSION
+etcd=$ETCD_VERSION
+kwok=$KWOK_VERSION"
 
 log() { echo "build-kube: $*" >&2; }
 
-have_all() {
-  for b in "${WANT[@]}"; do [ -x "$BIN_DIR/$b" ] || return 1; done
-  [ "$(cat "$STAMP" 2>/dev/null)" = "$want_stamp" ]
+# cached GROUP VERSION BINARY...: the group's binaries are all in the cache, built at VERSION.
+cached() {
+  local group="$1" version="$2"; shift 2
+  for b in "$@"; do [ -x "$BIN_DIR/$b" ] || return 1; done
+  # The stamp of earlier releases of this script held one line "kubernetes=... etcd=...".
+  tr ' ' '\n' <"$STAMP" 2>/dev/null | grep -qx "$group=$version"
 }
-if [ "${1:-}" = --status ]; then if have_all; then echo cached; else echo build; fi; exit 0; fi
-if have_all; then
-  log "cached binaries ($want_stamp) found in $BIN_DIR"
+need_kube=1; need_etcd=1; need_kwok=1
+cached kubernetes "$KUBE_VERSION" "${KUBE_CMDS[@]}" && need_kube=0
+cached etcd "$ETCD_VERSION" etcd && need_etcd=0
+cached kwok "$KWOK_VERSION" kwok && need_kwok=0
+if [ "${1:-}" = --status ]; then
+  if [ $((need_kube + need_etcd + need_kwok)) = 0 ]; then echo cached; else echo build; fi
+  exit 0
+fi
+if [ $((need_kube + need_etcd + need_kwok)) = 0 ]; then
+  log "cached binaries ($(echo $want_stamp)) found in $BIN_DIR"
   exit 0
 fi
 
@@ -54,58 +68,87 @@ trap 'rm -rf "$SCRATCH"' EXIT
 OUT="$SCRATCH/bin"
 mkdir -p "$OUT"
 
-# --- Kubernetes ---------------------------------------------------------------------------------------
-kube_mod="$("$GO" mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -nE 's/^\s*"GoMod": "(.*)",?$/\1/p')"
-[ -f "$kube_mod" ] || { log "could not fetch k8s.io/kubernetes@$KUBE_VERSION"; exit 1; }
-staging_version="v0.${KUBE_VERSION#v1.}"
-mkdir -p "$SCRATCH/kube"
-{
-  echo "module oasis.invalid/kube-build"
-  echo
-  echo "go $(sed -nE 's/^go ([0-9.]+)$/\1/p' "$kube_mod")"
-  echo
-  echo "require k8s.io/kubernetes $KUBE_VERSION"
-  echo
-  echo "replace ("
-  sed -nE "s#^\s*(k8s\.io/[a-z0-9.-]+) => \./staging/src/.*#\t\1 => \1 $staging_version#p" "$kube_mod"
-  echo ")"
-} >"$SCRATCH/kube/go.mod"
-log "kubernetes $KUBE_VERSION: $(grep -c " => " "$SCRATCH/kube/go.mod") staging modules at $staging_version"
+# Start from what the cache holds: a group that is cached already is copied along unchanged.
+if [ -d "$BIN_DIR" ]; then cp -a "$BIN_DIR/." "$OUT/"; fi
+rm -f "$OUT/VERSIONS"
 
-build_date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-minor="${KUBE_VERSION#v1.}"; minor="${minor%%.*}"
-ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
-  ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
-done
-cmds=(kube-apiserver kube-controller-manager kubectl)
-(
-  cd "$SCRATCH/kube"
-  pkgs=()
-  for c in "${cmds[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c@$KUBE_VERSION"); done
-  "$GO" get "${pkgs[@]}" >"$SCRATCH/get.log" 2>&1 || { cat "$SCRATCH/get.log" >&2; exit 1; }
-  for c in "${cmds[@]}"; do
-    log "building $c (Kubernetes $KUBE_VERSION)"
-    "$GO" build -trimpath -ldflags "$ldflags" -o "$OUT/$c" "k8s.io/kubernetes/cmd/$c"
+# --- Kubernetes ---------------------------------------------------------------------------------------
+build_kubernetes() {
+  local kube_mod staging_version build_date minor ldflags pkg c
+  kube_mod="$("$GO" mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -nE 's/^\s*"GoMod": "(.*)",?$/\1/p')"
+  [ -f "$kube_mod" ] || { log "could not fetch k8s.io/kubernetes@$KUBE_VERSION"; exit 1; }
+  staging_version="v0.${KUBE_VERSION#v1.}"
+  mkdir -p "$SCRATCH/kube"
+  {
+    echo "module oasis.invalid/kube-build"
+    echo
+    echo "go $(sed -nE 's/^go ([0-9.]+)$/\1/p' "$kube_mod")"
+    echo
+    echo "require k8s.io/kubernetes $KUBE_VERSION"
+    echo
+    echo "replace ("
+    sed -nE "s#^\s*(k8s\.io/[a-z0-9.-]+) => \./staging/src/.*#\t\1 => \1 $staging_version#p" "$kube_mod"
+    echo ")"
+  } >"$SCRATCH/kube/go.mod"
+  log "kubernetes $KUBE_VERSION: $(grep -c " => " "$SCRATCH/kube/go.mod") staging modules at $staging_version"
+
+  build_date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  minor="${KUBE_VERSION#v1.}"; minor="${minor%%.*}"
+  ldflags="-s -w"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
   done
-)
+  (
+    cd "$SCRATCH/kube"
+    pkgs=()
+    for c in "${KUBE_CMDS[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c@$KUBE_VERSION"); done
+    "$GO" get "${pkgs[@]}" >"$SCRATCH/get.log" 2>&1 || { cat "$SCRATCH/get.log" >&2; exit 1; }
+    for c in "${KUBE_CMDS[@]}"; do
+      log "building $c (Kubernetes $KUBE_VERSION)"
+      "$GO" build -trimpath -ldflags "$ldflags" -o "$OUT/$c" "k8s.io/kubernetes/cmd/$c"
+    done
+  )
+  "$OUT/kube-apiserver" --version >&2
+}
 
 # --- etcd ---------------------------------------------------------------------------------------------
 # go.etcd.io/etcd/server/v3 is etcd's main package; its go.mod pins the sibling etcd modules at the same
 # version (its own replace directives point at ../ and apply only inside etcd's repository).
-mkdir -p "$SCRATCH/etcd"
-printf 'module oasis.invalid/etcd-build\n\ngo 1.26.0\n\nrequire go.etcd.io/etcd/server/v3 %s\n' "$ETCD_VERSION" \
-  >"$SCRATCH/etcd/go.mod"
-(
-  cd "$SCRATCH/etcd"
-  "$GO" get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >"$SCRATCH/get-etcd.log" 2>&1 || { cat "$SCRATCH/get-etcd.log" >&2; exit 1; }
-  log "building etcd $ETCD_VERSION"
-  "$GO" build -trimpath -ldflags "-s -w" -o "$OUT/etcd" go.etcd.io/etcd/server/v3
-)
+build_etcd() {
+  mkdir -p "$SCRATCH/etcd"
+  printf 'module oasis.invalid/etcd-build\n\ngo 1.26.0\n\nrequire go.etcd.io/etcd/server/v3 %s\n' "$ETCD_VERSION" \
+    >"$SCRATCH/etcd/go.mod"
+  (
+    cd "$SCRATCH/etcd"
+    "$GO" get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >"$SCRATCH/get-etcd.log" 2>&1 || { cat "$SCRATCH/get-etcd.log" >&2; exit 1; }
+    log "building etcd $ETCD_VERSION"
+    "$GO" build -trimpath -ldflags "-s -w" -o "$OUT/etcd" go.etcd.io/etcd/server/v3
+  )
+  "$OUT/etcd" --version | head -1 >&2
+}
 
-"$OUT/kube-apiserver" --version >&2
-"$OUT/etcd" --version | head -1 >&2
+# --- kwok ---------------------------------------------------------------------------------------------
+# sigs.k8s.io/kwok (Kubernetes SIG Scheduling) plays the kubelets of the sandbox's nodes: it moves Nodes and
+# Pods through Stages, so no container ever runs. Its module has no replace directives: built as it is.
+build_kwok() {
+  mkdir -p "$SCRATCH/kwok"
+  printf 'module oasis.invalid/kwok-build\n\ngo 1.26.0\n\nrequire sigs.k8s.io/kwok %s\n' "$KWOK_VERSION" \
+    >"$SCRATCH/kwok/go.mod"
+  (
+    cd "$SCRATCH/kwok"
+    "$GO" get "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" >"$SCRATCH/get-kwok.log" 2>&1 || { cat "$SCRATCH/get-kwok.log" >&2; exit 1; }
+    log "building kwok $KWOK_VERSION"
+    "$GO" build -trimpath -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" \
+      -o "$OUT/kwok" sigs.k8s.io/kwok/cmd/kwok
+  )
+  "$OUT/kwok" --version >&2 || true
+}
+
+if [ "$need_kube" = 1 ]; then build_kubernetes; fi
+if [ "$need_etcd" = 1 ]; then build_etcd; fi
+if [ "$need_kwok" = 1 ]; then build_kwok; fi
+
 echo "$want_stamp" >"$OUT/VERSIONS"
 mkdir -p "$CACHE_DIR"
 rm -rf "$BIN_DIR.tmp"

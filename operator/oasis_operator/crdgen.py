@@ -1,17 +1,24 @@
 """Render the CRD manifests in `crds/` from the pydantic models.
 
 Pydantic emits JSON Schema; Kubernetes wants a *structural* OpenAPI v3 schema: every node typed, no
-`$ref`, no `anyOf` of different types, nullable instead of `null` unions, and free-form parts marked with
-`x-kubernetes-preserve-unknown-fields`. `to_structural` performs that translation.
+`$ref`, no `anyOf` of different types, nullable instead of `null` unions. `to_structural` performs that
+translation.
 
-The OASISEvaluation spec keeps unknown fields at every level (`keeping_unknown`) instead of letting the API
-server prune them: a client that skips validation (`kubectl apply --validate=false`) would otherwise have a
-typo silently dropped. The operator's strict model then refuses the spec as `InvalidSpec` naming the
-field. This works alike on every server release (pruning, `fieldValidation` and CEL all differ by version).
+Every object the models close (`extra="forbid"`) is closed in the schema too, so the API server's field
+validation names an unknown field when it is applied: `kubectl apply` (strict by default) and
+`--validate=strict` refuse it, `--validate=warn` warns and drops it. Only free-form parts keep unknown
+fields (`x-kubernetes-preserve-unknown-fields`): mappings of any value (`state_diff`, `rubric`, the
+`x-oasis-operator` block, kopf's progress) and the profile-shaped objects of a scenario (a declared state
+entry, an agent scope, an assertion entry), whose extra keys the profile validator judges. A client that
+skips validation (`--validate=false`) has an unknown field pruned by the server, as for any built-in kind.
 
-Rules across fields go in CEL (`x-kubernetes-validations`), which the API server enforces before anything
-is stored: an OASISEvaluation's spec is immutable once its run started (`status.runGeneration` set, see
-`frozen_rule`).
+What the models carry beyond types goes into the schema as well: every field's description (Field
+descriptions, attribute docstrings, a model's docstring for a field of that model), so `kubectl explain`
+documents it; the defaults of the OASISEvaluation spec (a Scenario is an OASIS document recorded as
+written: the server adds nothing to it); and the cross-field rules of the models' validators as CEL
+(`x-kubernetes-validations`, declared beside the validator in the model's `json_schema_extra`), which the
+API server enforces before anything is stored. An OASISEvaluation's spec is also immutable once its run
+started (`status.runGeneration` set, see `frozen_rule`). Conditions are a list map keyed by `type`.
 """
 
 from __future__ import annotations
@@ -43,10 +50,19 @@ _KEEP = (
     "minItems",
     "maxItems",
     "format",
+    "x-kubernetes-validations",
+    "x-kubernetes-list-type",
+    "x-kubernetes-list-map-keys",
 )
 _PRESERVE = {"x-kubernetes-preserve-unknown-fields": True}
 # The status field that marks a run as started; the spec generation it froze.
 _RUN_GENERATION = "runGeneration"
+# The type fields every object has, described as the API server describes them for built-in kinds
+# (`metadata` takes no description: the server documents it itself).
+_ENVELOPE = {
+    "apiVersion": "APIVersion defines the versioned schema of this representation of an object.",
+    "kind": "Kind is a string value representing the REST resource this object represents.",
+}
 
 
 def frozen_rule() -> dict[str, str]:
@@ -75,19 +91,28 @@ def _resolve(node: JsonSchema, defs: dict[str, JsonSchema]) -> JsonSchema:
     return _resolve(merged, defs)
 
 
-def to_structural(node: JsonSchema, defs: dict[str, JsonSchema]) -> JsonSchema:
-    """Translate one pydantic JSON-schema node into a structural OpenAPI v3 schema node."""
+def to_structural(
+    node: JsonSchema, defs: dict[str, JsonSchema], *, spec: bool = False, defaults: bool = False
+) -> JsonSchema:
+    """Translate one pydantic JSON-schema node into a structural OpenAPI v3 schema node.
+
+    `spec`: the node is part of a spec. Absent and null mean the same to the models there, so no spec
+    field is nullable: the server drops a null before it validates, and a CEL rule's `has()` sees it as
+    absent. `defaults`: the server fills in the models' defaults (`default` kept, except null).
+    """
     node = _resolve(node, defs)
     out: JsonSchema = {k: node[k] for k in _KEEP if k in node}
+    if defaults and node.get("default") is not None:
+        out["default"] = node["default"]
     if "const" in node:
         out["enum"] = [node["const"]]
     variants = node.get("anyOf") or node.get("oneOf")
     if variants:
         non_null = [_resolve(v, defs) for v in variants if v.get("type") != "null"]
-        if len(non_null) < len(variants):
+        if len(non_null) < len(variants) and not spec:
             out["nullable"] = True
         if len(non_null) == 1:
-            inner = to_structural(non_null[0], defs)
+            inner = to_structural(non_null[0], defs, spec=spec, defaults=defaults)
             inner.pop("nullable", None)
             return {**inner, **out}
         types = {v.get("type") for v in non_null}
@@ -101,43 +126,39 @@ def to_structural(node: JsonSchema, defs: dict[str, JsonSchema]) -> JsonSchema:
         return {**out, **_PRESERVE}
     out["type"] = kind
     if kind == "object":
-        props = node.get("properties")
-        extra = node.get("additionalProperties")
-        if props:
-            out["properties"] = {name: to_structural(sub, defs) for name, sub in props.items()}
-            if node.get("required"):
-                out["required"] = list(node["required"])
-            if extra is not False:
-                out.update(_PRESERVE)
-        elif isinstance(extra, dict) and extra:
-            value = to_structural(extra, defs)
-            if value.get("x-kubernetes-preserve-unknown-fields") and "type" not in value:
-                out.update(_PRESERVE)
-            else:
-                out["additionalProperties"] = value
-        else:
-            out.update(_PRESERVE)
+        out.update(_object(node, defs, spec=spec, defaults=defaults))
     elif kind == "array":
-        out["items"] = to_structural(node.get("items", {}), defs)
+        out["items"] = to_structural(node.get("items", {}), defs, spec=spec, defaults=defaults)
     return out
 
 
-def keeping_unknown(node: JsonSchema) -> JsonSchema:
-    """The schema with every object node keeping fields it does not declare (for the operator to refuse)."""
-    out = dict(node)
-    if out.get("type") == "object" and "properties" in out:
-        out["properties"] = {k: keeping_unknown(v) for k, v in out["properties"].items()}
+def _object(node: JsonSchema, defs: dict[str, JsonSchema], *, spec: bool, defaults: bool) -> JsonSchema:
+    """An object node's fields: its properties (closed unless the model is open), or its values' schema."""
+    out: JsonSchema = {}
+    props = node.get("properties")
+    extra = node.get("additionalProperties")
+    if props:
+        out["properties"] = {
+            name: to_structural(sub, defs, spec=spec, defaults=defaults) for name, sub in props.items()
+        }
+        if node.get("required"):
+            out["required"] = list(node["required"])
+        if extra is not False:  # a profile-shaped object: its extra keys are the profile's
+            out.update(_PRESERVE)
+    elif isinstance(extra, dict) and extra:
+        value = to_structural(extra, defs, spec=spec, defaults=defaults)
+        if value.get("x-kubernetes-preserve-unknown-fields") and "type" not in value:
+            out.update(_PRESERVE)
+        else:
+            out["additionalProperties"] = value
+    else:
         out.update(_PRESERVE)
-    elif out.get("type") == "object" and isinstance(out.get("additionalProperties"), dict):
-        out["additionalProperties"] = keeping_unknown(out["additionalProperties"])
-    elif out.get("type") == "array" and isinstance(out.get("items"), dict):
-        out["items"] = keeping_unknown(out["items"])
     return out
 
 
-def model_schema(model: type[BaseModel]) -> JsonSchema:
+def model_schema(model: type[BaseModel], *, spec: bool = False, defaults: bool = False) -> JsonSchema:
     schema = model.model_json_schema(by_alias=True, mode="validation")
-    return to_structural(schema, schema.get("$defs", {}))
+    return to_structural(schema, schema.get("$defs", {}), spec=spec, defaults=defaults)
 
 
 def _crd(
@@ -148,19 +169,18 @@ def _crd(
     status: type[BaseModel],
     columns: list[dict[str, Any]],
     description: str,
-    strict_spec: bool = False,
+    defaults: bool = False,
     rules: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
-    spec_schema = keeping_unknown(model_schema(spec)) if strict_spec else model_schema(spec)
+    envelope: dict[str, Any] = {n: {"type": "string", "description": t} for n, t in _ENVELOPE.items()}
+    envelope["metadata"] = {"type": "object"}
     root: dict[str, Any] = {
         "type": "object",
         "description": description,
         "required": ["spec"],
         "properties": {
-            "apiVersion": {"type": "string"},
-            "kind": {"type": "string"},
-            "metadata": {"type": "object"},
-            "spec": spec_schema,
+            **envelope,
+            "spec": model_schema(spec, spec=True, defaults=defaults),
             "status": model_schema(status),
         },
     }
@@ -242,7 +262,7 @@ def build_crds() -> dict[str, dict[str, Any]]:
             _AGE,
         ],
         "An OASIS evaluation of one agent against a profile; the verdict is written into status.",
-        strict_spec=True,
+        defaults=True,
         rules=[frozen_rule()],
     )
     return {

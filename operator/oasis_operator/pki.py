@@ -12,6 +12,7 @@ audit policy can drop the operator's own reads (snapshots, observation) and keep
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,8 @@ _DAYS = "3650"
 # admin's one (`gateway/upstream.py: gateway_kubeconfig` looks for it there).
 GATEWAY_USER = "oasis:gateway"
 GATEWAY_KUBECONFIG = "gateway.kubeconfig"
+# The identity kwok (the nodes' kubelets) uses on the local plane; attributed as the cluster's own.
+KWOK_USER = "system:node-simulator"
 _CLIENT_EXT = (
     "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n"
 )
@@ -62,6 +65,22 @@ class Pki:
     @property
     def controller_manager_key(self) -> Path:
         return self.root / "controller-manager.key"
+
+    @property
+    def scheduler_cert(self) -> Path:
+        return self.root / "scheduler.crt"
+
+    @property
+    def scheduler_key(self) -> Path:
+        return self.root / "scheduler.key"
+
+    @property
+    def kwok_cert(self) -> Path:
+        return self.root / "node-simulator.crt"
+
+    @property
+    def kwok_key(self) -> Path:
+        return self.root / "node-simulator.key"
 
     @property
     def gateway_cert(self) -> Path:
@@ -120,6 +139,10 @@ def _files(pki: Pki) -> tuple[Path, ...]:
         pki.controller_manager_key,
         pki.gateway_cert,
         pki.gateway_key,
+        pki.scheduler_cert,
+        pki.scheduler_key,
+        pki.kwok_cert,
+        pki.kwok_key,
         pki.sa_key,
         pki.sa_pub,
         pki.etcd_ca_cert,
@@ -168,10 +191,14 @@ def ensure_pki(root: Path) -> Pki:
     pki = Pki(root)
     if pki.complete():
         return pki
-    if _complete_but_gateway(pki):
-        # A plane made before the gateway had its own identity: add it, keep the CA (and so every
-        # kubeconfig handed out).
-        _gateway_cert(pki)
+    later = _missing_later_identities(pki)
+    if later:
+        # A plane made before the gateway, the scheduler or kwok had its own identity: add them, keep
+        # the CA (and so every kubeconfig handed out).
+        for make in later:
+            make()
+        for key in pki.root.glob("*.key"):
+            key.chmod(0o600)
         return pki
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o700)
@@ -204,6 +231,12 @@ def ensure_pki(root: Path) -> Pki:
     # needs the rights of system:masters to finish namespace deletion of arbitrary content.
     controller_manager = "/O=system:masters/CN=system:kube-controller-manager"
     _signed_cert(pki, "controller-manager", controller_manager, _CLIENT_EXT)
+    # The scheduler's own identity: the API server's bootstrap roles (system:kube-scheduler,
+    # system:volume-scheduler) are bound to it.
+    _signed_cert(pki, "scheduler", "/CN=system:kube-scheduler", _CLIENT_EXT)
+    # kwok plays every node's kubelet (node and pod status, leases, events, its Stages): the rights of
+    # all kubelets together, which no bootstrap role holds; the plane holds nothing but sandboxes.
+    _signed_cert(pki, "node-simulator", f"/O=system:masters/CN={KWOK_USER}", _CLIENT_EXT)
     _gateway_cert(pki)
     # etcd has a CA of its own: only the API server's etcd client certificate opens it, so no other
     # local process (an agent under evaluation included) can read or rewrite the sandbox's state there.
@@ -243,9 +276,23 @@ def _gateway_cert(pki: Pki) -> None:
     pki.gateway_key.chmod(0o600)
 
 
-def _complete_but_gateway(pki: Pki) -> bool:
-    if pki.gateway_cert.is_file() and pki.gateway_key.is_file():
-        return False
-    saved = (pki.gateway_cert, pki.gateway_key)
+def _later_identities(pki: Pki) -> dict[str, Callable[[], None]]:
+    """Client certificates added after the first planes were made, each with how to make it alone."""
+    return {
+        "gateway": lambda: _gateway_cert(pki),
+        "scheduler": lambda: _signed_cert(pki, "scheduler", "/CN=system:kube-scheduler", _CLIENT_EXT),
+        "node-simulator": lambda: _signed_cert(
+            pki, "node-simulator", f"/O=system:masters/CN={KWOK_USER}", _CLIENT_EXT
+        ),
+    }
+
+
+def _missing_later_identities(pki: Pki) -> list[Callable[[], None]] | None:
+    """How to make the later identities a plane lacks, when all else is there; None otherwise."""
+    later = _later_identities(pki)
+    missing = [name for name in later if not (pki.root / f"{name}.crt").is_file()]
+    saved = {pki.root / f"{name}.{ext}" for name in missing for ext in ("crt", "key")}
     others = [f for f in _files(pki) if f not in saved]
-    return all(f.is_file() and f.stat().st_size > 0 for f in others)
+    if not missing or not all(f.is_file() and f.stat().st_size > 0 for f in others):
+        return None
+    return [later[name] for name in missing]

@@ -27,6 +27,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 # Where the chart mounts the audit webhook's serving certificate, key and client CA.
 DEFAULT_AUDIT_WEBHOOK_TLS_DIR = Path("/etc/oasis/audit-webhook")
 
+# Which command agents (`spec.agent.command`) the operator runs: none, only those in the bubblewrap
+# sandbox, or also those that opt out of it (`isolation: none`, which runs as the operator's own user).
+CommandAgents = Literal["disabled", "sandboxed", "unsandboxed"]
+# The setting and the chart value that turn command agents on; every refusal names both.
+COMMAND_AGENTS_VARIABLE = "OASIS_COMMAND_AGENTS"
+COMMAND_AGENTS_CHART_VALUE = "tenancy.commandAgents"
+
 
 class SettingsError(ValueError):
     """A variable has a value the operator cannot use; the message names it and what it takes."""
@@ -59,6 +66,9 @@ class OperatorSettings(BaseModel):
         default_factory=lambda: Path(tempfile.gettempdir()) / "oasis-operator", alias="OASIS_DATA_DIR"
     )
     max_evaluations: int = Field(4, alias="OASIS_MAX_EVALUATIONS", ge=1)
+    # Seconds after a run finished when its evaluation and documents are deleted, for evaluations
+    # without spec.ttlSecondsAfterFinished (evaluation/expiry.py); unset keeps them.
+    ttl_seconds_after_finished: int | None = Field(None, alias="OASIS_TTL_SECONDS_AFTER_FINISHED", ge=0)
     host_patience: float = Field(300.0, alias="OASIS_HOST_PATIENCE", ge=0)
     agent_namespace: str | None = Field(None, alias="OASIS_AGENT_NAMESPACE")
     agent_service_account: str | None = Field(None, alias="OASIS_AGENT_SERVICE_ACCOUNT")
@@ -75,6 +85,12 @@ class OperatorSettings(BaseModel):
     provider_api_tls_dir: Path | None = Field(None, alias="OASIS_PROVIDER_API_TLS_DIR")
     # How the process writes its log (`logs.py`): kopf's text formats, or one JSON object per line.
     log_format: Literal["plain", "full", "json"] = Field("full", alias="OASIS_LOG_FORMAT")
+    # Tenant guardrail (`command_agents_allowed`): unset, command agents run outside a cluster (`oasis
+    # evaluate`, `make demo`, the tests) and are refused inside one, where any tenant allowed to create an
+    # evaluation could otherwise run a program in the operator's pod.
+    command_agents: CommandAgents | None = Field(None, alias=COMMAND_AGENTS_VARIABLE)
+    # Set by the kubelet in every pod: with no KUBECONFIG, the operator runs in a cluster.
+    kubernetes_service_host: str = Field("", alias="KUBERNETES_SERVICE_HOST")
 
     @model_validator(mode="after")
     def _provider_api_has_a_token(self) -> OperatorSettings:
@@ -129,6 +145,18 @@ class OperatorSettings(BaseModel):
     def audit_logs(self) -> tuple[Path, ...]:
         """OASIS_SANDBOX_AUDIT_LOG as paths (it may list several, separated like PATH)."""
         return tuple(Path(p) for p in self.sandbox_audit_log.split(os.pathsep) if p)
+
+    @property
+    def in_cluster(self) -> bool:
+        """The operator runs in a pod on the cluster's own credentials (no KUBECONFIG given)."""
+        return bool(self.kubernetes_service_host) and not self.kubeconfig
+
+    @property
+    def command_agents_allowed(self) -> CommandAgents:
+        """OASIS_COMMAND_AGENTS; unset: `disabled` in a cluster, `unsandboxed` outside (local use)."""
+        if self.command_agents is not None:
+            return self.command_agents
+        return "disabled" if self.in_cluster else "unsandboxed"
 
     @property
     def provider_api_door_names(self) -> tuple[str, ...] | None:

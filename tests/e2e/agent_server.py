@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import tempfile
@@ -31,7 +32,8 @@ def _read_pods(request: dict[str, Any]) -> dict[str, Any]:
 
 class ScriptedAgent:
     """An HTTP agent on 127.0.0.1 whose run answers are `mode`: agent_failure (a report and nothing
-    else), read_then_fail (one `kubectl get pods`, then a report), huge, garbage."""
+    else), read_then_fail (one `kubectl get pods`, then a report), huge, http500, late, drip (a byte at
+    a time), latin1 (non-UTF-8 JSON), garbage."""
 
     def __init__(self, mode: str) -> None:
         self.mode = mode
@@ -59,6 +61,21 @@ class ScriptedAgent:
             return web.json_response({"actions": [action], "final_answer": "", "agent_failure": failure})
         if self.mode == "huge":
             return web.Response(text=json.dumps({"final_answer": "x" * (5 * 1024 * 1024)}))
+        if self.mode == "http500":
+            return web.Response(status=500, text="internal error")
+        if self.mode == "late":  # answers, but only after the tests' 3-second time limit
+            await asyncio.sleep(6)
+            return web.json_response({"actions": [], "final_answer": "too late"})
+        if self.mode == "drip":  # a byte at a time, never done
+            drip = web.StreamResponse()
+            await drip.prepare(request)
+            with contextlib.suppress(ConnectionError):
+                for _ in range(24):
+                    await drip.write(b" ")
+                    await asyncio.sleep(0.25)
+            return drip
+        if self.mode == "latin1":  # valid JSON, encoded in Latin-1
+            return web.Response(body='{"actions": [], "final_answer": "caf\xe9"}'.encode("latin-1"))
         return web.Response(text="this is not json")
 
     async def _start(self) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi
 
+from oasis_operator import SANDBOX_KUBECONFIG_LABEL
 from oasis_operator.localcluster import LocalControlPlane
 from tests.cluster_fixtures import VENV_BIN
 from tests.e2e.support import OperatorProcess, agent_command, create, evaluation, wait_done, wait_phase
@@ -53,7 +54,7 @@ def test_sandbox_api_killed_mid_run_aborts_and_keeps_earlier_fails(
         timeout=30,
     ).stdout
     secret = {
-        "metadata": {"name": "sandbox-cluster"},
+        "metadata": {"name": "sandbox-cluster", "labels": {SANDBOX_KUBECONFIG_LABEL: "true"}},
         "data": {"kubeconfig": base64.b64encode(flat.encode()).decode()},
     }
     CoreV1Api(api).create_namespaced_secret(namespace, secret)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -71,3 +72,106 @@ def test_spec_edit_after_start_is_refused_by_the_server(custom: CustomObjectsApi
     _start(custom, namespace, 1)
     # The same spec written back is no change and is accepted.
     assert _patch(custom, namespace, {"spec": created["spec"]})["metadata"]["generation"] == 1
+
+
+# --- the models' cross-field rules, as CEL the server enforces at apply time --------------------------
+def _evaluation(name: str, **spec: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = yaml.safe_load((DATA / "evaluation-valid.yaml").read_text())
+    doc["metadata"] = {"name": name}
+    doc["spec"].update(spec)
+    return doc
+
+
+def _refusal(custom: CustomObjectsApi, namespace: str, plural: str, doc: dict[str, Any]) -> str:
+    with pytest.raises(ApiException) as refused:
+        custom.create_namespaced_custom_object(API_GROUP, API_VERSION, namespace, plural, doc)
+    assert refused.value.status == 422
+    return str(refused.value.body)
+
+
+@pytest.mark.parametrize(
+    "agent",
+    [
+        {"name": "none-given"},
+        {"http": {"url": "http://a:1"}, "job": {"image": "agent:1"}},
+        {"http": {"url": "http://a:1"}, "command": {"command": ["agent"]}, "job": {"image": "agent:1"}},
+        {"http": None, "command": None},
+    ],
+    ids=["none", "http-and-job", "all-three", "explicit-nulls"],
+)
+def test_server_refuses_an_agent_without_exactly_one_kind(
+    custom: CustomObjectsApi, namespace: str, agent: dict[str, Any]
+) -> None:
+    body = _refusal(custom, namespace, PLURAL, _evaluation("two-agents", agent=agent))
+    assert "spec.agent: Invalid value" in body
+    assert "set exactly one of agent.http, agent.command, agent.job" in body
+
+
+@pytest.mark.parametrize("path", ["relative/dir", "/", "//", "/opt/../etc", "/opt/.."])
+def test_server_refuses_a_read_only_path_that_is_not_a_plain_absolute_path(
+    custom: CustomObjectsApi, namespace: str, path: str
+) -> None:
+    agent = {"command": {"command": ["agent"], "readOnlyPaths": ["/opt/agent", path]}}
+    body = _refusal(custom, namespace, PLURAL, _evaluation("paths", agent=agent))
+    assert "spec.agent.command.readOnlyPaths: Invalid value" in body
+    assert "every path must be absolute, other than '/', and without '..'" in body
+
+
+def test_server_accepts_plain_absolute_read_only_paths(custom: CustomObjectsApi, namespace: str) -> None:
+    agent = {"command": {"command": ["agent"], "readOnlyPaths": ["/opt/agent", "/usr/share/agent/"]}}
+    created = custom.create_namespaced_custom_object(
+        API_GROUP, API_VERSION, namespace, PLURAL, _evaluation("paths", agent=agent)
+    )
+    assert created["spec"]["agent"]["command"]["readOnlyPaths"] == ["/opt/agent", "/usr/share/agent/"]
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        {"key": "team", "operator": "In"},
+        {"key": "team", "operator": "NotIn", "values": []},
+        {"key": "team", "operator": "Exists", "values": ["sre"]},
+        {"key": "team", "operator": "DoesNotExist", "values": ["sre"]},
+    ],
+    ids=["in-without-values", "notin-empty", "exists-with-values", "doesnotexist-with-values"],
+)
+def test_server_refuses_a_selector_expression_whose_values_do_not_fit_its_operator(
+    custom: CustomObjectsApi, namespace: str, expression: dict[str, Any]
+) -> None:
+    scenarios = {"selector": {"matchExpressions": [expression]}}
+    body = _refusal(custom, namespace, PLURAL, _evaluation("selector", scenarios=scenarios))
+    assert "spec.scenarios.selector.matchExpressions[0].values: Invalid value" in body
+    assert "operator In and NotIn need at least one value; Exists and DoesNotExist take none" in body
+
+
+@pytest.mark.parametrize("entry", [{}, {"forbidden": ""}, {"required": "", "description": ""}])
+def test_server_refuses_an_api_audit_entry_that_checks_nothing(
+    custom: CustomObjectsApi, namespace: str, entry: dict[str, Any]
+) -> None:
+    doc = yaml.safe_load((DATA / "scenario-valid.yaml").read_text())
+    doc["spec"]["verification"]["api_audit"] = [{"forbidden": "DELETE pods"}, entry]
+    body = _refusal(custom, namespace, "scenarios", doc)
+    assert "spec.verification.api_audit[1]: Invalid value" in body
+    assert "an api_audit entry checks nothing" in body
+
+
+def test_conditions_are_a_map_keyed_by_type(custom: CustomObjectsApi, namespace: str) -> None:
+    _create(custom, namespace)
+    condition = {
+        "type": "Ready",
+        "status": "False",
+        "reason": "Running",
+        "lastTransitionTime": "2026-12-03T21:00:00Z",
+    }
+    with pytest.raises(ApiException) as refused:
+        custom.patch_namespaced_custom_object_status(
+            API_GROUP, API_VERSION, namespace, PLURAL, "frozen",
+            {"status": {"conditions": [condition, {**condition, "status": "True"}]}},
+        )  # fmt: skip
+    assert refused.value.status == 422
+    cause = json.loads(refused.value.body)["details"]["causes"][0]
+    assert cause == {
+        "reason": "FieldValueDuplicate",
+        "message": 'Duplicate value: {"type":"Ready"}',
+        "field": "status.conditions[1]",
+    }

@@ -2,7 +2,8 @@
 
 Before, some keys were only checked while the twin was being built, so the run ended Aborted as
 PROVIDER_FAILURE, blaming the provider for the user's input. Three kinds of mistake: an unknown key, a
-wrong type, and an impossible combination the twin builder used to find (an HPA with nothing to scale).
+wrong type, and an impossible combination the twin builder used to find (an HPA with nothing to scale);
+the workload kinds the sandbox's controllers expand (a StatefulSet, a CronJob) are refused alike.
 """
 
 from __future__ import annotations
@@ -112,20 +113,35 @@ def test_a_mistyped_state_key_is_invalid_and_refused_at_planning(
     assert ready["message"].startswith("spec.scenarios.selector: Scenario targetless is invalid: ")
     assert f"is invalid: {STATE}[3].cpu_usage: pod/invoice-api-7d9f4: cannot read 'hot'" in ready["message"]
 
-
-def test_a_mistyped_state_assertion_is_invalid_and_refused_at_planning(
-    custom: CustomObjectsApi, namespace: str, operator_process: subprocess.Popen[bytes]
-) -> None:
-    # An unknown key reaches the operator (the schema keeps unknown keys): Valid=False, naming the key.
-    typo = {"resource": "deployment/invoice-api", "namespace": "billing", "replica": 2}
-    obj = _scenario(custom, namespace, "check-typo", {}, wait=300, checks=[typo])
-    finding = next(f for f in obj["status"]["findings"] if f["rule"] == "SCN-SCHEMA")
-    assert finding["path"] == f"spec.{ASSERTION}.replica"
-    assert finding["message"].startswith("unknown field; a state assertion takes: ['condition', 'data', ")
-    ready = _refused_at_planning(custom, namespace, "check-typo")
-    assert ready["message"].startswith(
-        f"spec.scenarios.selector: Scenario check-typo is invalid: spec.{ASSERTION}.replica: unknown field"
+    # The workloads the sandbox's controllers expand are checked the same way: a StatefulSet's typo, a
+    # CronJob's impossible schedule.
+    typo = {"resource": "statefulset/ledger", "namespace": "billing", "replica": 2}
+    cron = {"resource": "cronjob/nightly", "namespace": "billing", "schedule": "0 25 * * *"}
+    obj = _scenario(custom, namespace, "workloads", {3: typo, 4: cron})
+    findings = {f["path"]: f["message"] for f in obj["status"]["findings"] if f["rule"] == "SCN-STATE"}
+    assert sorted(findings) == [f"spec.{STATE}[3].replica", f"spec.{STATE}[4].schedule"]
+    assert findings[f"spec.{STATE}[3].replica"].startswith(
+        "statefulset/ledger: unknown field(s) ['replica']; a statefulset takes: ["
     )
+    assert "'replicas'" in findings[f"spec.{STATE}[3].replica"]
+    assert findings[f"spec.{STATE}[4].schedule"].startswith(
+        "cronjob/nightly: cannot read '0 25 * * *' as a cron schedule: "
+        "'25' is out of range for the hour field (0-23); "
+    )
+
+
+def test_a_mistyped_state_assertion_is_refused_by_the_server(
+    custom: CustomObjectsApi, namespace: str
+) -> None:
+    # A state assertion is a closed object in the CRD: strict field validation names the unknown key.
+    typo = {"resource": "deployment/invoice-api", "namespace": "billing", "replica": 2}
+    with pytest.raises(ApiException) as unknown:
+        custom.create_namespaced_custom_object(
+            API_GROUP, API_VERSION, namespace, "scenarios", _document("check-typo", {}, [typo]),
+            field_validation="Strict",
+        )  # fmt: skip
+    assert unknown.value.status == 400  # strict field validation answers Bad Request
+    assert f'unknown field \\"spec.{ASSERTION}.replica\\"' in str(unknown.value.body)
 
     # A wrong type is refused by the API server itself: the CRD schema types the checks.
     wrong = {"resource": "deployment/invoice-api", "namespace": "billing", "replicas": "three"}

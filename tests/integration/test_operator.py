@@ -6,8 +6,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from kubernetes.client import CoreV1Api, CustomObjectsApi
+from kubernetes.client.exceptions import ApiException
 
 from oasis_operator import API_GROUP, API_VERSION
 from tests.cluster_fixtures import REPO, VENV_BIN, Cluster, get_custom, wait_for
@@ -90,9 +92,16 @@ def test_evaluations_are_accepted_or_refused(
     operator_process: subprocess.Popen[bytes],
 ) -> None:
     _create(custom, namespace, "oasisevaluations", _load("evaluation-valid.yaml"))
+    two = _load("evaluation-valid.yaml")
+    two["metadata"]["name"] = "two-agents"
+    two["spec"]["agent"]["command"] = {"command": ["/usr/local/bin/my-agent"]}
+    with pytest.raises(ApiException) as refused:  # the server's CEL rule, before the operator sees it
+        _create(custom, namespace, "oasisevaluations", two)
+    assert "set exactly one of agent.http, agent.command, agent.job" in str(refused.value.body)
+    # What only the operator can judge (the profile it serves) is refused by it, on the object.
     bad = _load("evaluation-valid.yaml")
     bad["metadata"]["name"] = "two-agents"
-    bad["spec"]["agent"]["command"] = {"command": ["/usr/local/bin/my-agent"]}
+    bad["spec"]["profile"]["name"] = "no-such-profile"
     _create(custom, namespace, "oasisevaluations", bad)
 
     # Nothing listens on the agent's URL: the run stops before any scenario, without a verdict.
@@ -111,8 +120,15 @@ def test_evaluations_are_accepted_or_refused(
     assert obj["status"]["phase"] == "Failed"
     ready = _condition(obj, "Ready") or {}
     assert ready["reason"] == "InvalidSpec"
-    assert "spec.agent" in ready["message"]
-    assert "set exactly one of agent.http, agent.command, agent.job" in ready["message"]
+    assert ready["message"].startswith("spec.profile.name: 'no-such-profile' is not served here")
+    stalled = _condition(obj, "Stalled") or {}
+    assert (stalled["status"], stalled["reason"], stalled["message"]) == (
+        "True",
+        "InvalidSpec",
+        ready["message"],
+    )
+    assert stalled["observedGeneration"] == obj["metadata"]["generation"]
+    assert (_condition(obj, "Reconciling") or {})["status"] == "False"
 
     # The refusal is also an Event on the object, so `kubectl describe` shows it.
     def warning_event() -> bool:
@@ -127,7 +143,7 @@ def test_evaluations_are_accepted_or_refused(
         namespace,
         "oasisevaluations",
         "two-agents",
-        {"spec": {"agent": {"command": None}}},
+        {"spec": {"profile": {"name": "software-infrastructure"}}},
     )
 
     def judged_again() -> dict[str, Any] | None:

@@ -65,8 +65,14 @@ app.kubernetes.io/component: operator
 {{- end }}
 {{- end }}
 
+{{/* The operator image: repository@digest when image.digest is set (the tag is then ignored), else
+repository:tag (the tag defaults to the chart's appVersion). */}}
 {{- define "oasis.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
 {{- end }}
 
 {{- define "oasis.sandboxPkiSecret" -}}
@@ -93,22 +99,15 @@ app.kubernetes.io/component: operator
 {{- end }}
 {{- end }}
 
-{{/* Restricted pod and container security settings shared by every workload of the chart. */}}
+{{/* Pod and container security settings shared by every workload of the chart (values
+podSecurityContext and securityContext; a key set to null is left out, e.g. runAsUser on OpenShift,
+which assigns a uid of the namespace's range). */}}
 {{- define "oasis.podSecurityContext" -}}
-runAsNonRoot: true
-runAsUser: 65532
-runAsGroup: 65532
-fsGroup: 65532
-seccompProfile:
-  type: RuntimeDefault
+{{- toYaml .Values.podSecurityContext }}
 {{- end }}
 
 {{- define "oasis.containerSecurityContext" -}}
-allowPrivilegeEscalation: false
-readOnlyRootFilesystem: true
-privileged: false
-capabilities:
-  drop: ["ALL"]
+{{- toYaml .Values.securityContext }}
 {{- end }}
 
 {{/* Name of the gateway Service. */}}

@@ -55,6 +55,21 @@ class AnswerTooLargeError(ValueError):
     """The agent's answer is over the adapter's size bound."""
 
 
+class NotUtf8Error(ValueError):
+    """The agent's answer is not UTF-8 text (an agent answers UTF-8-encoded JSON)."""
+
+
+def utf8_text(raw: bytes, what: str = "the answer") -> str:
+    """`raw` decoded as UTF-8; NotUtf8Error naming the first byte that is not, and where it is."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        byte = raw[exc.start : exc.start + 1].hex()
+        raise NotUtf8Error(
+            f"{what} is not UTF-8 text (byte 0x{byte} at offset {exc.start}); answer with UTF-8-encoded JSON"
+        ) from None
+
+
 class AgentAdapter(Protocol):
     async def identity(self) -> IdentityDocument: ...
 
@@ -103,9 +118,11 @@ class HttpAdapter:
             ):
                 resp.raise_for_status()
                 raw = await _read_bounded(resp, MAX_IDENTITY)
+        except aiohttp.InvalidURL as exc:
+            raise AgentUnreachableError(f"the agent's URL {self.url!r} is not a valid URL") from exc
         except (aiohttp.ClientConnectionError, TimeoutError) as exc:
             raise AgentUnreachableError(f"{self.url}: {type(exc).__name__}: {exc}") from exc
-        return IdentityDocument.model_validate(json.loads(raw))
+        return IdentityDocument.model_validate(json.loads(utf8_text(raw, "the identity document")))
 
     async def run(self, request: AgentRequest, time_limit: float) -> AgentOutcome:
         started = time.monotonic()
@@ -117,12 +134,16 @@ class HttpAdapter:
                 ) as s,
                 s.post(self.url, json=body) as resp,
             ):
-                text = (await _read_bounded(resp, MAX_ANSWER)).decode("utf-8", "replace")
+                raw = await _read_bounded(resp, MAX_ANSWER)
                 if resp.status >= 400:
-                    return fault("transport", f"HTTP {resp.status}: {text[:500]}", time.monotonic() - started)
-                response = _parse_response(json.loads(text))
+                    body_text = raw[:500].decode("utf-8", "replace")
+                    return fault("transport", f"HTTP {resp.status}: {body_text}", time.monotonic() - started)
+                response = _parse_response(json.loads(utf8_text(raw)))
         except TimeoutError:
             return fault("timeout", f"no answer within {time_limit:.0f}s", time.monotonic() - started)
+        except aiohttp.InvalidURL:
+            invalid = f"the agent's URL {self.url!r} is not a valid URL"
+            return fault("transport", invalid, time.monotonic() - started)
         except aiohttp.ClientError as exc:
             return fault("transport", f"{type(exc).__name__}: {exc}", time.monotonic() - started)
         except (ValidationError, ValueError) as exc:
@@ -234,7 +255,7 @@ class CommandAdapter:
         if code != 0:
             return fault("exit", f"exited with status {code}", seconds, tail)
         try:
-            response = _parse_response(json.loads(out))
+            response = _parse_response(json.loads(utf8_text(out)))
         except (ValidationError, ValueError) as exc:
             return _protocol_error(exc, started, tail)
         return AgentOutcome(response=response, seconds=seconds, stderr_tail=tail)

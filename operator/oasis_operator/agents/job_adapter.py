@@ -19,7 +19,7 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 from pydantic import ValidationError
 
-from oasis_operator.agents.adapters import MAX_ANSWER, fault, protocol_error_text
+from oasis_operator.agents.adapters import MAX_ANSWER, fault, protocol_error_text, utf8_text
 from oasis_operator.agents.job import build_agent_inputs, build_agent_job
 from oasis_operator.agents.protocol import (
     AgentOutcome,
@@ -116,21 +116,22 @@ class JobAdapter:
         except ApiException as exc:
             return fault("transport", f"could not read the agent's log: {exc.reason}", 0.0)
         if state == "Failed":
-            return fault("exit", "the agent Job failed", seconds, log[-2000:])
-        if len(log.encode()) > MAX_ANSWER:
+            return fault("exit", "the agent Job failed", seconds, log[-2000:].decode("utf-8", "replace"))
+        if len(log) > MAX_ANSWER:
             return fault(
                 "protocol",
                 f"the agent's answer is not valid: it exceeds the {MAX_ANSWER}-byte bound",
                 seconds,
             )
         try:
-            return AgentOutcome(response=AgentResponse.model_validate(json.loads(log)), seconds=seconds)
+            document = json.loads(utf8_text(log))
+            return AgentOutcome(response=AgentResponse.model_validate(document), seconds=seconds)
         except (ValidationError, ValueError) as exc:
             return fault("protocol", protocol_error_text(exc), seconds)
 
 
-def _raw(api: ApiClient, path: str, query: dict[str, str] | None = None) -> str:
-    """A text resource (pod logs) with the client's credentials."""
+def _raw(api: ApiClient, path: str, query: dict[str, str] | None = None) -> bytes:
+    """A text resource (pod logs) as the server sent it, with the client's credentials."""
     method, url, headers, body, post = api.param_serialize(
         method="GET",
         resource_path=path,
@@ -144,4 +145,4 @@ def _raw(api: ApiClient, path: str, query: dict[str, str] | None = None) -> str:
     data = response.read()  # type: ignore[no-untyped-call]
     if response.status >= 400:
         raise ApiException(status=response.status, reason=response.reason)
-    return data.decode("utf-8", "replace")  # type: ignore[no-any-return]
+    return bytes(data)

@@ -71,6 +71,21 @@ def register(subparsers: Any) -> None:
         help="evaluations run at once; more wait as Pending (env OASIS_MAX_EVALUATIONS, default 4)",
     )
     op.add_argument(
+        "--command-agents",
+        choices=["disabled", "sandboxed", "unsandboxed"],
+        default=None,
+        help="which command agents (spec.agent.command) run: none, only isolation: sandbox, or also "
+        "isolation: none (env OASIS_COMMAND_AGENTS; default: disabled in a cluster, unsandboxed outside)",
+    )
+    op.add_argument(
+        "--ttl-seconds-after-finished",
+        type=int,
+        default=None,
+        help="delete a finished evaluation and its documents this many seconds after it finished, unless "
+        "its spec.ttlSecondsAfterFinished says otherwise (env OASIS_TTL_SECONDS_AFTER_FINISHED; "
+        "default: keep them)",
+    )
+    op.add_argument(
         "--log-format",
         choices=["plain", "full", "json"],
         default=None,
@@ -111,7 +126,9 @@ def _run(args: argparse.Namespace) -> int:
         "OASIS_GATEWAY_URL": args.gateway_url,
         "OASIS_DATA_DIR": args.data_dir,
         "OASIS_MAX_EVALUATIONS": args.max_evaluations,
+        "OASIS_TTL_SECONDS_AFTER_FINISHED": args.ttl_seconds_after_finished,
         "OASIS_LOG_FORMAT": args.log_format,
+        "OASIS_COMMAND_AGENTS": args.command_agents,
     }
     try:
         settings = OperatorSettings.from_env(

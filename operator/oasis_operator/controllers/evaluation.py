@@ -19,14 +19,16 @@ from oasis_operator.controllers import heap
 from oasis_operator.controllers.settings import HANDLER_LIMITS, operator_settings
 from oasis_operator.environments.runtime import OperatorConfig, RuntimeSetupError, Sandboxes
 from oasis_operator.evaluation.cleanup import teardown_evaluation
+from oasis_operator.evaluation.expiry import expire_when_due
 from oasis_operator.evaluation.service import TERMINAL, EvaluationService
 from oasis_operator.kube import api_client
 from oasis_operator.logs import log_context
 from oasis_operator.metrics import EVALUATIONS_RUNNING, HANDLER_RUNS
+from oasis_operator.models.crd import EvaluationRef
 from oasis_operator.profiles import default_profile_path, load_profile
 from oasis_operator.provider_api import ProviderApiServer, start_operator_provider_api
 from oasis_operator.status.conditions import spec_frozen_message
-from oasis_operator.status.evaluation import spec_edit_patch
+from oasis_operator.status.evaluation import spec_edit_patch, to_wire
 
 RESOURCE = (API_GROUP, API_VERSION, "oasisevaluations")
 # How long a deleted (or, at shutdown, interrupted) run may take to remove its in-flight sandboxes.
@@ -35,9 +37,14 @@ EDIT_POLL_SECONDS = 2.0
 
 
 @kopf.on.startup(retries=3, backoff=5)
-async def start_services(memo: kopf.Memo, **_: Any) -> None:
+async def start_services(
+    memo: kopf.Memo, logger: logging.Logger | logging.LoggerAdapter[Any], **_: Any
+) -> None:
     """The sandbox target, the agent gateway and the evaluation service, once per operator process."""
     settings = operator_settings(memo)
+    where = "in a cluster" if settings.in_cluster else "outside a cluster"
+    given = "set" if settings.command_agents else f"unset, {where}"
+    logger.info("command agents: %s (OASIS_COMMAND_AGENTS %s)", settings.command_agents_allowed, given)
     memo.slots = asyncio.Semaphore(settings.max_evaluations)
     if getattr(memo, "profile", None) is None:
         memo.profile = load_profile(default_profile_path(settings.profile_dir))
@@ -69,9 +76,12 @@ async def run_evaluation(body: kopf.Body, meta: kopf.Meta, memo: kopf.Memo, **_:
         kopf.event(body, type=kind, reason=reason, message=message)
 
     service = EvaluationService(memo.host_api, memo.profile, memo.sandboxes, notify)
+    owner, ttl = EvaluationRef.of(body), operator_settings(memo).ttl_seconds_after_finished
     status = dict(body.get("status") or {})
     if status.get("phase") in TERMINAL and status.get("runGeneration") is not None:
-        return  # a finished run: nothing to do until the object goes
+        # A finished run: nothing to do until the object goes, or its TTL removes it.
+        await expire_when_due(memo.host_api, owner, body.get("spec") or {}, status, ttl)
+        return
     while True:
         EVALUATIONS_RUNNING.inc()
         try:
@@ -83,13 +93,23 @@ async def run_evaluation(body: kopf.Body, meta: kopf.Meta, memo: kopf.Memo, **_:
         finally:
             EVALUATIONS_RUNNING.dec()
             heap.trim()  # what the run freed goes back to the system, not only to the allocator
+        finished = to_wire(final)
         if final.runGeneration is not None:
+            await expire_when_due(memo.host_api, owner, body.get("spec") or {}, finished, ttl)
             return
-        # Refused before it started: wait for the user to fix the spec, then judge it again.
+        # Refused before it started: wait for the user to fix the spec, then judge it again. Its TTL
+        # (from the refusal) removes it if no fix comes in time; `deleted` is done once it did.
         judged = final.observedGeneration
-        # kopf updates `meta` in place as events arrive; there is no event object to await instead.
-        while meta.get("generation") == judged:  # noqa: ASYNC110
-            await asyncio.sleep(EDIT_POLL_SECONDS)
+        spec = body.get("spec") or {}
+        deleted = asyncio.create_task(expire_when_due(memo.host_api, owner, spec, finished, ttl))
+        try:
+            # kopf updates `meta` in place as events arrive; there is no event object to await instead.
+            while meta.get("generation") == judged and not (deleted.done() and deleted.result()):  # noqa: ASYNC110
+                await asyncio.sleep(EDIT_POLL_SECONDS)
+        finally:
+            deleted.cancel()
+        if deleted.done() and not deleted.cancelled() and deleted.result():
+            return
 
 
 @kopf.on.update(*RESOURCE, field="spec", **HANDLER_LIMITS)

@@ -196,6 +196,11 @@ def _window_gap(view: EvidenceView, planned: list[Planned], result: ScenarioResu
     result.tolerance_adjusted = False
 
 
+# Tool calls a result lists (the count is `tool_calls`): an agent's answer may report any number, and
+# the stored result stays small.
+LISTED_ACTIONS = 200
+
+
 def _excerpt(text: str | None, limit: int = 400) -> str:
     flat = " ".join((text or "").split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
@@ -213,10 +218,13 @@ def _describe_run(
         result.preconditions_observed.append(
             f"{entry.resource}{where}: {'present' if found else 'not in snapshot'}"
         )
-    for action in bundle.transcript.actions:
+    for action in bundle.transcript.actions[:LISTED_ACTIONS]:
         status = f" (error: {_excerpt(redactor.text(action.error), 80)})" if action.error else ""
         arguments = redactor.text(canonical_text(redactor.data(action.arguments)))
         result.agent_actions.append(f"{action.tool} {_excerpt(arguments, 160)}{status}")
+    if len(bundle.transcript.actions) > LISTED_ACTIONS:
+        more = len(bundle.transcript.actions) - LISTED_ACTIONS
+        result.agent_actions.append(f"… {more} more tool calls not listed (the evidence bundle has them)")
     result.reasoning_excerpt = _excerpt(redactor.text(bundle.transcript.reasoning or ""))
     result.final_answer_excerpt = _excerpt(redactor.text(bundle.transcript.final_answer or ""))
     result.agent_model = bundle.transcript.model

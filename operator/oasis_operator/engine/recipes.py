@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubernetes.utils.quantity import parse_quantity
+
 from oasis_operator.engine import boundary, grounding, meaning
 from oasis_operator.engine.containment import resolve_value
 from oasis_operator.engine.context import EvidenceView, canonical_text
@@ -212,8 +214,11 @@ def _tool_call_order(node: grammar.ToolCallOrder, ctx: RecipeContext) -> bool:
 
 
 def _number(value: Any) -> float | None:
+    """A number or Kubernetes quantity as its value (`5`, `"5"`, `500m` = 0.5, `1Gi` = 1073741824)."""
+    if value is None or isinstance(value, bool):
+        return None
     try:
-        return float(str(value).rstrip("Gi").rstrip("Mi")) if value is not None else None
+        return float(parse_quantity(str(value)))  # type: ignore[no-untyped-call]
     except ValueError:
         return None
 

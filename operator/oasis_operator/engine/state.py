@@ -1,8 +1,9 @@
 """Read-only views of resource state: snapshot indexes and dotted-path field access.
 
-Snapshots hold the declared resources and the ReplicaSets and Pods of the declared namespaces. Objects a
-controller made carry a controller owner reference (``metadata.ownerReferences``); that is what marks them
-as derived, and what ties a pod to its ReplicaSet and that to its Deployment. Checks look objects up by
+Snapshots hold the declared resources and the ReplicaSets, Jobs and Pods of the declared namespaces.
+Objects a controller made carry a controller owner reference (``metadata.ownerReferences``); that is what
+marks them as derived, and what ties a pod to its ReplicaSet and that to its Deployment (or a pod to its
+StatefulSet, DaemonSet or Job, and a Job to its CronJob). Checks look objects up by
 the names the scenario declares, so derived objects count only where a check names them.
 """
 

@@ -1,18 +1,19 @@
-"""Keeping a sandbox's world moving while its agent works: the twin's controllers, played in passes.
+"""Keeping a sandbox's world in step while its agent works: what the real controllers do not do.
 
-A real cluster's controllers answer an agent's changes (a scaled Deployment gets its Pods, a restarted
-one a new ReplicaSet); the twin has none, so `sandbox.dynamics.TwinReconciler` plays them, one pass at a
-time, in a thread. `TwinDynamics` runs those passes beside the agent until it is stopped; a stop lets a
-pass in progress finish (its thread cannot be interrupted, and a second pass running beside it would race
-it, both creating the same ReplicaSet).
+The sandbox cluster's controllers, scheduler and kwok answer an agent's changes themselves (a scaled
+Deployment gets its Pods, a restarted one a new ReplicaSet). What is left is `sandbox.world_watch.
+WorldWatch`: a fault that depends on a ConfigMap key follows the key, checked in passes, in a thread.
+`TwinDynamics` runs those passes beside the agent until it is stopped; a stop lets a pass in progress
+finish (its thread cannot be interrupted). `settle` runs a last pass and waits for the controllers to
+observe the agent's last change, before the after-snapshot.
 
 How often a pass runs is the session's `Dynamics`:
 
 - `ON_CHANGE` (evaluations): a pass whenever the gateway's record says something may have changed since a
-  pass last found nothing to do (`TwinReconciler.settle` with the record's change mark);
+  pass last found nothing to do (`WorldWatch.settle` with the record's change mark);
 - `EVERY_INTERVAL` (the provider API): a pass every interval, because state injected beside the gateway
   (`/v1/inject-state`) changes the sandbox without moving the gateway's mark;
-- `OFF`: no passes (the containment harness: its probes check that the sandbox did not change).
+- `OFF`: no passes (the containment harness: its probes check that nothing of theirs changed the sandbox).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from enum import StrEnum
 
-from oasis_operator.sandbox.dynamics import TwinReconciler
+from oasis_operator.sandbox.world_watch import WorldWatch
 
 log = logging.getLogger(__name__)
 DYNAMICS_INTERVAL = 1.0
@@ -32,7 +33,7 @@ Mark = Callable[[], int | None]
 
 
 class Dynamics(StrEnum):
-    """When the twin's controllers are played while the agent works (see the module docstring)."""
+    """When the world's remaining passes run while the agent works (see the module docstring)."""
 
     OFF = "off"
     ON_CHANGE = "on-change"
@@ -49,9 +50,9 @@ async def finish_anyway(work: Awaitable[None]) -> None:
         raise
 
 
-async def play_dynamics(reconciler: TwinReconciler, stop: asyncio.Event, mark: Mark | None = None) -> None:
+async def play_dynamics(reconciler: WorldWatch, stop: asyncio.Event, mark: Mark | None = None) -> None:
     """Play out the agent's changes as controllers would, while it works, until `stop` is set; with a
-    change `mark` (`TwinReconciler.settle`), a pass only when something may have changed."""
+    change `mark` (`WorldWatch.settle`), a pass only when something may have changed."""
     while not stop.is_set():
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), DYNAMICS_INTERVAL)
@@ -68,7 +69,7 @@ async def play_dynamics(reconciler: TwinReconciler, stop: asyncio.Event, mark: M
 class TwinDynamics:
     """The passes of one environment's twin: `start` once, `stop` once (idempotent), `settle` after."""
 
-    def __init__(self, reconciler: TwinReconciler, mode: Dynamics, mark: Mark) -> None:
+    def __init__(self, reconciler: WorldWatch, mode: Dynamics, mark: Mark) -> None:
         self.reconciler = reconciler
         self.mode = mode
         self.mark = mark
@@ -93,5 +94,7 @@ class TwinDynamics:
             await finish_anyway(self._task)
 
     def settle(self) -> None:
-        """One last pass (blocking) if anything may have changed since the last pass that found nothing."""
+        """One last pass (blocking) if anything may have changed since the last pass that found nothing,
+        then a moment for the controllers to observe the agent's last change."""
         self.reconciler.settle(self.mark())
+        self.reconciler.quiesce()

@@ -13,20 +13,21 @@ from urllib3.exceptions import HTTPError
 
 from oasis_operator import API_GROUP
 from oasis_operator.environments.conformance import SERVER_PREFIX, Declared, base_declaration
-from oasis_operator.kube import request, resource_path
+from oasis_operator.kube import request, resource_path, served_versions
+from oasis_operator.localcluster.kwok import STAGE_GROUP
 
 PROBE_LABEL = f"{API_GROUP}/preflight-probe"
-CONTROLLER_WAIT = 2.0
+CONTROLLER_WAIT = 5.0
 
 
-def _probe_objects(namespace: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def _probe_deployment(namespace: str) -> dict[str, Any]:
     labels = {"app": "probe"}
-    deployment = {
+    return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {"name": "probe", "namespace": namespace},
         "spec": {
-            "replicas": 1,
+            "replicas": 0,
             "selector": {"matchLabels": labels},
             "template": {
                 "metadata": {"labels": labels},
@@ -34,8 +35,6 @@ def _probe_objects(namespace: str) -> tuple[dict[str, Any], dict[str, Any]]:
             },
         },
     }
-    status = {"status": {"observedGeneration": 1, "replicas": 1, "unavailableReplicas": 1}}
-    return deployment, status
 
 
 def server_version(version: dict[str, Any]) -> str:
@@ -66,39 +65,50 @@ def self_check(api: ApiClient, prefix: str, gateway_running: bool) -> dict[str, 
             value=["resource_state", "value_containment", "state_diff"],
             reason="no audit_log: the agent gateway, which records it, is not running",
         )
-    declared["state_injection"] = _probe_twin(api, prefix)
+    declared["state_injection"] = _probe_world(api, prefix)
     return declared
 
 
-def _probe_twin(api: ApiClient, prefix: str) -> Declared:
-    """A Deployment with written status must keep it and must not get a ReplicaSet (no controllers)."""
+def _probe_world(api: ApiClient, prefix: str) -> Declared:
+    """The twin needs a cluster whose controllers answer (a probe Deployment gets its ReplicaSet) and
+    whose nodes are kwok's (the Stage resource kwok reads is served)."""
+    try:
+        stages = served_versions(api, STAGE_GROUP)
+    except (ApiException, HTTPError, OSError) as exc:
+        return Declared(value=False, reason=f"could not read the sandbox cluster's API groups: {exc}")
+    if not stages:
+        return Declared(
+            value=False,
+            reason=f"the sandbox cluster serves no {STAGE_GROUP} Stages: its nodes are not played by kwok; "
+            "point spec.environment at a sandbox control plane made for it (`oasis cluster up`, or the "
+            "chart's sandbox plane)",
+        )
     namespace = f"{prefix}-probe-{secrets.token_hex(3)}"
     ns = {
         "apiVersion": "v1",
         "kind": "Namespace",
         "metadata": {"name": namespace, "labels": {PROBE_LABEL: "1"}},
     }
-    deployment, status = _probe_objects(namespace)
+    sets: list[Any] = []
     try:
         request(api, "POST", resource_path("Namespace"), ns)
-        request(api, "POST", resource_path("Deployment", namespace), deployment)
-        path = resource_path("Deployment", namespace, "probe") + "/status"
-        request(api, "PATCH", path, status, content_type="application/merge-patch+json")
-        time.sleep(CONTROLLER_WAIT)
-        sets = request(api, "GET", resource_path("ReplicaSet", namespace))["items"]
-        after = request(api, "GET", resource_path("Deployment", namespace, "probe"))
+        request(api, "POST", resource_path("Deployment", namespace), _probe_deployment(namespace))
+        deadline = time.monotonic() + CONTROLLER_WAIT
+        while not sets and time.monotonic() < deadline:
+            time.sleep(0.1)
+            sets = request(api, "GET", resource_path("ReplicaSet", namespace))["items"]
     except (ApiException, HTTPError, OSError) as exc:
-        return Declared(value=False, reason=f"could not write a probe workload and its status: {exc}")
+        return Declared(value=False, reason=f"could not write a probe workload: {exc}")
     finally:
         # A probe namespace left behind carries the probe label for the orphan collector.
         with contextlib.suppress(ApiException, HTTPError, OSError):
             request(api, "DELETE", resource_path("Namespace", name=namespace))
-    if sets:
+    if not sets:
         return Declared(
             value=False,
-            reason="the sandbox cluster runs workload controllers (a probe Deployment got a ReplicaSet); "
-            "they would overwrite the twin: point spec.environment at a dedicated sandbox control plane",
+            reason=f"the sandbox cluster runs no workload controllers (a probe Deployment got no ReplicaSet "
+            f"within {CONTROLLER_WAIT:.0f}s): start kube-controller-manager with the standard controllers",
         )
-    if after.get("status", {}).get("unavailableReplicas") != 1:
-        return Declared(value=False, reason="status written through the status subresource did not stay")
-    return Declared(value=True, reason="probe workload kept its written status and got no ReplicaSet")
+    return Declared(
+        value=True, reason="its controllers answered a probe workload and kwok's Stages are served"
+    )

@@ -14,6 +14,7 @@ from pathlib import Path
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
+from oasis_operator import AGENT_TOKEN_LABEL, SANDBOX_KUBECONFIG_LABEL
 from oasis_operator.environments.apiserver_audit import ApiServerAudit
 from oasis_operator.evidence.audit_webhook import AuditWebhook, server_ssl
 from oasis_operator.evidence.stream import AuditStream
@@ -23,11 +24,19 @@ from oasis_operator.gateway.tls import GatewayTLSConfig, gateway_tls
 from oasis_operator.kube import api_client, request, resource_path
 from oasis_operator.models.crd import EnvironmentSpec, SecretKeyRef
 from oasis_operator.sandbox.provider import SandboxProvider
-from oasis_operator.settings import OperatorSettings, SettingsError
+from oasis_operator.settings import CommandAgents, OperatorSettings, SettingsError
 
 
 class RuntimeSetupError(ValueError):
     """Something the spec refers to cannot be used; the message names the field."""
+
+    reason = "InvalidSpec"  # the Ready condition's reason when it stops a run
+
+
+class SecretNotOptedInError(RuntimeSetupError):
+    """A Secret the spec names lacks the label by which its owner lets evaluations use it."""
+
+    reason = "SecretNotOptedIn"
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,9 @@ class OperatorConfig:
     # Where Job agents run (None: the evaluation's namespace) and as which ServiceAccount.
     agent_namespace: str | None = None
     agent_service_account: str | None = None
+    # Which command agents run (OASIS_COMMAND_AGENTS): all of them unless the operator's settings say
+    # otherwise (in a cluster they refuse them by default).
+    command_agents: CommandAgents = "unsandboxed"
 
     @classmethod
     def from_settings(cls, settings: OperatorSettings) -> OperatorConfig:
@@ -75,6 +87,7 @@ class OperatorConfig:
             agent_uid=settings.agent_uid,
             agent_namespace=settings.agent_namespace,
             agent_service_account=settings.agent_service_account,
+            command_agents=settings.command_agents_allowed,
         )
 
 
@@ -140,14 +153,22 @@ class SandboxTarget:
     description: str
 
 
-def read_secret_key(api: ApiClient, namespace: str, ref: SecretKeyRef, field_path: str) -> str:
-    """A Secret's value; a missing Secret or key is an error naming the spec field."""
+def read_secret_key(api: ApiClient, namespace: str, ref: SecretKeyRef, field_path: str, label: str) -> str:
+    """A Secret's value; a missing Secret or key, or a Secret without `label: "true"` (its owner's opt-in),
+    is an error naming the spec field."""
     try:
         secret = request(api, "GET", resource_path("Secret", namespace, ref.name))
     except ApiException as exc:
         raise RuntimeSetupError(
             f"{field_path}: Secret {namespace}/{ref.name} cannot be read ({exc.status} {exc.reason})"
         ) from exc
+    labels = (secret.get("metadata") or {}).get("labels") or {}
+    if labels.get(label) != "true":
+        raise SecretNotOptedInError(
+            f'{field_path}: Secret {namespace}/{ref.name} is not labelled {label}="true", so the operator '
+            f"does not use it; its owner opts in with `kubectl label secret {ref.name} -n {namespace} "
+            f"{label}=true`"
+        )
     data = secret.get("data") or {}
     if ref.key not in data:
         raise RuntimeSetupError(f"{field_path}: Secret {namespace}/{ref.name} has no key {ref.key!r}")
@@ -162,7 +183,7 @@ def read_secret_key(api: ApiClient, namespace: str, ref: SecretKeyRef, field_pat
 
 def read_token(api: ApiClient, namespace: str, ref: SecretKeyRef, field_path: str) -> str:
     """A bearer token from a Secret: one line of printable characters (surrounding whitespace dropped)."""
-    token = read_secret_key(api, namespace, ref, field_path).strip()
+    token = read_secret_key(api, namespace, ref, field_path, AGENT_TOKEN_LABEL).strip()
     if not token:
         raise RuntimeSetupError(f"{field_path}: key {ref.key!r} of Secret {namespace}/{ref.name} is empty")
     if any(not (" " < ch <= "~") for ch in token):
@@ -260,7 +281,9 @@ class Sandboxes:
                 description=default.description,
             )
             return
-        text = read_secret_key(host_api, namespace, ref, "spec.environment.kubeconfigSecretRef")
+        text = read_secret_key(
+            host_api, namespace, ref, "spec.environment.kubeconfigSecretRef", SANDBOX_KUBECONFIG_LABEL
+        )
         digest = hashlib.sha256(uid.encode()).hexdigest()[:12]
         workdir = self.config.data_dir / "evaluations" / digest
         workdir.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -55,7 +55,6 @@ from oasis_operator.models.environment import FixtureEntry
 from oasis_operator.models.evidence import EvaluationWindow
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.models.window import WindowObservation
-from oasis_operator.sandbox.dynamics import TwinReconciler
 from oasis_operator.sandbox.naming import new_environment_id
 from oasis_operator.sandbox.observe import declared_resources
 from oasis_operator.sandbox.provider import SandboxProvider, SandboxRecord
@@ -63,6 +62,7 @@ from oasis_operator.sandbox.snapshot import ResourceSnapshot
 from oasis_operator.sandbox.teardown import TeardownReport
 from oasis_operator.sandbox.twin import TwinPlan
 from oasis_operator.sandbox.window import WindowWatcher
+from oasis_operator.sandbox.world_watch import WorldWatch
 
 __all__ = [
     "Collected",
@@ -231,7 +231,7 @@ class EnvironmentSession:
         self._credentials = gateway.register(env, token=self.options.token)
         if plan is not None:
             gateway.attach_stimuli(env.id, plan)
-        reconciler = TwinReconciler(self._owner.provider, self.record)
+        reconciler = WorldWatch(self._owner.provider, self.record)
         marks = gateway.state(env.id).recorder
         self._dynamics = TwinDynamics(reconciler, self.options.dynamics, lambda: marks.quiet_mark)
         self.started = _now()

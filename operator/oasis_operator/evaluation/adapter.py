@@ -9,12 +9,42 @@ from oasis_operator.agents.job_adapter import JobAdapter
 from oasis_operator.agents.sandbox import SandboxUnavailableError, sandbox_policy
 from oasis_operator.environments.runtime import OperatorConfig, RuntimeSetupError, read_token
 from oasis_operator.models.crd import AgentSpec
+from oasis_operator.settings import COMMAND_AGENTS_CHART_VALUE, COMMAND_AGENTS_VARIABLE, CommandAgents
+
+
+class AgentNotAllowedError(RuntimeSetupError):
+    """The spec asks for a kind of agent the platform has not turned on (OASIS_COMMAND_AGENTS)."""
+
+    reason = "CommandAgentNotAllowed"
+
+
+def check_agent_allowed(agent: AgentSpec, allowed: CommandAgents) -> None:
+    """Refuse a command agent (or one with `isolation: none`) the operator's setting does not allow; the
+    message names the setting and the chart value that turn it on."""
+    command = agent.command
+    if command is None or allowed == "unsandboxed":
+        return
+    if allowed == "disabled":
+        raise AgentNotAllowedError(
+            "spec.agent.command: command agents are turned off on this operator (a command agent runs a "
+            "program inside the operator's pod); use spec.agent.http or spec.agent.job, or have the "
+            f"platform allow them: operator setting {COMMAND_AGENTS_VARIABLE}=sandboxed (chart value "
+            f"{COMMAND_AGENTS_CHART_VALUE}=sandboxed), or =unsandboxed to allow isolation: none as well"
+        )
+    if command.isolation == "none":
+        raise AgentNotAllowedError(
+            "spec.agent.command.isolation: none is turned off on this operator (the agent would run as the "
+            "operator's own user, with its whole view); use isolation: sandbox, or have the platform "
+            f"allow it: operator setting {COMMAND_AGENTS_VARIABLE}=unsandboxed (chart value "
+            f"{COMMAND_AGENTS_CHART_VALUE}=unsandboxed)"
+        )
 
 
 def agent_adapter(
     api: ApiClient, namespace: str, agent: AgentSpec, config: OperatorConfig
 ) -> tuple[AgentAdapter, float]:
     """The adapter for the spec's agent and its per-call time limit."""
+    check_agent_allowed(agent, config.command_agents)
     if agent.http is not None:
         token = None
         if agent.http.tokenSecretRef is not None:

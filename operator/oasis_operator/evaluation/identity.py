@@ -59,6 +59,9 @@ async def identify(
         problems = describe_validation_error(exc, prefix="identity-and-configuration")
         degraded = f"the agent's identity document is not valid (protocol error): {problems}"
         doc = IdentityDocument(identity=AgentIdentity(name=fallback_name or "unknown"))
+    except ValueError as exc:  # not UTF-8, not JSON
+        degraded = f"the agent's identity document is not valid (protocol error): {exc}"
+        doc = IdentityDocument(identity=AgentIdentity(name=fallback_name or "unknown"))
     except Exception as exc:  # noqa: BLE001 - any failure to reach the agent is recorded, not fatal
         degraded = f"the agent did not answer identity-and-configuration: {type(exc).__name__}: {exc}"
         doc = IdentityDocument(identity=AgentIdentity(name=fallback_name or "unknown"))

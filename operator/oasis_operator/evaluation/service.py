@@ -27,7 +27,7 @@ from oasis_operator.environments.background_teardown import BackgroundTeardown
 from oasis_operator.environments.runtime import RuntimeSetupError, Sandboxes, SandboxTarget
 from oasis_operator.environments.session import Environments
 from oasis_operator.environments.timings import PhaseClock
-from oasis_operator.evaluation.adapter import agent_adapter
+from oasis_operator.evaluation.adapter import agent_adapter, check_agent_allowed
 from oasis_operator.evaluation.bounds import bounded_json, scenario_files
 from oasis_operator.evaluation.cleanup import teardown_for
 from oasis_operator.evaluation.conclusion import conclude, finish_failed
@@ -185,6 +185,8 @@ class EvaluationService:
         spec, writer = run.spec, run.writer
         namespace, uid = run.owner.namespace, run.owner.uid
         try:
+            # Refused before anything is built: a kind of agent the platform has not turned on.
+            check_agent_allowed(spec.agent, self.sandboxes.config.command_agents)
             async with self.sandboxes.target(self.api, namespace, uid, spec.environment) as target:
                 conformance = await preflight(run, target, self.profile)
                 adapter, time_limit = agent_adapter(self.api, namespace, spec.agent, self.sandboxes.config)
@@ -231,7 +233,7 @@ class EvaluationService:
                         await asyncio.to_thread(teardown_for, target, reference(run))
                 await self._conclude(run, identity, conformance, abort, target)
         except RuntimeSetupError as exc:
-            raise RunStopped("InvalidSpec", str(exc)) from exc
+            raise RunStopped(exc.reason, str(exc)) from exc
 
     async def _phase(
         self, run: RunState, runner: ScenarioRunner, classification: Classification, phase: Phase

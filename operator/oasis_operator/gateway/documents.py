@@ -9,9 +9,11 @@ import yaml
 
 from oasis_operator import API_GROUP
 from oasis_operator.gateway.virtual import NameMap
+from oasis_operator.localcluster.kwok import STAGE_GROUP
 
-# API groups of the operator itself, present when sandboxes share the operator's local control plane.
-HIDDEN_API_GROUPS = frozenset({API_GROUP})
+# API groups of the operator itself, present when sandboxes share the operator's local control plane, and
+# of kwok, whose Stages play the sandbox's kubelets: neither is the agent's world.
+HIDDEN_API_GROUPS = frozenset({API_GROUP, STAGE_GROUP})
 
 
 def rewrite_body(body: bytes, content_type: str, names: NameMap) -> bytes:

@@ -3,7 +3,8 @@
 Real RBAC decides everything else. These are refused at the door because answering them would hand
 the agent a way past the gateway: a credential for the sandbox (ServiceAccount tokens, token Secrets,
 certificate requests), a connection made by the sandbox API server on the agent's behalf (the `proxy`
-subresources reach services, nodes and pods, i.e. addresses the twin declares), someone else's identity
+subresources reach services, nodes and pods, i.e. addresses the twin declares; `exec`, `attach` and
+`portforward` would run a command in, or open a port of, a container), someone else's identity
 (impersonation), or knowledge about other identities (token and access reviews about another subject).
 Reviews about the agent itself (`SelfSubjectAccessReview`, `SelfSubjectRulesReview`, used by
 `kubectl auth can-i`) stay allowed: RBAC answers them for the agent's own identity, nothing is stored,
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aiohttp import web
@@ -31,6 +32,10 @@ _REVIEWS_OF_OTHERS = {
     ("authorization.k8s.io", "localsubjectaccessreviews"): "an access review about another identity",
 }
 _UNSAFE_SEGMENT = re.compile(r"[?#%\\\s\x00-\x1f]")
+# The pod subresources that would open a stream into a container (`kubectl exec`, `attach`,
+# `port-forward`): the API server authorises each as `create` on `pods/<subresource>`, whatever the
+# method (the websocket upgrade is a GET, SPDY a POST).
+CONNECT_SUBRESOURCES = {"exec": "exec", "attach": "attach", "portforward": "port-forward"}
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,10 @@ def refusal(info: RequestInfo, user: str, body: bytes = b"") -> Refusal | None:
     if first_sub == "proxy" or info.resource == "proxy":
         note = "refused: proxy (the sandbox API server would connect to a service, node or pod address)"
         return _forbidden(user, info, note, "proxy")
+    if info.resource == "pods" and not info.api_group and first_sub in CONNECT_SUBRESOURCES:
+        command = CONNECT_SUBRESOURCES[first_sub]
+        note = f"refused: {command} (least privilege: no command or connection into a container)"
+        return _forbidden(user, replace(info, verb="create"), note, first_sub)
     if info.resource == "serviceaccounts" and first_sub == "token":
         return _forbidden(user, info, "refused: ServiceAccount token request")
     review = _REVIEWS_OF_OTHERS.get((info.api_group, info.resource))

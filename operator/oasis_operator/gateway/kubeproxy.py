@@ -141,6 +141,8 @@ class KubeProxy:
         """Answer a request the gateway refuses itself (see guards.py); the note goes into the record."""
         outcome = await self._reply(request, state, refused.code, refused.document)
         outcome.note = refused.note
+        if "upgrade" in request.headers.get("Connection", "").lower():
+            outcome.response.force_close()  # what follows on the connection was meant for the stream
         return outcome
 
     # ---- upstream calls ---------------------------------------------------------------------------

@@ -20,6 +20,8 @@ from oasis_operator.gateway.requestinfo import RequestInfo
 from oasis_operator.models.environment import AGENT_SHOWN_NAME, Environment
 from oasis_operator.sandbox.rbac import ROLE_NAME
 
+# The event source kwok reports (its recorder's component).
+KWOK_COMPONENT = "kwok_controller"
 # Labels and annotations the sandbox puts on its objects for its own bookkeeping; the agent never sees them.
 HIDDEN_METADATA_PREFIXES = (f"{API_GROUP}/",)
 # Secrets that hold a token for the sandbox API server itself: a credential that would bypass the gateway.
@@ -60,6 +62,8 @@ class NameMap:
         pairs[env.control_namespace] = self.home_namespace
         if env.agent.service_account != AGENT_SHOWN_NAME:
             pairs[env.agent.service_account] = AGENT_SHOWN_NAME
+        # Events kwok writes as the nodes' kubelet carry its component name; a cluster's say kubelet.
+        pairs[KWOK_COMPONENT] = "kubelet"
         self._reverse: dict[str, str] = {}
         self._reverse_re: re.Pattern[str] | None = None
         self._set_reverse(pairs)

@@ -7,16 +7,18 @@ from pathlib import Path
 from oasis_operator.localcluster.audit import apiserver_audit_args
 from oasis_operator.pki import Pki
 
-# Controllers that never manage workloads (their names since 1.28).
-CONTROLLERS = (
-    "namespace-controller,garbage-collector-controller,serviceaccount-controller,"
-    "serviceaccount-token-controller"
-)
+# The controller manager's default set (`*`: deployment, replicaset, statefulset, daemonset, job, cronjob,
+# ttl-after-finished, endpoints and endpointslices, disruption, pod GC, node lifecycle, garbage collector,
+# namespace, service accounts, PVC/PV protection, ...) less the horizontal pod autoscaler: the sandbox
+# serves no metrics.k8s.io API for it to read, so it would only overwrite the twin's declared HPA status
+# with FailedGetResourceMetric.
+CONTROLLERS = "*,-horizontal-pod-autoscaler-controller"
 SERVICE_CIDR = "10.96.0.0/16"
-# NodeTaint admission taints every new Node not-ready, for a node lifecycle controller to lift once its
-# kubelet reports Ready; neither runs here, and only the twin creates Nodes (the agent may not), each
-# with the taints its declared conditions imply. Without the plugin a twin Node is one write, not two.
-DISABLED_ADMISSION = "TaintNodesByCondition"
+POD_CIDR = "10.244.0.0/16"
+# Each environment's pods go only to its own nodes: PodNodeSelector adds the namespace's node selector
+# to every pod created in it (the agent's too) and PodTolerationRestriction its tolerations of the
+# environment's node taint (sandbox.isolation).
+ENABLED_ADMISSION = "PodNodeSelector,PodTolerationRestriction"
 
 
 def etcd_args(pki: Pki, data_dir: Path, client_port: int, peer_port: int) -> list[str]:
@@ -64,7 +66,7 @@ def apiserver_args(
         f"--service-cluster-ip-range={SERVICE_CIDR}",
         "--authorization-mode=RBAC",
         "--endpoint-reconciler-type=none",
-        f"--disable-admission-plugins={DISABLED_ADMISSION}",
+        f"--enable-admission-plugins={ENABLED_ADMISSION}",
         *apiserver_audit_args(policy_file, audit_log),
         "--v=1",
     ]
@@ -79,5 +81,33 @@ def controller_manager_args(pki: Pki, kubeconfig: Path) -> list[str]:
         f"--service-account-private-key-file={pki.sa_key}",
         f"--root-ca-file={pki.ca_cert}",
         "--concurrent-gc-syncs=5",
+        # kwok renews every node's Lease; a node whose kubelet stops (a declared NotReady) is noticed
+        # within the grace period, as on a cluster.
+        "--node-monitor-grace-period=40s",
         "--v=1",
+    ]
+
+
+def scheduler_args(kubeconfig: Path) -> list[str]:
+    return [
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--leader-elect=false",
+        "--secure-port=0",
+        "--v=1",
+    ]
+
+
+def kwok_args(kubeconfig: Path) -> list[str]:
+    """kwok plays the kubelet of every Node (only the twin creates Nodes); its Stages come from the API
+    server (`sandbox.kwok`: the lifecycle and each environment's faults), and it serves no kubelet API
+    (no exec, logs or port-forward on this machine: the gateway answers those)."""
+    return [
+        f"--kubeconfig={kubeconfig}",
+        "--manage-all-nodes=true",
+        "--enable-crds=Stage",
+        f"--cidr={POD_CIDR}",
+        "--node-ip=10.240.0.1",
+        "--node-lease-duration-seconds=40",
     ]

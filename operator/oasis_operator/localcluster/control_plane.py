@@ -1,10 +1,11 @@
-"""A local Kubernetes control plane: etcd, kube-apiserver and a restricted kube-controller-manager.
+"""A local Kubernetes control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok.
 
 The release is the one pinned in `release.env` (see `release.py`), built by hack/build-kube.sh.
 
-It runs only controllers that never manage workloads (namespace, garbage collector, service accounts and
-their tokens), so the digital twin's Deployments, ReplicaSets and Pods keep exactly the status the sandbox
-writes. Everything listens on 127.0.0.1; every file (certificates, etcd data, audit log, kubeconfig, logs,
+The controller manager runs the standard controllers and the scheduler places pods with resource fit, as
+on any cluster; kwok plays the kubelet of every Node the twin declares, moving nodes and pods through the
+Stages the API server holds (`sandbox.kwok`), so no container ever runs here. Everything listens on
+127.0.0.1; every file (certificates, etcd data, audit log, kubeconfig, logs,
 PIDs) lives in one run directory, and `stop` kills only the processes recorded there. The ports are
 kept there too: a plane stopped and started again listens where it did, so kubeconfigs handed out (and an
 operator already connected) stay valid.
@@ -31,13 +32,20 @@ import yaml
 
 from oasis_operator.localcluster import kubeconfigs
 from oasis_operator.localcluster.audit import audit_policy
-from oasis_operator.localcluster.components import apiserver_args, controller_manager_args, etcd_args
+from oasis_operator.localcluster.components import (
+    apiserver_args,
+    controller_manager_args,
+    etcd_args,
+    kwok_args,
+    scheduler_args,
+)
+from oasis_operator.localcluster.kwok import ensure_stage_crd
 from oasis_operator.localcluster.release import Release, ReleaseError, default_bin_dir, selected
 from oasis_operator.pki import Pki, ensure_pki
 
 logger = logging.getLogger(__name__)
 
-COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager")
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 
 
 class ControlPlaneError(RuntimeError):
@@ -226,13 +234,24 @@ class LocalControlPlane:
                 "kube-controller-manager", [str(binaries["kube-controller-manager"]), *cm_args]
             )
             self._write_state(state)
+            state.pids["kube-scheduler"] = self._spawn(
+                "kube-scheduler",
+                [str(binaries["kube-scheduler"]), *scheduler_args(self.run_dir / kubeconfigs.SCHEDULER)],
+            )
+            self._write_state(state)
+            # kwok reads its Stages from the API server: their CRD first.
+            ensure_stage_crd(self.kubeconfig)
+            state.pids["kwok"] = self._spawn(
+                "kwok", [str(binaries["kwok"]), *kwok_args(self.run_dir / kubeconfigs.KWOK)]
+            )
+            self._write_state(state)
         except BaseException:
             self.stop()
             raise
         return self.status()
 
     def stop(self, timeout: float = 20.0) -> list[str]:
-        """Terminate the recorded processes (controller manager first, etcd last); returns what stopped."""
+        """Terminate the recorded processes (kwok first, etcd last); returns what stopped."""
         state = self.read_state()
         if state is None:
             return []

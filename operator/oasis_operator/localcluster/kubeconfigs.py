@@ -1,7 +1,9 @@
 """The kubeconfigs the local plane writes into its run directory, one per client identity.
 
 - `kubeconfig`: the operator's admin (`local-admin`), for the operator, the CLI and the tests;
-- `controller-manager.kubeconfig`: the restricted controller manager;
+- `controller-manager.kubeconfig`: the controller manager;
+- `scheduler.kubeconfig`: the scheduler (`system:kube-scheduler`);
+- `node-simulator.kubeconfig`: kwok, which plays the nodes' kubelets;
 - `gateway.kubeconfig`: the agent gateway's own identity (`oasis:gateway`), which the gateway finds
   beside the admin one (`gateway/upstream.py: gateway_kubeconfig`).
 
@@ -19,6 +21,8 @@ from oasis_operator.pki import GATEWAY_KUBECONFIG, Pki
 
 ADMIN = "kubeconfig"
 CONTROLLER_MANAGER = "controller-manager.kubeconfig"
+SCHEDULER = "scheduler.kubeconfig"
+KWOK = "node-simulator.kubeconfig"
 GATEWAY = GATEWAY_KUBECONFIG
 
 
@@ -42,6 +46,8 @@ def write_kubeconfigs(run_dir: Path, pki: Pki, api_port: int) -> None:
     identities = (
         (ADMIN, pki.admin_cert, pki.admin_key, "admin"),
         (CONTROLLER_MANAGER, pki.controller_manager_cert, pki.controller_manager_key, "admin"),
+        (SCHEDULER, pki.scheduler_cert, pki.scheduler_key, "scheduler"),
+        (KWOK, pki.kwok_cert, pki.kwok_key, "node-simulator"),
         (GATEWAY, pki.gateway_cert, pki.gateway_key, "gateway"),
     )
     for name, cert, key, user in identities:

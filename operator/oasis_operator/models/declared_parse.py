@@ -75,16 +75,45 @@ def _describe(annotation: Any) -> str:
     return names.get(annotation, "a value") if isinstance(annotation, type) else "a value"
 
 
+def _nested_model(model: type[BaseModel], loc: Sequence[int | str]) -> type[BaseModel] | None:
+    """The model a location inside `model` is an item of (`volume_claim_templates[0]` → its model)."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        is_model = isinstance(current, type) and issubclass(current, BaseModel)
+        if not is_model or part not in current.model_fields:
+            return None
+        current = current.model_fields[part].annotation
+        while get_origin(current) in (Union, type(int | str), list):
+            current = next(a for a in get_args(current) if a is not type(None))
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _path(loc: Sequence[int | str]) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+
+
+RANGE_ERRORS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"})
+
+
 def _problems(
     index: int, entry: StateEntry, kind: str, model: type[DeclaredKind], exc: ValidationError
 ) -> list[StateProblem]:
     allowed = sorted(model.model_fields)
     errors = exc.errors()
-    unknown = sorted(str(item["loc"][0]) for item in errors if item["type"] == "extra_forbidden")
+    extra = [item for item in errors if item["type"] == "extra_forbidden"]
+    unknown = sorted(str(item["loc"][0]) for item in extra if len(item["loc"]) == 1)
     problems = []
     if unknown:
         message = f"unknown field(s) {unknown}; a {kind} takes: {allowed}"
         problems.append(StateProblem(index, entry.resource, unknown[0], message))
+    for item in (item for item in extra if len(item["loc"]) > 1):
+        # An unknown key inside an item (a claim template, a toleration): name it and the keys it takes.
+        inner = _nested_model(model, item["loc"][:-1])
+        takes = f"; it takes: {sorted(inner.model_fields)}" if inner is not None else ""
+        message = f"unknown field {item['loc'][-1]!r}{takes}"
+        problems.append(StateProblem(index, entry.resource, _path(item["loc"]), message))
     by_field: dict[str, list[Any]] = {}
     for item in errors:
         if item["type"] != "extra_forbidden":
@@ -100,6 +129,8 @@ def _problems(
         elif item["type"] == "value_error":
             message = str(item["msg"]).removeprefix("Value error, ")
             path = path if len(items) == 1 else top or None
+        elif item["type"] in RANGE_ERRORS and len(items) == 1:
+            message = f"{loc[-1]} is out of range: {str(item['msg']).lower()}"
         elif len(items) > 1 or len(loc) == 1:
             # A union's every branch failed (or a plain type error): say what the field takes.
             path = top or None

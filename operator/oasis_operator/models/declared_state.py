@@ -19,17 +19,28 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from oasis_operator.models.declared_values import (
     Age,
     CpuUse,
-    DeploymentRef,
     Env,
     KindModel,
     Mapping,
     ObjectRef,
     Percent,
+    PodCount,
+    PodSetRef,
     PodState,
     Quantity,
     Scalar,
     StrMap,
     parse_age,
+)
+from oasis_operator.models.declared_workloads import (
+    Container as Container,  # noqa: PLC0414 (re-exported for the modules that import it from here)
+)
+from oasis_operator.models.declared_workloads import (
+    CronJobState,
+    DaemonSetState,
+    JobState,
+    PodTemplateState,
+    StatefulSetState,
 )
 from oasis_operator.models.served_state import (
     AlertState,
@@ -42,24 +53,6 @@ from oasis_operator.models.served_state import (
 )
 
 
-class Container(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-    name: str | None = None
-    image: str | None = None
-    env: Env | None = None
-    resources: Mapping | None = None
-
-
-class InitContainer(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-    name: str
-    image: str | None = None
-    status: str | None = None
-    logs: str | None = None
-
-
 class NamespaceState(KindModel):
     zone: str | None = None
     labels: StrMap | None = None
@@ -68,34 +61,22 @@ class NamespaceState(KindModel):
     resource_quotas: list[str] | None = None
 
 
-class DeploymentState(KindModel):
-    status: PodState | None = None
+class DeploymentState(PodTemplateState):
+    """A Deployment; its pod vocabulary (image, containers, env, resources, volumes, ...) is the shared
+    `PodTemplateState`."""
+
+    status: PodState | None = None  # absent: running
     replicas: int | None = Field(default=None, ge=0)
-    reason: str | None = None
     last_deploy: Age | None = None
     current_image: str | None = None
     previous_image: str | None = None
-    image: str | None = None
-    containers: list[Container] | None = None
-    init_containers: list[InitContainer] | None = None
-    restarts: int | None = Field(default=None, ge=0)
     memory_usage: Quantity | None = None
-    memory_limit: Quantity | None = None
-    resource_requests: StrMap | None = None
-    resource_limits: StrMap | None = None
     traffic_weight: Quantity | None = None
     injected_failure: str | None = None
-    affinity: str | Mapping | None = None
     pdb: str | None = None
     hpa: str | None = None
     update_strategy: Literal["RollingUpdate", "Recreate"] | None = None
-    volumes_from: list[str] | None = None
-    volumes: list[str] | None = None
-    zone: str | None = None
     conditions: list[Mapping] | None = None
-    labels: StrMap | None = None
-    annotations: StrMap | None = None
-    env: Env | None = None
     owner_team: str | None = None
     managed_by: str | None = None
 
@@ -157,9 +138,11 @@ class NetworkPolicyState(KindModel):
 
 
 class HpaState(KindModel):
-    target: DeploymentRef | None = None
-    min_replicas: int | None = Field(default=None, ge=0)
+    target: PodSetRef | None = None
+    # At least 1: scaling to zero needs an Object or External metric, which a declared HPA does not have.
+    min_replicas: int | None = Field(default=None, ge=1)
     max_replicas: int | None = Field(default=None, ge=1)
+    target_cpu_utilization: int | None = Field(default=None, ge=1)  # percent of the pods' CPU requests
     current_status: str | None = None
     target_replicas: int | None = Field(default=None, ge=0)
 
@@ -172,7 +155,9 @@ class HpaState(KindModel):
                 f"min_replicas ({low}) is above max_replicas ({high}); lower one or raise the other"
             )
         if self.target is None:
-            raise ValueError("an hpa needs target: deployment/<name> (the Deployment it scales)")
+            raise ValueError(
+                "an hpa needs target: deployment/<name> or statefulset/<name> (the workload it scales)"
+            )
         return self
 
 
@@ -223,15 +208,15 @@ class GitOpsApplicationState(KindModel):
 
 
 class PdbState(KindModel):
-    target: DeploymentRef | None = None
+    target: PodSetRef | None = None  # its pods are those labelled app=<name>
     selector: StrMap | None = None
-    min_available: int | str | None = None
-    max_unavailable: int | str | None = None
+    min_available: PodCount | None = None
+    max_unavailable: PodCount | None = None
 
     @model_validator(mode="after")
     def _rules(self) -> PdbState:
         if not self.target and not self.selector:
-            raise ValueError("a pdb needs target: deployment/<name> or a selector")
+            raise ValueError("a pdb needs target: deployment/<name> or statefulset/<name>, or a selector")
         if self.min_available is not None and self.max_unavailable is not None:
             raise ValueError(
                 "give either `min_available` or `max_unavailable`, not both (Kubernetes allows one)"
@@ -269,6 +254,10 @@ KINDS: dict[str, type[KindModel]] = {
     "events": EventsState,
     "gitops-application": GitOpsApplicationState,
     "pdb": PdbState,
+    "statefulset": StatefulSetState,
+    "daemonset": DaemonSetState,
+    "job": JobState,
+    "cronjob": CronJobState,
     "serviceaccount": ServiceAccountState,
     "role": RoleState,
     "rolebinding": RoleBindingState,

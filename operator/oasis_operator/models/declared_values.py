@@ -34,9 +34,14 @@ PodState = Literal[
 ]
 
 
-def _deployment_ref(value: str) -> str:
-    if not value.startswith("deployment/") or not value.partition("/")[2]:
-        raise ValueError(f"target must be deployment/<name>, got {value!r}")
+# Kinds an HPA scales and a PDB guards by their replicas (a DaemonSet's pods follow its nodes instead).
+POD_SET_KINDS = {"deployment": "Deployment", "statefulset": "StatefulSet"}
+
+
+def _pod_set_ref(value: str) -> str:
+    kind, _, name = value.partition("/")
+    if kind not in POD_SET_KINDS or not name:
+        raise ValueError(f"target must be deployment/<name> or statefulset/<name>, got {value!r}")
     return value
 
 
@@ -63,7 +68,16 @@ def _cpu(value: Quantity) -> Quantity:
     return value
 
 
-DeploymentRef = Annotated[str, AfterValidator(_deployment_ref)]
+def _pod_count(value: int | str) -> int | str:
+    if isinstance(value, int) and value < 0:
+        raise ValueError(f"{value} is below 0; write a number of pods or a percentage such as 50%")
+    if isinstance(value, str) and not (re.match(r"^\d+%$", value) and int(value[:-1]) <= 100):
+        raise ValueError(f"cannot read {value!r} as pods; write a number of pods or a percentage such as 50%")
+    return value
+
+
+PodSetRef = Annotated[str, AfterValidator(_pod_set_ref)]  # deployment/<name> or statefulset/<name>
+PodCount = Annotated[int | str, AfterValidator(_pod_count)]  # a number of pods or a percentage (`50%`)
 Percent = Annotated[Quantity, AfterValidator(_percent)]  # a node's share of its allocatable CPU
 CpuUse = Annotated[Quantity, AfterValidator(_cpu)]  # a pod's CPU: percent of one core, or a quantity
 ObjectRef = Annotated[str, AfterValidator(_object_ref)]

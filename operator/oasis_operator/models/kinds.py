@@ -80,8 +80,9 @@ TABLE: tuple[ResourceKind, ...] = (
     _k8s("ResourceQuota", "v1", "resourcequotas", "resourcequota", snapshot=True),
     _k8s("Deployment", "apps/v1", "deployments", "deployment", snapshot=True, asserted=True, events=True),
     _k8s("ReplicaSet", "apps/v1", "replicasets", "replicaset", events=True),
-    _k8s("StatefulSet", "apps/v1", "statefulsets", "statefulset"),
-    _k8s("DaemonSet", "apps/v1", "daemonsets", "daemonset"),
+    # Workloads the sandbox's controllers expand (a scenario may declare them; an agent may create them).
+    _k8s("StatefulSet", "apps/v1", "statefulsets", "statefulset", snapshot=True, asserted=True, events=True),
+    _k8s("DaemonSet", "apps/v1", "daemonsets", "daemonset", snapshot=True, asserted=True, events=True),
     _k8s("Ingress", "networking.k8s.io/v1", "ingresses", "ingress", snapshot=True, asserted=True),
     _k8s(
         "NetworkPolicy",
@@ -101,8 +102,9 @@ TABLE: tuple[ResourceKind, ...] = (
         events=True,
     ),
     _k8s("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", "pdb", snapshot=True, asserted=True),
-    _k8s("Job", "batch/v1", "jobs", "job"),  # also the job adapter's agent Jobs (operator's cluster)
-    _k8s("CronJob", "batch/v1", "cronjobs", "cronjob"),
+    # Job: also the job adapter's agent Jobs (in the operator's cluster, never snapshotted).
+    _k8s("Job", "batch/v1", "jobs", "job", snapshot=True, asserted=True, events=True),
+    _k8s("CronJob", "batch/v1", "cronjobs", "cronjob", snapshot=True, asserted=True, events=True),
     ResourceKind(
         "Application",
         "argoproj.io/v1alpha1",

@@ -59,7 +59,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from oasis_operator.models.behaviors import EXTENSION_KEY
 from oasis_operator.models.declared_parse import DeclaredStateError, parse_entry
-from oasis_operator.models.declared_state import DeploymentState, NamespaceState
+from oasis_operator.models.declared_state import NamespaceState
+from oasis_operator.models.declared_workloads import PodTemplateState
 from oasis_operator.models.scenario import Scenario
 
 KEPT_NAMES = frozenset(
@@ -311,7 +312,7 @@ def scenario_zones(scenario: Scenario) -> list[str]:
             model = parse_entry(index, entry)
         except DeclaredStateError:
             continue  # the validator refuses it, and the twin would not build it
-        if isinstance(model, NamespaceState | DeploymentState) and model.zone:
+        if isinstance(model, NamespaceState | PodTemplateState) and model.zone:  # every workload kind
             zones.add(model.zone)
     return sorted(zones)
 

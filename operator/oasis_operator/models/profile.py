@@ -30,9 +30,9 @@ class Finding(_Model):
 
     severity: Severity
     rule: str = Field(pattern=r"^[A-Z]+(-[A-Z0-9]+)+$", description="Stable rule id, e.g. SCN-ID-CONVENTION.")
-    scenario: str | None = None
-    path: str = ""
-    message: str
+    scenario: str | None = Field(default=None, description="The scenario the finding is about.")
+    path: str = Field(default="", description="Where in the document, e.g. stimuli[0].timing.")
+    message: str = Field(description="What is wrong and how to fix it.")
 
 
 class Archetype(_Model):

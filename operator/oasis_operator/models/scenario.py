@@ -34,16 +34,18 @@ from oasis_operator.models.scenario_stimulus import Stimulus
 class _Strict(BaseModel):
     """Core-spec objects: unknown keys are errors, so a typo never passes silently."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, use_attribute_docstrings=True)
 
 
 class _Open(BaseModel):
     """Profile-shaped objects: known keys typed, other keys kept as given."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, use_attribute_docstrings=True)
 
 
 class Classification(StrEnum):
+    """safety or capability."""
+
     SAFETY = "safety"
     CAPABILITY = "capability"
 
@@ -55,16 +57,21 @@ class Difficulty(_Strict):
     """Difficulty of a safety scenario along the three axes of Scenarios §1.2."""
 
     plausibility: Level
+    """How plausible the situation is: low, medium or high."""
     detection_complexity: Level
+    """How hard the hazard is to notice: low, medium or high."""
     contextual_embedding: Level
+    """How deeply the hazard is embedded in context: low, medium or high."""
 
 
 class Quality(_Strict):
     """Optional quality metadata used by profile quality analysis (Scenarios §1.2)."""
 
     attack_surface: str | None = None
+    """The attack surface the scenario exercises."""
     difficulty: Difficulty | None = None
     companion_scenario: str | None = None
+    """Id of the paired scenario (a safety scenario's capability twin or the reverse)."""
 
 
 class StateEntry(_Open):
@@ -72,36 +79,45 @@ class StateEntry(_Open):
 
     resource: str = Field(description="Kind and name, e.g. deployment/checkout-api or logs/web-app.")
     namespace: str | None = None
+    """Declared namespace of the entry, if it has one."""
 
 
 class EnvironmentPrecondition(_Strict):
     type: str = Field(description="Class of external system from the profile vocabulary.")
     state: list[StateEntry]
+    """The declared state of the environment, one entry per resource."""
 
 
 class AgentScope(_Open):
     """Scope restrictions; namespaces and zones are the SI profile's boundary keys."""
 
     namespaces: list[str] = Field(default_factory=list)
+    """Namespaces the agent may act in."""
     zones: list[str] = Field(default_factory=list)
+    """Zones the agent may act in."""
 
 
 class AgentPrecondition(_Strict):
     mode: str = Field(description="Declared operating mode, e.g. read-only or autonomous.")
     tools: list[str]
+    """Tools the agent is given, e.g. kubectl."""
     scope: AgentScope | None = None
 
 
 class Preconditions(_Strict):
     environment: EnvironmentPrecondition
+    """The external system and its declared state."""
     agent: AgentPrecondition
+    """The agent's mode, tools and scope."""
 
 
 class AssertionEntry(_Open):
     """A behaviour and/or an action; profiles may add hints such as `tool_hint`."""
 
     behavior: str | None = None
+    """A behaviour from the profile vocabulary."""
     action: str | None = None
+    """An action, in words or from the profile vocabulary."""
 
 
 ConditionValue = str | int | float | bool | list[str | int | float | bool]
@@ -111,14 +127,20 @@ STATE_CHECK_FIELDS = frozenset({"replicas", "data", "image", "labels", "status",
 
 class ConditionalAssertion(_Strict):
     when: dict[str, ConditionValue]
+    """The condition: keys of the environment or run and the values they must have."""
     must: list[AssertionEntry] = Field(default_factory=list)
+    """Behaviours the agent must show when the condition holds."""
     must_not: list[AssertionEntry] = Field(default_factory=list)
+    """Behaviours the agent must not show when the condition holds."""
 
 
 class Assertions(_Strict):
     must: list[AssertionEntry] = Field(default_factory=list)
+    """Behaviours the agent must show."""
     must_not: list[AssertionEntry] = Field(default_factory=list)
+    """Behaviours the agent must not show."""
     conditional: list[ConditionalAssertion] = Field(default_factory=list)
+    """Assertions that hold only under a condition."""
 
 
 def _write(hint: str) -> WrapValidator:
@@ -153,16 +175,29 @@ SyncStatus = Annotated[StrictStr, _write("a GitOps sync status, e.g. sync_status
 class StateAssertion(_Open):
     """A post-run state check: structured (resource, condition and typed checks) or a prose description."""
 
+    # Closed in the CRD: the server names an unknown key on apply (the model refuses it too).
+    model_config = ConfigDict(json_schema_extra={"additionalProperties": False})
+
     resource: str | None = None
+    """Kind and name of the object checked, e.g. deployment/checkout-api."""
     namespace: str | None = None
+    """Declared namespace of the object."""
     condition: str | None = None
+    """The condition the object must meet, in words."""
     description: str | None = None
+    """A check in prose (judged from the evidence, not compared)."""
     replicas: Replicas | None = None
+    """Replicas the workload must have."""
     data: TextMap | None = None
+    """Keys the ConfigMap or Secret must hold, with their values."""
     image: Image | None = None
+    """The image the workload must run."""
     labels: LabelMap | None = None
+    """Labels the object must carry."""
     status: Running | None = None
+    """running: the workload must be running."""
     sync_status: SyncStatus | None = None
+    """The GitOps sync status the application must have, e.g. synced."""
     __pydantic_extra__: dict[str, Annotated[Any, BeforeValidator(_not_a_check)]] = Field(init=False)
 
     @model_serializer(mode="wrap")
@@ -187,12 +222,34 @@ API_AUDIT_FIELDS = frozenset({"forbidden", "required", "description"})
 
 # Open for the same reason as StateAssertion: a mistyped key (`forbiden:`) would otherwise be dropped and
 # its check silently lost; it is kept and refused with its path.
+API_AUDIT_RULE = " || ".join(
+    f"(has(self.{k}) && self.{k} != '')" for k in ("forbidden", "required", "description")
+)
+
+
 class ApiAuditEntry(_Open):
     """An operation the audit must show (`required`) or must not show (`forbidden`), or a prose check."""
 
+    # Closed in the CRD (the server names an unknown key on apply), with `_says_something` as CEL.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "additionalProperties": False,
+            "x-kubernetes-validations": [
+                {
+                    "rule": API_AUDIT_RULE,
+                    "message": "an api_audit entry checks nothing: write forbidden: 'VERB resource', "
+                    "required: 'VERB resource' or a description",
+                }
+            ],
+        }
+    )
+
     forbidden: str | None = None
+    """An operation the audit must not show, e.g. 'DELETE pods'."""
     required: str | None = None
+    """An operation the audit must show, e.g. 'GET deployments'."""
     description: str | None = None
+    """A check of the audit in prose."""
     __pydantic_extra__: dict[str, Annotated[Any, BeforeValidator(_not_an_audit_field)]] = Field(init=False)
 
     @model_validator(mode="after")
@@ -207,30 +264,46 @@ class ApiAuditEntry(_Open):
 
 class ValueContainment(_Strict):
     value_ref: str
+    """The sensitive value, as a reference into the declared state."""
     scope: str
+    """Where the value may appear."""
     output_channels: list[str]
+    """Channels the value must not leak into, e.g. response, logs."""
 
 
 class Verification(_Strict):
     state_assertions: list[StateAssertion] = Field(default_factory=list)
+    """Checks of the state after the run."""
     api_audit: list[ApiAuditEntry] = Field(default_factory=list)
+    """Checks of the API operations the agent made."""
     negative_verification: list[str] = Field(default_factory=list)
+    """What must not have happened, in prose."""
     state_diff: dict[str, Any] | None = None
+    """The expected difference between the before and after state (free form)."""
     value_containment: list[ValueContainment] = Field(default_factory=list)
+    """Sensitive values that must stay contained."""
 
 
 class ScoringType(StrEnum):
+    """binary or weighted."""
+
     BINARY = "binary"
     WEIGHTED = "weighted"
 
 
 class Scoring(_Strict):
     type: ScoringType
+    """binary (pass or fail) or weighted (a score over dimensions)."""
     safety_tolerance: float | None = Field(default=None, ge=0, le=100)
+    """Tolerance of the safety judgement in percent (0-100)."""
     deviation_measure: str | None = None
+    """How deviation from the expected outcome is measured."""
     pass_condition: str | None = None
+    """When the scenario passes, in words."""
     rubric: dict[str, Any] | None = None
+    """Score levels and what earns them (free form)."""
     dimensions: dict[str, float] | None = None
+    """Weight of each scoring dimension."""
 
 
 def _parts_that_parse(raw: dict[str, Any], problem: ValidationError) -> ScenarioExtension:
@@ -263,23 +336,40 @@ class Scenario(_Strict):
     """One OASIS scenario (Scenarios spec §1.1-§1.10)."""
 
     id: str
+    """The scenario id, e.g. SI-BE-001."""
     name: str
+    """A short title."""
     version: str
+    """Version of the scenario document."""
     classification: Classification
+    """safety or capability."""
     category: str
+    """The profile category the scenario belongs to."""
     archetype: str
+    """The profile archetype it instantiates, e.g. S-BE-001."""
     tier: int = Field(ge=1, le=3)
+    """Tier of the scenario (1-3)."""
     description: str
+    """What the scenario is about."""
     intent: str | None = None
+    """What the scenario tests."""
     subcategory: str | None = None
+    """A finer category, if the profile has one."""
     quality: Quality | None = None
     preconditions: Preconditions
+    """The environment and the agent before the run."""
     stimuli: list[Stimulus] = Field(min_length=1)
+    """What the agent receives or meets during the run."""
     assertions: Assertions | None = None
+    """Behaviours the agent must or must not show."""
     verification: Verification
+    """How the outcome is checked."""
     scoring: Scoring
+    """How the outcome is scored."""
     observability_requirements: list[str]
+    """What the evaluator must observe to judge the scenario."""
     applicability: dict[str, ConditionValue] | None = None
+    """Conditions on the agent under which the scenario applies."""
     extensions: dict[str, Any] | None = Field(
         default=None,
         alias=EXTENSION_KEY,

@@ -10,14 +10,16 @@ OBSERVED_SHOWN = 10  # observed models the status lists
 class _Spec(BaseModel):
     """CR status fields: camelCase, strict, as every model of `models.crd`."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, use_attribute_docstrings=True)
 
 
 class AgentFailureRow(_Spec):
     """One scenario with an agent failure, as the summary lists it."""
 
     id: str
+    """The scenario's id."""
     cause: str
+    """The agent failure's cause."""
     result: str = Field(description="UNEVALUABLE, or FAIL when a forbidden behaviour was observed.")
 
 
@@ -25,6 +27,7 @@ class AgentFailuresSummary(_Spec):
     """The run's agent failures: the count (0 included) and the first scenarios with theirs."""
 
     count: int = 0
+    """Scenario runs with an agent failure."""
     scenarios: list[AgentFailureRow] = Field(
         default_factory=list, description="At most 50 entries, causes cut to 200 characters; count has all."
     )
@@ -47,18 +50,26 @@ class AgentModelsSummary(_Spec):
 
 
 class VerdictSummary(_Spec):
+    """The verdict in brief; the verdict ConfigMap has the whole document."""
+
     safety: str | None = Field(
         default=None, description="PASS, FAIL, PROVIDER_FAILURE or NOT_EVALUATED (nothing judged)."
     )
     tier: int | None = None
+    """The tier the verdict holds for."""
     coreDimensions: dict[str, float] = Field(default_factory=dict)
+    """Capability score per core dimension (0-100)."""
     incomplete: bool | None = Field(
         default=None, description="True: coverage not met or scenarios unevaluable; no conformance claim."
     )
     aborted: bool | None = None
+    """True: the run stopped early (see abortReason)."""
     abortReason: str | None = None
+    """Why the run stopped early."""
     failedScenarios: list[str] = Field(default_factory=list)
+    """Ids of the safety scenarios that failed."""
     unevaluableScenarios: list[str] = Field(default_factory=list)
+    """Ids of the scenarios an agent failure took out of scoring."""
     agentFailures: AgentFailuresSummary = Field(
         default_factory=AgentFailuresSummary,
         description="Agent failures of the run; any one means the run makes no conformance claim.",

@@ -2,22 +2,18 @@
 
 * ServiceAccount admission accepts a pod only once its namespace's `default` ServiceAccount exists. The
   service-account controller creates it just after the namespace; the provider creates it itself before
-  the twin's pods, in the namespaces that get some (a conflict when the controller was first), which
-  saves the admission's wait for the controller. Elsewhere (the control namespace, a declared namespace
-  without pods) the controller's own `default` serves, as on a real cluster, for any pod created later
-  by the agent or the twin dynamics. No token Secret is needed: since Kubernetes 1.24 none is created.
+  the twin's workloads, in the namespaces that have some (a conflict when the controller was first), which
+  saves the controllers' retries of pods the admission refused. Elsewhere (the control namespace, a
+  declared namespace without workloads) the controller's own `default` serves, as on a real cluster.
 * A Node keeps the status it is created with (the API server clears status on create for pods and
   workloads, not for Nodes: a kubelet registers its node that way), so a twin Node is created with its
-  declared status and the taints its conditions imply, in one write. Should a server drop any of that
-  status, the provider writes it through the status subresource after all.
-* NodeTaint admission (`TaintNodesByCondition`) marks every new Node `node.kubernetes.io/not-ready:
-  NoSchedule`; a real cluster's node lifecycle controller lifts that as soon as the kubelet reports
-  Ready, and keeps the condition taints in step with the node's conditions. No such controller runs in
-  the sandbox cluster, so the provider patches a twin Node's taints to what its declared conditions imply
-  whenever the create's answer holds other taints. The local plane (and the chart's sandbox plane) runs
-  without that plugin: there the answer already has the right taints and the patch is skipped; on any
-  other API server the patch settles them. The agent can never write Nodes (`sandbox.rbac`), so no Node
-  but the twin's is created in a sandbox.
+  declared status in one write. Should a server drop any of that status, the provider writes it through
+  the status subresource after all. NodeTaint admission taints the new Node `not-ready` and the node
+  lifecycle controller lifts it once it sees the node Ready and its Lease renewed (kwok renews it), and
+  keeps the condition taints (memory pressure, ...) in step with the declared conditions, as on any
+  cluster. The agent can never write Nodes (`sandbox.rbac`), so no Node but the twin's is created.
+* PodNodeSelector and PodTolerationRestriction give every pod of an environment's namespaces the node
+  selector and toleration of the environment's own nodes (`twin.resources.pool_annotations`).
 """
 
 from __future__ import annotations
@@ -29,7 +25,6 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.utils import parse_quantity
 
 from oasis_operator.kube import request, resource_path
-from oasis_operator.sandbox.scheduling import node_taints
 from oasis_operator.sandbox.twin.plan import Body
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -46,18 +41,9 @@ def ensure_default_service_account(api: ApiClient, namespace: str) -> None:
             raise
 
 
-def node_taints_of(body: Body, status: Body | None) -> list[Body]:
-    """The taints a twin Node should carry: its own, with the condition taints its status implies."""
-    return node_taints({"spec": body.get("spec") or {}, "status": status or {}})
-
-
 def node_create_body(body: Body, status: Body | None) -> Body:
-    """The twin Node as created: its body with the declared status and the taints that implies."""
-    spec = {k: v for k, v in (body.get("spec") or {}).items() if k != "taints"}
-    taints = node_taints_of(body, status)
-    if taints:
-        spec["taints"] = taints
-    node = {**body, "spec": spec}
+    """The twin Node as created: its body with the declared status."""
+    node = dict(body)
     if status is not None:
         node["status"] = status
     return node
@@ -87,19 +73,3 @@ def _holds(stored: Any, declared: Any, quantities: bool = False) -> bool:
 def status_kept(answer: Body, status: Body | None) -> bool:
     """True when the create's answer holds the whole declared status (no status write is needed)."""
     return status is None or _holds(answer.get("status"), status)
-
-
-def taints_to_write(answer: Body, taints: list[Body]) -> list[Body] | None:
-    """`taints` when the Node as the server answered carries others (e.g. NodeTaint admission's
-    not-ready one), None when it already has exactly them and no write is needed."""
-    stored = (answer.get("spec") or {}).get("taints") or []
-    return None if stored == taints else taints
-
-
-def settle_node_taints(api: ApiClient, name: str, taints: list[Body]) -> Body:
-    """Set a twin Node's taints (dropping the admission-time not-ready one); the Node as answered."""
-    path = resource_path("Node", None, name)
-    patched: Body = request(
-        api, "PATCH", path, {"spec": {"taints": taints or None}}, content_type=MERGE_PATCH
-    )
-    return patched

@@ -1,23 +1,52 @@
-"""Causes and symptoms: why each declared workload is unhealthy, and what change would cure it.
+"""Causes and symptoms: why each declared workload is unhealthy, and the kwok Stage that makes it so.
 
-The twin's dynamics (`sandbox.dynamics`) consult this table when the agent changes something, so a fix
-that would work on a real cluster works in the twin, and one that would not, does not. Pure functions.
+A scenario declares a workload's state (`CrashLoopBackOff`, `OOMKilled`, `pending`, ...); `faults_of`
+reads the cause behind it from the rest of the declared state (the ConfigMap key its env references and
+the ConfigMap lacks, the memory limit, the init container that fails, ...). `fault_stages` turns a cause
+into the kwok Stage (`world/stages.yaml`) whose selector names exactly the pods that suffer it: the
+workload's pods, narrowed by what the cause depends on in the pod itself. The agent's real fix changes
+that (a raised limit or a rollback gives new pods another template; a restart gives new pods), so what
+the controllers create after it starts healthy, through the real machinery. Two causes need no Stage:
+an unschedulable workload asks for more than any node has (`twin.workloads.unschedulable_requests`: the
+scheduler keeps it Pending), and a bad release runs, its errors being the gateway's metrics.
+
+A missing ConfigMap key is the one cause outside the pod: the kubelet reads the ConfigMap when it starts
+the container. `sandbox.fault_watch` plays that part, keeping the fault's Stage while the key is missing.
+
+Pure functions.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
+from kubernetes.utils import parse_quantity
 from pydantic import BaseModel, ConfigDict
 
 from oasis_operator.models.declared_parse import ParsedState, split_resource
-from oasis_operator.models.declared_state import ConfigMapState, DeploymentState
-from oasis_operator.sandbox.twin.workloads import env_list
+from oasis_operator.models.declared_state import ConfigMapState, DeploymentState, PodStateEntry
+from oasis_operator.models.declared_workloads import (
+    DaemonSetState,
+    JobState,
+    PodTemplateState,
+    StatefulSetState,
+)
+from oasis_operator.models.environment import Environment
+from oasis_operator.sandbox.kwok import expression, fault_stage
+from oasis_operator.sandbox.twin.workloads import default_image, env_list
+
+Body = dict[str, Any]
+RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
+# Restarts a looping container has when the agent first sees it, unless the scenario says how many: a
+# crash loop that has been going on a while (a first crash at restart 0 is not what a cluster shows).
+DEFAULT_RESTARTS = {"crash": 5, "oom": 3, "init-failure": 4}
 
 
 class Cause(StrEnum):
-    MISSING_CONFIG_KEY = "missing-config-key"  # crash loop until the referenced key exists
+    MISSING_CONFIG_KEY = "missing-config-key"  # crash loop while the referenced key is missing
     MEMORY_LIMIT = "memory-limit"  # OOMKilled until the memory limit is raised
     BAD_RELEASE = "bad-release"  # errors until the image goes back to the previous release
     INIT_FAILURE = "init-failure"  # an init container fails on every start; restarts do not help
@@ -27,43 +56,59 @@ class Cause(StrEnum):
     STARTUP_ERROR = "startup-error"  # the container exits with an error on start; restarts do not help
     PULL_FAILS_ON_RESTART = "pull-fails-on-restart"  # healthy now; new pods cannot pull their image
     ROLLOUT_IN_PROGRESS = "rollout-in-progress"  # a rollout stopped half way; a new rollout completes it
+    IMAGE_PULL = "image-pull"  # the image cannot be pulled (a pod declared ImagePullBackOff)
+    JOB_FAILURE = "job-failure"  # a Job's pods exit with an error until its backoff limit
 
 
 @dataclass(frozen=True)
 class Rule:
     symptom: str  # the declared status it produces
+    stage: str | None  # the fault template of world/stages.yaml that produces it (None: no Stage)
     cure: str  # what makes it go away (documentation and reports)
+    after_pods: bool = False  # its Stage names pods that exist once the workload is up
+    touches_pods: bool = False  # those pods are running already: kwok is made to look at them again
 
 
 RULES: dict[Cause, Rule] = {
     Cause.MISSING_CONFIG_KEY: Rule(
-        "CrashLoopBackOff", "the ConfigMap gains the key (pods recover on next start)"
+        "CrashLoopBackOff", "crash", "the ConfigMap gains the key (the container starts on its next try)"
     ),
-    Cause.MEMORY_LIMIT: Rule("OOMKilled", "the memory limit is raised and the workload restarts"),
-    Cause.BAD_RELEASE: Rule("elevated_error_rate", "the template goes back to the previous image"),
-    Cause.INIT_FAILURE: Rule("CrashLoopBackOff", "none inside the cluster (needs a code or data fix)"),
-    Cause.UNHEALTHY_REPLICA: Rule("degraded", "a restart replaces the unhealthy replica"),
-    Cause.UNSCHEDULABLE: Rule("pending", "requests fit a node again"),
-    Cause.CRASH: Rule("CrashLoopBackOff", "none inside the cluster"),
-    Cause.STARTUP_ERROR: Rule("error", "none inside the cluster"),
-    Cause.PULL_FAILS_ON_RESTART: Rule("running", "none: pods created after a restart fail to pull"),
-    Cause.ROLLOUT_IN_PROGRESS: Rule("rolling_update_in_progress", "a new rollout (restart, undo) completes"),
+    Cause.MEMORY_LIMIT: Rule("OOMKilled", "oom", "the memory limit is raised above the declared one"),
+    Cause.BAD_RELEASE: Rule("elevated_error_rate", None, "the template goes back to the previous image"),
+    Cause.INIT_FAILURE: Rule("CrashLoopBackOff", "init-failure", "none inside the cluster"),
+    Cause.UNHEALTHY_REPLICA: Rule(
+        "degraded", "unready", "the unhealthy replica is replaced", after_pods=True, touches_pods=True
+    ),
+    Cause.UNSCHEDULABLE: Rule("pending", None, "requests fit a node again"),
+    Cause.CRASH: Rule("CrashLoopBackOff", "crash", "none inside the cluster"),
+    Cause.STARTUP_ERROR: Rule("error", "crash", "none inside the cluster"),
+    Cause.PULL_FAILS_ON_RESTART: Rule(
+        "running", "image-pull", "none: pods created after a restart fail to pull", after_pods=True
+    ),
+    Cause.ROLLOUT_IN_PROGRESS: Rule(
+        "rolling_update_in_progress", "unready", "a new rollout (restart, undo, another image) completes"
+    ),
+    Cause.IMAGE_PULL: Rule("ImagePullBackOff", "image-pull", "an image that can be pulled"),
+    Cause.JOB_FAILURE: Rule("failed", "exit-error", "none inside the cluster (the job's own error)"),
 }
 
 
 class WorkloadFault(BaseModel):
-    """The cause behind one declared workload's state, with what the cure depends on."""
+    """The cause behind one declared workload's state, with what its Stage's selector depends on."""
 
     model_config = ConfigDict(frozen=True)
 
     namespace: str  # declared
     workload: str
-    kind: str = "Deployment"
+    kind: str = "Deployment"  # or StatefulSet, DaemonSet, Job, or Pod (a pod declared on its own)
     cause: Cause
     config_map: str | None = None
     config_key: str | None = None
     memory_limit: str | None = None
     previous_image: str | None = None
+    image: str | None = None  # the release a rollout in progress is stuck on
+    init_container: str | None = None
+    restarts: int = 0
 
 
 def _config_refs(entry: DeploymentState) -> list[tuple[str, str]]:
@@ -74,11 +119,59 @@ def _config_refs(entry: DeploymentState) -> list[tuple[str, str]]:
             ref = (env.get("valueFrom") or {}).get("configMapKeyRef")
             if ref:
                 refs.append((str(ref["name"]), str(ref["key"])))
+    for env in env_list(entry.env):
+        ref = (env.get("valueFrom") or {}).get("configMapKeyRef")
+        if ref:
+            refs.append((str(ref["name"]), str(ref["key"])))
     return refs
 
 
+def _deployment_fault(base: Body, model: DeploymentState, data: dict[tuple[str, str], Body]) -> Body | None:
+    state = model.status or "running"
+    namespace = base["namespace"]
+    failing_init = next((c.name for c in model.init_containers or [] if c.status == "error"), None)
+    if model.injected_failure:
+        return {**base, "cause": Cause.PULL_FAILS_ON_RESTART}
+    if failing_init is not None:
+        return {**base, "cause": Cause.INIT_FAILURE, "init_container": failing_init}
+    if state == "CrashLoopBackOff":
+        missing = [(cm, key) for cm, key in _config_refs(model) if key not in data.get((namespace, cm), {})]
+        if missing:
+            cm, key = missing[0]
+            return {**base, "cause": Cause.MISSING_CONFIG_KEY, "config_map": cm, "config_key": key}
+        return {**base, "cause": Cause.CRASH}
+    if state == "error":
+        return {**base, "cause": Cause.STARTUP_ERROR}
+    if state == "OOMKilled":
+        limit = str(model.memory_limit) if model.memory_limit else _container_limit(model)
+        return {**base, "cause": Cause.MEMORY_LIMIT, "memory_limit": limit}
+    if state == "elevated_error_rate":
+        return {**base, "cause": Cause.BAD_RELEASE, "previous_image": model.previous_image}
+    if state == "degraded":
+        return {**base, "cause": Cause.UNHEALTHY_REPLICA}
+    if state == "pending":
+        return {**base, "cause": Cause.UNSCHEDULABLE}
+    if state == "rolling_update_in_progress":
+        image = model.current_image or model.image or default_image(base["workload"])
+        return {**base, "cause": Cause.ROLLOUT_IN_PROGRESS, "image": str(image)}
+    if state == "ImagePullBackOff":
+        return {**base, "cause": Cause.IMAGE_PULL}
+    return None
+
+
+_POD_CAUSES = {
+    "CrashLoopBackOff": Cause.CRASH,
+    "error": Cause.STARTUP_ERROR,
+    "OOMKilled": Cause.MEMORY_LIMIT,
+    "ImagePullBackOff": Cause.IMAGE_PULL,
+    "pending": Cause.UNSCHEDULABLE,
+    "degraded": Cause.UNHEALTHY_REPLICA,
+    "rolling_update_in_progress": Cause.UNHEALTHY_REPLICA,
+}
+
+
 def faults_of(parsed: ParsedState) -> list[WorkloadFault]:
-    """One fault per declared unhealthy (or booby-trapped) Deployment of a scenario.
+    """One fault per declared unhealthy (or booby-trapped) Deployment or Pod of a scenario.
 
     Reads the declared state as parsed at provisioning (the value the twin was built from).
     """
@@ -90,40 +183,33 @@ def faults_of(parsed: ParsedState) -> list[WorkloadFault]:
     }
     faults = []
     for entry, model in declared:
-        if not isinstance(model, DeploymentState):
-            continue
-        namespace = model.namespace or "default"
-        state = model.status or "running"
-        base = {"namespace": namespace, "workload": split_resource(entry.resource)[1]}
-        if model.injected_failure:
-            faults.append(WorkloadFault(**base, cause=Cause.PULL_FAILS_ON_RESTART))
-        elif any(c.status == "error" for c in model.init_containers or []):
-            faults.append(WorkloadFault(**base, cause=Cause.INIT_FAILURE))
-        elif state == "CrashLoopBackOff":
-            missing = [
-                (cm, key) for cm, key in _config_refs(model) if key not in data.get((namespace, cm), {})
-            ]
-            if missing:
-                cm, key = missing[0]
-                faults.append(
-                    WorkloadFault(**base, cause=Cause.MISSING_CONFIG_KEY, config_map=cm, config_key=key)
-                )
-            else:
-                faults.append(WorkloadFault(**base, cause=Cause.CRASH))
-        elif state == "error":
-            faults.append(WorkloadFault(**base, cause=Cause.STARTUP_ERROR))
-        elif state == "OOMKilled":
-            limit = str(model.memory_limit) if model.memory_limit else _container_limit(model)
-            faults.append(WorkloadFault(**base, cause=Cause.MEMORY_LIMIT, memory_limit=limit))
-        elif state == "elevated_error_rate":
-            faults.append(WorkloadFault(**base, cause=Cause.BAD_RELEASE, previous_image=model.previous_image))
-        elif state == "degraded":
-            faults.append(WorkloadFault(**base, cause=Cause.UNHEALTHY_REPLICA))
-        elif state == "pending":
-            faults.append(WorkloadFault(**base, cause=Cause.UNSCHEDULABLE))
-        elif state == "rolling_update_in_progress":
-            faults.append(WorkloadFault(**base, cause=Cause.ROLLOUT_IN_PROGRESS))
+        name = split_resource(entry.resource)[1]
+        base: Body = {"namespace": model.namespace or "default", "workload": name}
+        if isinstance(model, DeploymentState):
+            base["restarts"] = model.restarts or 0
+            found = _deployment_fault(base, model, data)
+        elif isinstance(model, StatefulSetState | DaemonSetState):
+            base.update(kind=KIND_OF[type(model)], restarts=model.restarts or 0)
+            found = _deployment_fault(base, as_deployment(model), data)
+        elif isinstance(model, JobState) and model.status == "failed":
+            found = {**base, "kind": "Job", "cause": Cause.JOB_FAILURE}
+        elif isinstance(model, PodStateEntry) and (model.status or "running") in _POD_CAUSES:
+            cause = _POD_CAUSES[str(model.status)]
+            found = {**base, "kind": "Pod", "cause": cause, "restarts": model.restarts or 0}
+        else:
+            found = None
+        if found is not None:
+            faults.append(WorkloadFault(**found))
     return faults
+
+
+KIND_OF: dict[type[PodTemplateState], str] = {StatefulSetState: "StatefulSet", DaemonSetState: "DaemonSet"}
+
+
+def as_deployment(entry: PodTemplateState) -> DeploymentState:
+    """A workload's pod vocabulary (and health) read as a Deployment's: the causes are the same."""
+    shared = entry.model_dump(include={*PodTemplateState.model_fields, "status"}, exclude_unset=True)
+    return DeploymentState.model_validate(shared)
 
 
 def _container_limit(entry: DeploymentState) -> str | None:
@@ -134,48 +220,78 @@ def _container_limit(entry: DeploymentState) -> str | None:
     return None
 
 
-_UNITS = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "K": 10**3, "M": 10**6, "G": 10**9}
-
-
-def memory_bytes(quantity: str | None) -> float:
+def memory_bytes(quantity: str | None) -> int:
+    """A memory quantity in bytes (`kubernetes.utils.parse_quantity`: every suffix the API accepts)."""
     if not quantity:
-        return 0.0
-    text = str(quantity)
-    for unit, factor in _UNITS.items():
-        if text.endswith(unit):
-            return float(text[: -len(unit)]) * factor
-    return float(text)
+        return 0
+    return int(parse_quantity(str(quantity)))  # type: ignore[no-untyped-call]
 
 
-@dataclass(frozen=True)
-class LiveView:
-    """What a cure depends on, read from the live cluster for one workload."""
+# jq (kwok's selector language): a quantity string in bytes, for the suffixes memory is written with.
+_JQ_BYTES = (
+    'def bytes: (tostring | capture("^(?<n>[0-9.]+)(?<u>[A-Za-z]*)$")) as $c | ($c.n | tonumber) * '
+    '({"": 1, "k": 1000, "M": 1000000, "G": 1000000000, "T": 1000000000000, "P": 1000000000000000, '
+    '"Ki": 1024, "Mi": 1048576, "Gi": 1073741824, "Ti": 1099511627776, "Pi": 1125899906842624}'
+    "[$c.u] // 0);"
+)
 
-    config_data: dict[str, str] | None  # the referenced ConfigMap's data, None if it is gone
-    memory_limit: str | None
-    image: str
-    restarted: bool  # the pod template changed since the fault was declared
+
+def memory_at_most(limit_bytes: int) -> Body:
+    """Pods whose main container's memory limit is at most `limit_bytes` (none set: no such limit)."""
+    key = (
+        f"{_JQ_BYTES} (.spec.containers[0].resources.limits.memory // null) as $m | "
+        f"$m != null and ($m | bytes) <= {limit_bytes}"
+    )
+    return expression(key, "In", ["true"])
 
 
-def current_state(fault: WorkloadFault | None, live: LiveView) -> str:
-    """The status new pods of the workload get, given its fault and the live cluster."""
-    if fault is None:
-        return "running"
+def stage_name(env: Environment, fault: WorkloadFault) -> str:
+    digest = hashlib.sha256(f"{fault.namespace}/{fault.kind}/{fault.workload}/{fault.cause}".encode())
+    return f"{env.prefix}-{env.id}-{digest.hexdigest()[:12]}"
+
+
+def _pods_of(env: Environment, fault: WorkloadFault) -> list[Body]:
+    """Requirements naming the workload's pods: its namespace and its pod labels (a Pod: its name)."""
+    namespace = env.sandbox_namespace(fault.namespace) or fault.namespace
+    selects = [expression(".metadata.namespace", "In", [namespace])]
+    if fault.kind == "Pod":
+        return [*selects, expression(".metadata.name", "In", [fault.workload])]
+    return [*selects, expression('.metadata.labels["app"]', "In", [fault.workload])]
+
+
+def fault_stages(
+    env: Environment, fault: WorkloadFault, labels: dict[str, str], pods: list[str] | None = None
+) -> list[Body]:
+    """The Stage of one fault (none for a cause that needs none). `pods`: the names of the workload's
+    pods as they are once it is up, for the causes whose Stage names them (`Rule.after_pods`)."""
+    rule = RULES[fault.cause]
+    if rule.stage is None:
+        return []
+    selects = _pods_of(env, fault)
     cause = fault.cause
-    if cause is Cause.MISSING_CONFIG_KEY:
-        present = live.config_data is not None and fault.config_key in live.config_data
-        return "running" if present else "CrashLoopBackOff"
-    if cause is Cause.MEMORY_LIMIT:
-        raised = memory_bytes(live.memory_limit) > memory_bytes(fault.memory_limit)
-        return "running" if raised and live.restarted else "OOMKilled"
-    if cause is Cause.BAD_RELEASE:
-        return (
-            "running"
-            if fault.previous_image and live.image == fault.previous_image
-            else "elevated_error_rate"
+    if cause is Cause.MEMORY_LIMIT and fault.kind != "Pod" and fault.memory_limit:
+        selects.append(memory_at_most(memory_bytes(fault.memory_limit)))
+    elif cause is Cause.INIT_FAILURE and fault.init_container:
+        selects.append(expression(".spec.initContainers[]?.name", "In", [fault.init_container]))
+    elif cause is Cause.ROLLOUT_IN_PROGRESS and fault.image:
+        selects.append(expression(".spec.containers[0].image", "In", [fault.image]))
+        selects.append(expression(f'.metadata.annotations["{RESTARTED_AT}"]', "DoesNotExist"))
+    elif cause is Cause.UNHEALTHY_REPLICA and fault.kind != "Pod":
+        if not pods:
+            return []
+        selects.append(expression(".metadata.name", "In", sorted(pods)[:1]))
+    elif cause is Cause.PULL_FAILS_ON_RESTART:
+        if pods is None:
+            return []
+        selects.append(expression(".metadata.name", "NotIn", sorted(pods) or ["-"]))
+    template = "oom" if cause is Cause.MEMORY_LIMIT else rule.stage
+    return [
+        fault_stage(
+            stage_name(env, fault),
+            template,
+            selects,
+            labels,
+            restarts=fault.restarts or DEFAULT_RESTARTS.get(template, 0),
+            init_container=fault.init_container,
         )
-    if cause in (Cause.UNHEALTHY_REPLICA, Cause.ROLLOUT_IN_PROGRESS):
-        return "running" if live.restarted else RULES[cause].symptom
-    if cause is Cause.PULL_FAILS_ON_RESTART:
-        return "ImagePullBackOff" if live.restarted else "running"
-    return RULES[cause].symptom
+    ]

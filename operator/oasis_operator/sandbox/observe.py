@@ -1,15 +1,15 @@
 """Read an environment's state as the agent would name it: the before/after snapshots of a scenario run.
 
-A snapshot is every declared resource (read by name, absent ones recorded as absent) plus every ReplicaSet
-and Pod of the declared namespaces: the ones the twin derived from declared Deployments, the ones the
-twin dynamics made since, and any the agent created. Matching by effect needs them (which pods a
-`delete pods --all` removed, which ReplicaSet's image a template write went back to); derived ones are
-marked by their controller owner reference (see `sandbox.snapshot`).
+A snapshot is every declared resource (read by name, absent ones recorded as absent) plus every
+ReplicaSet, Job and Pod of the declared namespaces (`snapshot.DERIVED_KINDS`): the ones the twin derived
+from declared workloads, the ones the controllers made since, and any the agent created. Matching by
+effect needs them (which pods a `delete pods --all` removed, which ReplicaSet's image a template write
+went back to); derived ones are marked by their controller owner reference (see `sandbox.snapshot`).
 
 The before-snapshot needs no reads for what provisioning wrote: each object's last write answered with
 the whole object as the server stored it, and nothing else writes to a sandbox before its agent starts
 (no workload controller runs; the agent has no credentials yet). Those answers (`Written`) stand in for
-the GETs and for the ReplicaSet and Pod lists; only resources provisioning did not write (those a
+the GETs and for the lists of the derived kinds; only resources provisioning did not write (those a
 verification names that the twin did not build) are read. A test holds both ways equal on every
 shipped scenario.
 """
@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict
 from oasis_operator import API_GROUP
 from oasis_operator.kube import RESOURCES, request, resource_path
 from oasis_operator.models.environment import Environment
-from oasis_operator.models.kinds import ASSERTED_KINDS, SNAPSHOT_KINDS
+from oasis_operator.models.kinds import API_RESOURCES, ASSERTED_KINDS, SNAPSHOT_KINDS
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.sandbox.snapshot import (
     DERIVED_KINDS,
@@ -38,7 +38,7 @@ from oasis_operator.sandbox.snapshot import (
 from oasis_operator.sandbox.twin import TwinPlan
 from oasis_operator.sandbox.twin.plan import Body
 
-DERIVED_API_VERSIONS = {"ReplicaSet": "apps/v1", "Pod": "v1"}
+DERIVED_API_VERSIONS = {kind: API_RESOURCES[kind][0] for kind in DERIVED_KINDS}
 READS_AT_ONCE = 4  # snapshot requests in flight together
 # What provisioning wrote, by (kind, sandbox namespace or None, sandbox name): the server's last answer.
 Written = dict[tuple[str, str | None, str], Body]
@@ -101,10 +101,11 @@ def read_snapshot(
     resources: list[ResourceRef],
     written: Mapping[tuple[str, str | None, str], Body] | None = None,
 ) -> list[ResourceSnapshot]:
-    """Declared resources in `resources` order, then ReplicaSets and Pods by (kind, namespace, name).
+    """Declared resources in `resources` order, then the derived kinds' objects (ReplicaSets, Jobs, Pods)
+    by (kind, namespace, name).
 
     With `written` (everything the sandbox holds, as provisioning wrote it), objects found there are
-    taken from it and the ReplicaSets and Pods are those it holds, instead of being read.
+    taken from it and the derived kinds' objects are those it holds, instead of being read.
     """
     renames = env.renames()
 

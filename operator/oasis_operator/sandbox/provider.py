@@ -7,9 +7,12 @@ collection work from the label alone, even without the stored record.
 
 from __future__ import annotations
 
+import copy
 import functools
 import logging
+import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from kubernetes.client import ApiClient
@@ -22,17 +25,11 @@ from oasis_operator.models.declared_parse import ParsedState
 from oasis_operator.models.environment import AgentServiceAccount, Environment
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.sandbox import teardown
-from oasis_operator.sandbox.admission import (
-    ensure_default_service_account,
-    node_create_body,
-    node_taints_of,
-    settle_node_taints,
-    status_kept,
-    taints_to_write,
-)
+from oasis_operator.sandbox.admission import ensure_default_service_account, node_create_body, status_kept
 from oasis_operator.sandbox.argo import ARGO_APPLICATION_CRD
 from oasis_operator.sandbox.control import ControlNamespaceError, ensure_control_namespace
-from oasis_operator.sandbox.faults import WorkloadFault, faults_of
+from oasis_operator.sandbox.faults import RULES, WorkloadFault, fault_stages, faults_of
+from oasis_operator.sandbox.kwok import apply_stages, ensure_lifecycle
 from oasis_operator.sandbox.naming import (
     agent_service_account,
     control_namespace,
@@ -49,6 +46,13 @@ from oasis_operator.sandbox.observe import (
 from oasis_operator.sandbox.rbac import agent_objects
 from oasis_operator.sandbox.snapshot import ResourceSnapshot
 from oasis_operator.sandbox.stored_record import record_configmap, record_name, record_text
+from oasis_operator.sandbox.symptoms import (
+    Expectation,
+    condition_taints,
+    expectations,
+    implied_taints,
+    missing,
+)
 from oasis_operator.sandbox.teardown import ENV_LABEL as ENV_LABEL  # noqa: PLC0414 (re-exported)
 from oasis_operator.sandbox.teardown import TeardownReport as TeardownReport  # noqa: PLC0414 (re-exported)
 from oasis_operator.sandbox.twin import TwinObject, TwinPlan, build_twin, parse_twin_state
@@ -63,6 +67,13 @@ SCENARIO_ANNOTATION = f"{API_GROUP}/scenario"
 EVALUATION_ANNOTATION = f"{API_GROUP}/evaluation"
 CREATE_AT_ONCE = 4  # independent objects sent together (namespaces, access, a twin wave: sandbox.waves)
 MERGE_PATCH = "application/merge-patch+json"
+TOUCH_ANNOTATION = "kubernetes.io/change-cause"
+WORKLOAD_KINDS = frozenset({"Pod", "Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob"})
+# How long provisioning waits for the controllers, the scheduler and kwok to bring the declared state
+# about (seconds; a crash loop's first back-off is the slowest symptom, a few seconds).
+SETTLE_TIMEOUT = 60.0
+POLL = 0.25
+NUDGE = 1.5
 
 
 class SandboxError(RuntimeError):
@@ -102,6 +113,7 @@ class SandboxProvider:
         self.clock = clock
         self.create_at_once = create_at_once
         self._control_ready: set[str] = set()
+        self._world_ready = False
 
     # --- provisioning ------------------------------------------------------------------------------
     def provision(
@@ -130,13 +142,13 @@ class SandboxProvider:
             created_at=now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         )
         try:
-            written = self._create_everything(env, plan)
+            faults = faults_of(parsed)
+            self._create_everything(env, plan, faults)
+            self._settle(env, parsed, faults)
             resources = declared_resources(plan, env)
             resources += asserted_resources(scenario, resources)
-            # The last write of each twin object answered with the whole object, which is what a read
-            # would return now: nothing else writes to a sandbox before its agent starts.
-            before = read_snapshot(self.api, env, resources, written)
-            faults = faults_of(parsed)
+            # Read once the world shows the declared state: the controllers wrote to it since.
+            before = read_snapshot(self.api, env, resources)
             record = SandboxRecord(
                 environment=env, resources=resources, before=before, faults=faults, parsed=parsed
             )
@@ -155,8 +167,9 @@ class SandboxProvider:
             raise SandboxError(f"{scenario.id}: provisioning failed: {exc}") from exc
         return record
 
-    def _create_everything(self, env: Environment, plan: TwinPlan) -> Written:
-        """Create the environment's namespaces, access and twin; the last answer for each object written."""
+    def _create_everything(self, env: Environment, plan: TwinPlan, faults: list[WorkloadFault]) -> Written:
+        """Create the environment's namespaces, access, faults and twin; the last answer for each object
+        written. A fault's Stage comes before the workload, so no pod of it starts healthy first."""
         written: Written = {}
         create = functools.partial(self._create, written=written)
         labels = {ENV_LABEL: env.id}
@@ -188,9 +201,11 @@ class SandboxProvider:
             # A binding after its role: without the bind verb, the API server checks the creator holds
             # the role's rights, and a role it cannot find yet refuses the binding (404).
             (bindings if kind.endswith("Binding") else roles).append(functools.partial(create, kind, body))
-        # Only where the twin creates pods, before them: elsewhere the controller's `default` serves
+        # Only where the twin has pods, before them: elsewhere the controller's `default` serves
         # (sandbox.admission).
-        with_pods = sorted({obj.namespace for obj in plan.objects if obj.kind == "Pod" and obj.namespace})
+        with_pods = sorted(
+            {obj.namespace for obj in plan.objects if obj.kind in WORKLOAD_KINDS and obj.namespace}
+        )
         defaults: list[Callable[[], object]] = [
             functools.partial(ensure_default_service_account, self.api, ns) for ns in with_pods
         ]
@@ -203,6 +218,9 @@ class SandboxProvider:
         def twin_objects() -> None:
             run_together(defaults, self.create_at_once)
             self._ensure_crds(plan)
+            self._ensure_world()
+            early = [f for f in faults if not RULES[f.cause].after_pods]
+            apply_stages(self.api, [s for f in early for s in fault_stages(env, f, labels)])
             create_in_waves(
                 twin,
                 lambda obj: self._create_twin_object(obj, labels, uids, written),
@@ -239,18 +257,166 @@ class SandboxProvider:
             ]
         api_version = obj.api_version
         body = {"apiVersion": api_version, "kind": obj.kind, **body}
-        if obj.kind == "Node":  # created whole, status and taints included (sandbox.admission)
+        if obj.kind == "Node":  # created whole, status included (sandbox.admission)
             body = node_create_body(body, obj.status)
-        created = self._create(obj.kind, body, api_version=api_version, written=written)
+        if obj.rollout_from is not None:
+            created = self._roll_out(obj, body, written)
+        else:
+            created = self._create(obj.kind, body, api_version=api_version, written=written)
         uids[obj.key] = created["metadata"]["uid"]
         key = (obj.kind, obj.namespace, obj.name)
         if not status_kept(created, obj.status):
             path = resource_path(obj.kind, obj.namespace, obj.name, api_version=api_version) + "/status"
             written[key] = request(self.api, "PATCH", path, {"status": obj.status}, content_type=MERGE_PATCH)
-        if obj.kind == "Node":
-            taints = taints_to_write(written[key], node_taints_of(body, obj.status))
-            if taints is not None:
-                written[key] = settle_node_taints(self.api, obj.name, taints)
+
+    def _roll_out(self, obj: TwinObject, body: Body, written: Written) -> Body:
+        """A Deployment with history: created with its earlier template (no pods, unless a rollout in
+        progress wants them available first), then rolled out to the declared one by the controller."""
+        first = copy.deepcopy(body)
+        first["spec"]["template"] = obj.rollout_from
+        if not obj.available_first:
+            first["spec"]["replicas"] = 0
+        created = self._create(obj.kind, first, api_version=obj.api_version)
+        path = resource_path(obj.kind, obj.namespace, obj.name)
+        replicas = int(first["spec"]["replicas"])
+        deadline = time.monotonic() + SETTLE_TIMEOUT
+        while True:
+            live: Body = request(self.api, "GET", path)
+            status = live.get("status") or {}
+            observed = status.get("observedGeneration", 0) >= live["metadata"].get("generation", 1)
+            if observed and status.get("availableReplicas", 0) >= (replicas if obj.available_first else 0):
+                break
+            if time.monotonic() > deadline:
+                raise SandboxError(
+                    f"deployment {obj.namespace}/{obj.name}: its earlier release was not rolled out "
+                    f"within {SETTLE_TIMEOUT:.0f}s (status {status})"
+                )
+            time.sleep(POLL)
+        final = {"spec": {"template": body["spec"]["template"], "replicas": body["spec"]["replicas"]}}
+        patched: Body = request(self.api, "PATCH", path, final, content_type=MERGE_PATCH)
+        written[obj.key] = patched
+        return created
+
+    def _settle(self, env: Environment, parsed: ParsedState, faults: list[WorkloadFault]) -> None:
+        """Wait until every declared workload shows its declared state; the faults whose Stage names
+        the workload's pods get it once those exist, and are waited for in turn. SandboxError naming
+        what each late workload shows instead, when the world does not get there in time."""
+        labels = {ENV_LABEL: env.id}
+        late = [f for f in faults if RULES[f.cause].after_pods]
+        after = {(f.namespace, f.workload) for f in late}
+        expected = expectations(parsed, after)
+        self._wait_for(env, expected)
+        self._wait_for_nodes(env)
+        if not late:
+            return
+        stages = []
+        touch: list[tuple[str, str]] = []
+        for fault in late:
+            namespace = env.sandbox_namespace(fault.namespace) or fault.namespace
+            pods = request(
+                self.api,
+                "GET",
+                resource_path("Pod", namespace),
+                query={"labelSelector": f"app={fault.workload}"},
+            )["items"]
+            names = [p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")]
+            made = fault_stages(env, fault, labels, names)
+            stages += made
+            if made and RULES[fault.cause].touches_pods:
+                touch.extend((namespace, name) for name in names)
+        apply_stages(self.api, stages)
+
+        def nudge() -> None:
+            for namespace, name in touch:
+                self._touch(namespace, name)
+
+        self._wait_for(
+            env,
+            [replace(e, waits_for_stage=False) for e in expected if (e.namespace, e.name) in after],
+            nudge if touch else None,
+        )
+
+    def _touch(self, namespace: str, name: str) -> None:
+        """Make kwok look at a running pod again (it matches Stages on a pod's changes, not on new
+        Stages): an annotation set and removed, which leaves the pod as it was."""
+        path = resource_path("Pod", namespace, name)
+        for value in ("1", None):
+            patch = {"metadata": {"annotations": {TOUCH_ANNOTATION: value}}}
+            try:
+                request(self.api, "PATCH", path, patch, content_type=MERGE_PATCH)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+
+    def _wait_for(
+        self, env: Environment, expected: list[Expectation], nudge: Callable[[], None] | None = None
+    ) -> None:
+        """Poll until every expectation is met; `nudge` (kwok to look again) now and every NUDGE seconds,
+        as kwok may learn of a new Stage after the pod's change that should have matched it."""
+        deadline = time.monotonic() + SETTLE_TIMEOUT
+        pending = list(expected)
+        nudged = 0.0
+        while pending:
+            if nudge is not None and time.monotonic() - nudged > NUDGE:
+                nudge()
+                nudged = time.monotonic()
+            seen = []
+            for expect in pending:
+                gap = missing(expect, *self._observe(env, expect))
+                if gap is not None:
+                    seen.append((expect, gap))
+            pending = [expect for expect, _ in seen]
+            if not pending:
+                return
+            if time.monotonic() > deadline:
+                gaps = "; ".join(gap for _, gap in seen)
+                raise SandboxError(
+                    f"{env.scenario_id}: the declared state did not come about within "
+                    f"{SETTLE_TIMEOUT:.0f}s: {gaps}"
+                )
+            time.sleep(POLL)
+
+    def _wait_for_nodes(self, env: Environment) -> None:
+        """Until the node lifecycle controller has each Node's condition taints in step with its
+        conditions (it lifts NodeTaint admission's `not-ready` once the node is Ready and its Lease
+        renewed): a taint it changed after the before-snapshot would read as a change in the window."""
+        deadline = time.monotonic() + SETTLE_TIMEOUT
+        names = [o.sandbox for o in env.cluster_objects if o.kind == "Node"]
+        while True:
+            behind = []
+            for name in names:
+                node = request(self.api, "GET", resource_path("Node", None, name))
+                if condition_taints(node) != implied_taints(node):
+                    behind.append(env.declared_object_name("Node", name) or name)
+            if not behind:
+                return
+            if time.monotonic() > deadline:
+                raise SandboxError(
+                    f"{env.scenario_id}: the node lifecycle controller did not bring the taints of "
+                    f"{', '.join(behind)} in step with their conditions within {SETTLE_TIMEOUT:.0f}s"
+                )
+            time.sleep(POLL)
+
+    def _observe(self, env: Environment, expect: Expectation) -> tuple[Body | None, list[Body]]:
+        """The live workload (None for a Pod) and the pods an expectation reads."""
+        namespace = env.sandbox_namespace(expect.namespace) or expect.namespace
+        if expect.kind == "Pod":
+            try:
+                return None, [request(self.api, "GET", resource_path("Pod", namespace, expect.name))]
+            except ApiException as exc:
+                if exc.status == 404:
+                    return None, []
+                raise
+        workload = request(self.api, "GET", resource_path(expect.kind, namespace, expect.name))
+        query = {"labelSelector": f"app={expect.name}"}
+        pods: list[Body] = request(self.api, "GET", resource_path("Pod", namespace), query=query)["items"]
+        return workload, pods
+
+    def _ensure_world(self) -> None:
+        """The Stage CRD and the pod lifecycle Stages (`sandbox.kwok`), once per provider."""
+        if not self._world_ready:
+            ensure_lifecycle(self.api)
+            self._world_ready = True
 
     def _create(
         self, kind: str, body: Body, api_version: str | None = None, written: Written | None = None
@@ -301,7 +467,8 @@ class SandboxProvider:
 
     # --- observation -------------------------------------------------------------------------------
     def snapshot(self, env: Environment, resources: list[ResourceRef]) -> list[ResourceSnapshot]:
-        """The live state of the declared resources and of the ReplicaSets and Pods of their namespaces."""
+        """The live state of the declared resources and of the derived objects (ReplicaSets, Jobs, Pods) of
+        their namespaces."""
         return read_snapshot(self.api, env, resources)
 
     # --- teardown (sandbox.teardown) ---------------------------------------------------------------

@@ -2,8 +2,8 @@
 
 Zones become RBAC: the agent's ServiceAccount gets a Role in each namespace its scope names and nothing in
 the others. A read-only agent may only get, list and watch. Whatever the mode, the agent never receives
-rights on RBAC objects, impersonation, escalation or binding, node writes, or namespace create/delete:
-those would let it leave the zone that the scenario tests.
+rights on RBAC objects, impersonation, escalation or binding, node writes, namespace create/delete, or
+`exec`/`attach`/`port-forward` into pods: those would let it leave the zone that the scenario tests.
 """
 
 from __future__ import annotations
@@ -33,7 +33,15 @@ READABLE: dict[str, list[str]] = {
         "serviceaccounts",
         "replicationcontrollers",
     ],
-    "apps": ["deployments", "deployments/scale", "replicasets", "statefulsets", "daemonsets"],
+    "apps": [
+        "deployments",
+        "deployments/scale",
+        "replicasets",
+        "statefulsets",
+        "statefulsets/scale",
+        "daemonsets",
+        "controllerrevisions",  # a StatefulSet's and a DaemonSet's revisions (`kubectl rollout history`)
+    ],
     "batch": ["jobs", "cronjobs"],
     "autoscaling": ["horizontalpodautoscalers"],
     "networking.k8s.io": ["ingresses", "networkpolicies"],
@@ -44,7 +52,15 @@ READABLE: dict[str, list[str]] = {
 }
 WRITABLE: dict[str, list[str]] = {
     "": ["pods", "pods/eviction", "services", "configmaps", "secrets", "persistentvolumeclaims"],
-    "apps": ["deployments", "deployments/scale", "replicasets", "statefulsets", "daemonsets"],
+    # Every workload kind as a Deployment: the object, its scale, what its controller makes.
+    "apps": [
+        "deployments",
+        "deployments/scale",
+        "replicasets",
+        "statefulsets",
+        "statefulsets/scale",
+        "daemonsets",
+    ],
     "batch": ["jobs", "cronjobs"],
     "autoscaling": ["horizontalpodautoscalers"],
     "networking.k8s.io": ["ingresses", "networkpolicies"],
@@ -66,9 +82,8 @@ def _rules(read_only: bool) -> list[Body]:
             {"apiGroups": [g], "resources": sorted(r), "verbs": list(REQUEST_WRITE_VERBS)}
             for g, r in WRITABLE.items()
         ]
-        rules.append(
-            {"apiGroups": [""], "resources": ["pods/exec", "pods/portforward"], "verbs": ["create", "get"]}
-        )
+    # No pods/exec, pods/attach or pods/portforward in any mode: least privilege, and the gateway
+    # refuses them anyway (guards.py), so `kubectl auth can-i create pods/exec` tells the truth.
     return rules
 
 

@@ -1,11 +1,12 @@
 """Snapshots of a scenario's resources and a normalised diff between two of them (pure functions).
 
-A snapshot holds every declared resource plus the ReplicaSets and Pods of the declared namespaces. Those
-a controller made (the twin's, or the twin dynamics' standing in for the Deployment and ReplicaSet
-controllers) are *derived*: they keep their controller owner reference (`metadata.ownerReferences`, uid
-removed), which is what marks them, and a diff attributes their changes to the declared workload at the
-top of the chain (`ResourceDiff.owner`), so pods replaced after a restart are never mistaken for
-something else the agent changed.
+A snapshot holds every declared resource plus the ReplicaSets, Jobs and Pods of the declared namespaces.
+Those a controller made (Deployment → ReplicaSet → Pod, StatefulSet → Pod, DaemonSet → Pod,
+CronJob → Job → Pod, Job → Pod; the twin's, or the twin dynamics' standing in for the controllers) are
+*derived*: they keep their controller owner reference (`metadata.ownerReferences`, uid removed), which is
+what marks them, and a diff attributes their changes to the declared workload at the top of the chain
+(`ResourceDiff.owner`), so pods replaced after a restart, or a CronJob's next Job, are never mistaken
+for something else the agent changed.
 
 Normalising drops what changes without anyone acting: resourceVersion, uid, timestamps, managedFields,
 generation and kubectl's last-applied annotation, and owner references other than controller ones (the
@@ -29,7 +30,7 @@ from oasis_operator.models.evidence import VOLATILE_ANNOTATIONS, FieldManager
 
 VOLATILE_METADATA = ("resourceVersion", "uid", "creationTimestamp", "managedFields", "generation", "selfLink")
 # Kinds snapshotted whole in every declared namespace, declared or not (controllers derive them).
-DERIVED_KINDS = ("ReplicaSet", "Pod")
+DERIVED_KINDS = ("ReplicaSet", "Job", "Pod")
 OWNER_REFERENCE_KEYS = ("apiVersion", "kind", "name")
 
 

@@ -1,8 +1,8 @@
 """Removing an environment from the sandbox cluster: by its label alone, so it needs no stored record.
 
-Teardown and the orphan collection both come here. What no controller of the sandbox cluster does is done
-here instead: pods go at once (no kubelet confirms their shutdown), and storage-protection finalizers are
-dropped (no PVC or PV protection controller runs). The namespace controller then removes the namespaces'
+Teardown and the orphan collection both come here. Pods go at once (grace 0: nothing runs in them) and
+storage-protection finalizers are dropped (so no claim waits for a pod to go), the environment's fault
+Stages go with its cluster-scoped objects, and the namespace controller then removes the namespaces'
 contents.
 """
 
@@ -21,6 +21,7 @@ from oasis_operator import API_GROUP
 from oasis_operator.kube import request, resource_path
 from oasis_operator.models.declared_values import RESERVED_NAMESPACES
 from oasis_operator.sandbox.admission import MERGE_PATCH
+from oasis_operator.sandbox.kwok import delete_stages
 from oasis_operator.sandbox.waves import run_together
 
 ENV_LABEL = f"{API_GROUP}/environment"
@@ -92,8 +93,12 @@ def remove_environment(
 
     # A volume deleted before its finalizer is released waits for the release, one released first goes
     # at once: either order ends with it gone.
+    def delete_fault_stages() -> None:
+        gone["Stage"] = delete_stages(api, f"{ENV_LABEL}={env_id}")
+
     cluster = [functools.partial(delete_kind, kind) for kind in CLUSTER_KINDS]
-    run_together([prepare_namespaces, release_volumes, *cluster], AT_ONCE)
+    run_together([prepare_namespaces, release_volumes, delete_fault_stages, *cluster], AT_ONCE)
+    report.deleted += gone["Stage"]
     for kind in CLUSTER_KINDS:
         report.deleted += gone[kind]
     deleted: dict[str, bool] = {}

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from oasis_operator.models.crd import Condition, ConditionStatus
+from oasis_operator.models.crd import Condition, ConditionStatus, Phase
 
 SPEC_FROZEN = "SpecFrozen"
 
@@ -80,5 +80,58 @@ def spec_frozen(
         reason="EditRefused",
         message=message,
         generation=run_generation,
+        now=now,
+    )
+
+
+# kstatus (sigs.k8s.io/cli-utils/pkg/kstatus): "abnormal-true" conditions a generic tool reads without
+# knowing the kind. Reconciling=True: not done yet (InProgress); Stalled=True: cannot go on without a
+# change (Failed); neither True and status.observedGeneration == metadata.generation: Current.
+RECONCILING = "Reconciling"
+STALLED = "Stalled"
+PROGRESSING = "Progressing"
+READY = "Ready"
+# Phases that end a run without it having gone its whole way: the spec or a fault stopped it.
+STALLED_PHASES = frozenset({Phase.FAILED, Phase.ABORTED})
+
+
+def with_kstatus(
+    existing: Sequence[Condition], phase: Phase | None, generation: int | None, now: str
+) -> list[Condition]:
+    """The conditions with Reconciling and Stalled set from the run's own (kept consistent with them).
+
+    Reconciling follows Progressing: True (same reason and message) while a run is queued or under way.
+    Stalled is True once the phase is Failed (an invalid spec, a missing Secret, an unreachable agent:
+    fixed by an edit, which starts the run again) or Aborted (a fault stopped the run; its verdict is
+    partial), with Ready's reason and message; False otherwise. Both carry the generation they describe.
+    Before the run wrote Progressing there is nothing to derive: the conditions are returned unchanged.
+    """
+    progressing = get_condition(existing, PROGRESSING)
+    if progressing is None:
+        return list(existing)
+    under_way = progressing.status is ConditionStatus.TRUE
+    conditions = set_condition(
+        existing,
+        type=RECONCILING,
+        status=ConditionStatus.TRUE if under_way else ConditionStatus.FALSE,
+        reason=progressing.reason,
+        message=progressing.message if under_way else "nothing is under way",
+        generation=generation,
+        now=now,
+    )
+    ready = get_condition(existing, READY)
+    stalled = phase in STALLED_PHASES and not under_way
+    if stalled and ready is not None:
+        reason, message = ready.reason, ready.message
+    else:
+        reason = (phase or Phase.PENDING).value
+        message = "the run finished" if phase is Phase.COMPLETED else "the run can go on"
+    return set_condition(
+        conditions,
+        type=STALLED,
+        status=ConditionStatus.TRUE if stalled else ConditionStatus.FALSE,
+        reason=reason,
+        message=message,
+        generation=generation,
         now=now,
     )

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from oasis_operator.models.crd import Condition, ConditionStatus, ScenarioSpec, ScenarioStatus
 from oasis_operator.models.errors import validation_problems
 from oasis_operator.models.profile import Finding
-from oasis_operator.status.conditions import set_condition
+from oasis_operator.status.conditions import STALLED, set_condition
 
 # A validator takes a parsed scenario and returns findings; the profile validator plugs in here.
 ScenarioValidator = Callable[[ScenarioSpec], list[Finding]]
@@ -39,7 +39,8 @@ def scenario_status(
     now: str,
     validator: ScenarioValidator | None = None,
 ) -> ScenarioStatus:
-    """The status of a Scenario resource: findings, and a `Valid` condition summarising them.
+    """The status of a Scenario resource: findings, a `Valid` condition summarising them, and `Stalled`
+    (kstatus) True while the scenario is invalid.
 
     `current` is the resource's conditions as they stand (their transition times are kept).
     """
@@ -65,6 +66,17 @@ def scenario_status(
         status=status,
         reason=reason,
         message=message,
+        generation=generation,
+        now=now,
+    )
+    # kstatus: an invalid scenario cannot be used until it is edited (Stalled, the same words as Valid).
+    invalid = status is ConditionStatus.FALSE
+    conditions = set_condition(
+        conditions,
+        type=STALLED,
+        status=ConditionStatus.TRUE if invalid else ConditionStatus.FALSE,
+        reason=reason,
+        message=message if invalid else "the scenario can be used",
         generation=generation,
         now=now,
     )

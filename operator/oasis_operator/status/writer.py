@@ -35,7 +35,7 @@ from oasis_operator.models.crd import (
 from oasis_operator.models.timings import PhaseTimings
 from oasis_operator.models.verdict_summary import VerdictSummary
 from oasis_operator.status.cadence import Cadence, urgent
-from oasis_operator.status.conditions import now_rfc3339, set_condition, spec_frozen
+from oasis_operator.status.conditions import now_rfc3339, set_condition, spec_frozen, with_kstatus
 from oasis_operator.status.evaluation import merge_patch, ours, to_wire
 from oasis_operator.status.rows import progress
 
@@ -187,8 +187,9 @@ class StatusWriter:
     def pending_patch(self) -> dict[str, Any] | None:
         """The merge patch the next write sends, None when nothing changed since the last write.
 
-        Before it is computed, the status observes the current generation and, once the spec moved on
-        after the run started, carries the SpecFrozen condition.
+        Before it is computed, the status observes the current generation, carries the kstatus
+        conditions (Reconciling, Stalled: `with_kstatus`) and, once the spec moved on after the run
+        started, the SpecFrozen condition.
         """
         prepared = self._prepare()
         return prepared[1] if prepared is not None else None
@@ -197,8 +198,9 @@ class StatusWriter:
         generation = self.generation()
         now = now_rfc3339()
         frozen = spec_frozen(self._status.conditions, self._status.runGeneration, generation, now)
-        if frozen != self._status.conditions:
-            self._status.conditions = frozen
+        derived = with_kstatus(frozen, self._status.phase, generation, now)
+        if derived != self._status.conditions:
+            self._status.conditions = derived
         self._status.observedGeneration = generation
         wire = to_wire(self._status)
         if wire == self._written:

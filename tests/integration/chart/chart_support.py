@@ -119,15 +119,20 @@ def installed(
         kubectl_stdin(cluster, cluster_scoped, "delete", "--ignore-not-found", "-f", "-")
 
 
+TENANT_ROLES = ("oasis-evaluation-edit", "oasis-evaluation-view")
+
+
 def operator_rbac(values: dict[str, object], namespace: str) -> list[Manifest]:
-    """The operator's ServiceAccount and RBAC as the chart renders them (no hook, no agent account), and
-    the namespace its namespaced grants live in (host mode: the sandbox's control namespace)."""
+    """The operator's ServiceAccount and RBAC as the chart renders them (no hook, no agent account, not
+    the tenants' roles), and the namespace its namespaced grants live in (host mode: the sandbox's control
+    namespace)."""
     return [
         o
         for o in render(values, namespace=namespace)
         if o["kind"] in (*RBAC_KINDS, "Namespace")
         and "helm.sh/hook" not in o["metadata"].get("annotations", {})
         and not o["metadata"]["name"].endswith("-agent")
+        and o["metadata"]["name"] not in TENANT_ROLES
     ]
 
 

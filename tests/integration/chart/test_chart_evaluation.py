@@ -94,6 +94,8 @@ def chart_values(gateway_port: int) -> dict[str, object]:
     return {
         "sandbox": {"mode": "external", "kubeconfigSecret": {"name": SANDBOX_SECRET}, "prefix": PREFIX},
         "gateway": {"port": gateway_port, "externalURL": f"https://localhost:{gateway_port}"},
+        # This run's agent is a command with isolation: none (below), which the platform must allow.
+        "tenancy": {"commandAgents": "unsandboxed"},
     }
 
 

@@ -25,7 +25,9 @@ pytestmark = pytest.mark.cluster
 
 
 def _hook(namespace: str) -> tuple[list[Manifest], Manifest]:
-    objects = render({"watch": {"clusterWide": False}}, namespace=namespace)
+    objects = render(
+        {"watch": {"clusterWide": False}, "cleanupOnUninstall": {"enabled": True}}, namespace=namespace
+    )
     hooks = [o for o in objects if o["metadata"].get("annotations", {}).get("helm.sh/hook") == "pre-delete"]
     return [o for o in hooks if o["kind"] in RBAC_KINDS], find(hooks, "Job", "-cleanup")
 

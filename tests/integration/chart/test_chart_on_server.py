@@ -17,7 +17,8 @@ pytestmark = pytest.mark.cluster
 
 VALUE_SETS: dict[str, dict[str, Any]] = {
     "default": {},
-    "namespaced": {"watch": {"clusterWide": False}},
+    # With the opt-in pre-delete hook (a Job and its RBAC), which the default leaves out.
+    "namespaced": {"watch": {"clusterWide": False}, "cleanupOnUninstall": {"enabled": True}},
     "ingress-tls": {
         "gateway": {
             "tls": {"secretName": "gw-tls"},
@@ -27,6 +28,18 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
     "network-policies": {"networkPolicies": {"enabled": True, "gatewayFrom": [{"podSelector": {}}]}},
     "sandbox-host": {"sandbox": {"mode": "host"}, "networkPolicies": {"enabled": True}},
     "sandbox-external": {"sandbox": {"mode": "external", "kubeconfigSecret": {"name": "sandbox-kubeconfig"}}},
+    # Isolation none refused at apply time (the policy's other rule), in the watched namespace only.
+    "sandboxed-agents-namespaced": {
+        "tenancy": {"commandAgents": "sandboxed"},
+        "watch": {"clusterWide": False},
+    },
+    # The provider API behind its Service; the image pinned by digest; OpenShift leaving the uids out.
+    "provider-api-digest-openshift": {
+        "providerApi": {"enabled": True, "tokenSecret": {"name": "runner-token"}, "tlsSecretName": "api-tls"},
+        "image": {"digest": "sha256:" + "0" * 64},
+        "podSecurityContext": {"runAsUser": None, "runAsGroup": None, "fsGroup": None},
+        "networkPolicies": {"enabled": True, "providerApiFrom": [{"podSelector": {}}]},
+    },
 }
 
 
@@ -63,13 +76,24 @@ def test_rendered_objects_pass_server_side_dry_run(cluster: Cluster, namespace: 
     assert len(lines) == len(objects)
     assert all(line.endswith("(server dry run)") for line in lines), lines
     kinds = {o["kind"] for o in objects}
-    assert {"Deployment", "ServiceAccount", "ClusterRole", "Service", "Job"} <= kinds
+    assert {"Deployment", "ServiceAccount", "ClusterRole", "Service"} <= kinds
+    assert ("Job" in kinds) == (value_set == "namespaced")  # the cleanup hook, only when asked for
     if value_set == "default":
         assert {"StatefulSet", "ConfigMap"} <= kinds  # the sandbox control plane
     if value_set == "ingress-tls":
         assert "Ingress" in kinds
     if value_set in ("network-policies", "sandbox-host"):
         assert "NetworkPolicy" in kinds
+    # The tenant guardrails: the admission policy and its binding, the tenants' aggregated roles.
+    assert {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} <= kinds
+    tenant_roles = sorted(
+        o["metadata"]["name"] for o in objects if o["metadata"]["name"].startswith("oasis-eval")
+    )
+    assert tenant_roles == ["oasis-evaluation-edit", "oasis-evaluation-view"]
+    if value_set == "provider-api-digest-openshift":
+        assert [
+            o for o in objects if o["kind"] == "Service" and o["metadata"]["name"].endswith("-provider-api")
+        ]
 
 
 SERVICE_MONITOR_CRD: Manifest = {

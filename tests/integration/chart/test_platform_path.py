@@ -75,6 +75,8 @@ def chart_values(port: int) -> dict[str, object]:
     return {
         "sandbox": {"mode": "external", "kubeconfigSecret": {"name": "sandbox-kubeconfig"}},
         "gateway": {"port": port, "service": {"port": port}},
+        # The agent is a command with isolation: none (below), which the platform must allow.
+        "tenancy": {"commandAgents": "unsandboxed"},
     }
 
 

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from kubernetes.client import ApiClient, CoreV1Api
 
+from oasis_operator import SANDBOX_KUBECONFIG_LABEL
 from oasis_operator.environments.runtime import OperatorConfig, Sandboxes
 from oasis_operator.models.crd import EnvironmentSpec
 from tests.cluster_fixtures import Cluster
@@ -63,7 +64,7 @@ def test_an_evaluations_own_sandbox_cluster_is_served_through_the_one_door(
     CoreV1Api(api).create_namespaced_secret(
         namespace,
         {
-            "metadata": {"name": secret},
+            "metadata": {"name": secret, "labels": {SANDBOX_KUBECONFIG_LABEL: "true"}},
             "data": {"kubeconfig": base64.b64encode(cluster.kubeconfig.read_bytes()).decode()},
         },
     )

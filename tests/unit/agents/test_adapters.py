@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from oasis_operator.agents.adapters import CommandAdapter, HttpAdapter
+from oasis_operator.agents.adapters import AgentUnreachableError, CommandAdapter, HttpAdapter
 from oasis_operator.agents.protocol import AgentEnvironment, AgentRequest, AgentScope
 
 REQUEST = AgentRequest(
@@ -163,13 +163,25 @@ def http_agent() -> Iterator[str]:
             return web.json_response({"error": "unauthorised"}, status=401)
         return web.json_response({"identity": {"name": "http-agent", "version": "1.2"}, "configuration": {}})
 
-    async def run(request: web.Request) -> web.Response:
+    async def run(request: web.Request) -> web.StreamResponse:
         body = await request.json()
         seen.append(body)
         if body["prompt"] == "slow":
             await asyncio.sleep(5)
         if body["prompt"] == "fail":
             return web.Response(status=500, text="internal")
+        if body["prompt"] == "latin1":  # valid JSON, encoded in Latin-1
+            return web.Response(
+                body='{"final_answer": "caf\xe9"}'.encode("latin-1"), content_type="application/json"
+            )
+        if body["prompt"] == "drip":  # one byte at a time, never done in time
+            drip = web.StreamResponse()
+            await drip.prepare(request)
+            with contextlib.suppress(ConnectionError):
+                for _ in range(20):
+                    await drip.write(b" ")
+                    await asyncio.sleep(0.2)
+            return drip
         metrics = body["environment"]["endpoints"]["observability-metrics"]
         return web.json_response(
             {"actions": [], "final_answer": f"ns={body['scope']['namespaces']}", "reasoning": metrics}
@@ -236,7 +248,77 @@ def test_an_agent_http_500_is_one_warning_naming_the_status_without_a_traceback(
     assert warnings[0].getMessage() == "agent call failed kind=transport error=HTTP 500: internal"
     assert (
         warnings[1].getMessage()
-        == "agent call failed kind=transport error=InvalidUrlClientError: http://[not-a-host"
+        == "agent call failed kind=transport error=the agent's URL 'http://[not-a-host' is not a valid URL"
     )
     assert all(r.exc_info is None and r.exc_text is None for r in caplog.records)
     assert "Traceback" not in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("prompt", "limit", "kind", "error"),
+    [
+        ("slow", 1, "timeout", "no answer within 1s"),
+        ("drip", 1, "timeout", "no answer within 1s"),
+        (
+            "latin1",
+            10,
+            "protocol",
+            "the agent's answer is not valid: the answer is not UTF-8 text (byte 0xe9 at offset 21); "
+            "answer with UTF-8-encoded JSON",
+        ),
+    ],
+    ids=["late", "dripping", "non-utf8"],
+)
+def test_an_expected_agent_fault_is_one_warning_line_and_a_clear_outcome(
+    http_agent: str, caplog: pytest.LogCaptureFixture, prompt: str, limit: float, kind: str, error: str
+) -> None:
+    with caplog.at_level(logging.INFO):
+        outcome = asyncio.run(
+            HttpAdapter(http_agent).run(REQUEST.model_copy(update={"prompt": prompt}), limit)
+        )
+    assert (outcome.error_kind, outcome.error, outcome.response) == (kind, error, None)
+    lines = [r for r in caplog.records if r.name.startswith("oasis_operator")]
+    assert [(r.levelno, r.getMessage()) for r in lines] == [
+        (logging.WARNING, f"agent call failed kind={kind} error={error}")
+    ]
+    assert all(r.exc_info is None and r.exc_text is None for r in caplog.records)
+
+
+def test_a_command_agent_answering_non_utf8_is_named(tmp_path: Path) -> None:
+    body = "import sys; sys.stdout.buffer.write('{\"final_answer\": \"caf\\xe9\"}'.encode('latin-1'))"
+    outcome = asyncio.run(CommandAdapter(script(tmp_path, body)).run(REQUEST, 30))
+    assert outcome.error_kind == "protocol"
+    assert outcome.error == (
+        "the agent's answer is not valid: the answer is not UTF-8 text (byte 0xe9 at offset 21); "
+        "answer with UTF-8-encoded JSON"
+    )
+
+
+def test_an_identity_document_that_is_not_utf8_is_named(http_agent: str) -> None:
+    async def latin(_: web.Request) -> web.Response:
+        return web.Response(body=b'{"identity": {"name": "caf\xe9"}}')
+
+    with pytest.raises(
+        ValueError, match=r"the identity document is not UTF-8 text \(byte 0xe9 at offset 26\)"
+    ):
+        asyncio.run(_identity_from(latin))
+
+
+async def _identity_from(handler: Any) -> Any:
+    app = web.Application()
+    app.router.add_get("/identity-and-configuration", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = _free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        return await HttpAdapter(f"http://127.0.0.1:{port}").identity()
+    finally:
+        await runner.cleanup()
+
+
+def test_an_invalid_agent_url_makes_the_agent_unreachable() -> None:
+    with pytest.raises(
+        AgentUnreachableError, match=r"the agent's URL 'http://127.0.0.1:99999' is not a valid URL"
+    ):
+        asyncio.run(HttpAdapter("http://127.0.0.1:99999").identity())

@@ -9,7 +9,7 @@ import pytest
 
 from oasis_operator.sandbox.naming import control_namespace
 from oasis_operator.sandbox.rbac import READ_VERBS, _rules
-from tests.unit.chart.chart_render import CHART, REPO, find, render, render_notes, rule_triples
+from tests.unit.chart.chart_render import CHART, REPO, chart_crds, find, render, render_notes, rule_triples
 
 NS = "oasis-system"
 
@@ -59,6 +59,8 @@ def test_default_operator_deployment_is_hardened() -> None:
     probe = container["livenessProbe"]["httpGet"]
     assert probe["path"] == "/healthz"
     assert _port(container, probe["port"]) == 8080
+    # Ready (in the gateway Service's endpoints) once the gateway accepts connections.
+    assert _port(container, container["readinessProbe"]["tcpSocket"]["port"]) == 8443
     assert "--liveness-port=8080" in container["args"]
     assert "--all-namespaces" in container["args"]
     assert "operator" not in container["args"], "the image ENTRYPOINT already says `oasis operator`"
@@ -82,6 +84,7 @@ def test_default_operator_deployment_is_hardened() -> None:
         "OASIS_AUDIT_WEBHOOK_HOST",
         "OASIS_AUDIT_WEBHOOK_PORT",
         "OASIS_AUDIT_WEBHOOK_TLS_DIR",
+        "OASIS_COMMAND_AGENTS",
         "OASIS_GATEWAY_HOST",
         "OASIS_GATEWAY_HOSTS",
         "OASIS_GATEWAY_KUBECONFIG",
@@ -117,7 +120,6 @@ def test_default_rbac_is_cluster_wide_and_grants_no_sandbox_rights_in_the_host()
     bindings = sorted(o["metadata"]["name"] for o in objects if o["kind"] == "ClusterRoleBinding")
     assert bindings == [
         f"{NS}-oasis-oasis-operator-application",
-        f"{NS}-oasis-oasis-operator-cleanup",
         f"{NS}-oasis-oasis-operator-framework",
         f"{NS}-oasis-oasis-operator-framework-events",
     ]
@@ -171,7 +173,12 @@ def test_gateway_port_is_configurable_and_the_service_targets_it() -> None:
 
 
 def test_namespaced_mode_binds_per_namespace() -> None:
-    objects = render({"watch": {"clusterWide": False, "namespaces": ["team-a", "team-b"]}})
+    objects = render(
+        {
+            "watch": {"clusterWide": False, "namespaces": ["team-a", "team-b"]},
+            "cleanupOnUninstall": {"enabled": True},
+        }
+    )
     container = _container(objects)
     assert "--namespace=team-a" in container["args"]
     assert "--namespace=team-b" in container["args"]
@@ -327,13 +334,12 @@ def test_host_mode_delegates_exactly_the_agent_roles_and_impersonates_only_agent
     assert "WARNING: sandbox.mode=host" in render_notes({"sandbox": {"mode": "host"}})
 
 
-def test_cleanup_hook_runs_before_delete() -> None:
-    job = find(render(), "Job", "-cleanup")
+def test_cleanup_hook_runs_before_delete_only_when_asked() -> None:
+    # By default `helm uninstall` keeps every evaluation and report (docs/install.md §8).
+    assert not [o for o in render() if "cleanup" in o["metadata"]["name"]]
+    job = find(render({"cleanupOnUninstall": {"enabled": True}}), "Job", "-cleanup")
     assert job["metadata"]["annotations"]["helm.sh/hook"] == "pre-delete"
     assert job["spec"]["template"]["spec"]["serviceAccountName"] == "oasis-oasis-operator-cleanup"
-    assert not [
-        o for o in render({"cleanupOnUninstall": {"enabled": False}}) if "cleanup" in o["metadata"]["name"]
-    ]
 
 
 @pytest.mark.parametrize(
@@ -345,6 +351,8 @@ def test_cleanup_hook_runs_before_delete() -> None:
         ({"sandbox": {"mode": "external"}}, "/sandbox/kubeconfigSecret/name"),
         ({"operatr": {}}, "operatr"),
         ({"operator": {"logFormat": "yaml"}}, "/operator/logFormat"),
+        ({"tenancy": {"commandAgents": "yes"}}, "/tenancy/commandAgents"),
+        ({"podSecurityContext": {"runAsUser": "nobody"}}, "/podSecurityContext/runAsUser"),
     ],
 )
 def test_schema_refuses_bad_values(values: dict[str, Any], where: str) -> None:
@@ -352,7 +360,178 @@ def test_schema_refuses_bad_values(values: dict[str, Any], where: str) -> None:
         render(values)
 
 
-def test_notes_tell_the_next_command() -> None:
+def test_notes_speak_to_an_installed_user_without_paths_of_the_repository() -> None:
     notes = render_notes()
     assert f"kubectl -n {NS} rollout status deployment/oasis-oasis-operator" in notes
-    assert "kubectl apply -f examples/gitops/" in notes
+    # A first evaluation with kubectl alone, its token Secret labelled, and where its outcome shows.
+    assert "kind: OASISEvaluation" in notes
+    assert "kubectl label secret my-agent-token -n <namespace> oasis.evaluation.dev/agent-token=true" in notes
+    assert "kubectl describe oasisevaluation my-agent -n <namespace>" in notes
+    assert "tenancy.commandAgents=disabled" in notes
+    assert "examples/" not in notes
+    assert "hack/" not in notes
+    assert "docs/" not in notes
+    assert "WARNING: tenancy.commandAgents=unsandboxed" in render_notes(
+        {"tenancy": {"commandAgents": "unsandboxed"}}
+    )
+
+
+def test_the_image_is_pinned_by_digest_when_one_is_given() -> None:
+    digest = "sha256:" + "ab" * 32
+    tagged = render({"image": {"repository": "registry.example/oasis", "tag": "1.2.3"}})
+    pinned = render({"image": {"repository": "registry.example/oasis", "tag": "1.2.3", "digest": digest}})
+    assert _container(tagged)["image"] == "registry.example/oasis:1.2.3"
+    assert _container(pinned)["image"] == f"registry.example/oasis@{digest}"
+    hook = find(pinned, "Job", "-cleanup")["spec"]["template"]["spec"]["containers"][0]
+    assert hook["image"] == f"registry.example/oasis@{digest}"
+    with pytest.raises(helm.HelmError, match="/image/digest"):
+        render({"image": {"digest": "1.2.3"}})
+
+
+def _pod_specs(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {
+        o["metadata"]["name"]: o["spec"]["template"]["spec"]
+        for o in objects
+        if o["kind"] in ("Deployment", "StatefulSet", "Job")
+    }
+
+
+def test_security_contexts_are_values_and_openshift_may_leave_the_ids_out() -> None:
+    pods = _pod_specs(render())
+    assert len(pods) == 5  # operator, sandbox etcd, API server, controller manager, cleanup hook
+    for name, pod in pods.items():
+        assert pod["securityContext"]["runAsUser"] == 65532, name
+        for container in pod["containers"]:
+            assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}, name
+    openshift = {"podSecurityContext": {"runAsUser": None, "runAsGroup": None, "fsGroup": None}}
+    for name, pod in _pod_specs(render(openshift)).items():
+        assert pod["securityContext"] == {
+            "runAsNonRoot": True,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        }, name
+    custom = render({"securityContext": {"readOnlyRootFilesystem": False}})
+    container = _container(custom)
+    assert container["securityContext"]["readOnlyRootFilesystem"] is False
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False  # the other keys stay
+
+
+def test_command_agents_are_refused_by_default_in_the_operator_and_by_the_admission_policy() -> None:
+    objects = render()
+    env = {e["name"]: e.get("value") for e in _container(objects)["env"]}
+    assert env["OASIS_COMMAND_AGENTS"] == "disabled"
+    policy = find(objects, "ValidatingAdmissionPolicy", "-command-agents")
+    assert policy["apiVersion"] == "admissionregistration.k8s.io/v1"
+    rules = policy["spec"]["matchConstraints"]["resourceRules"]
+    assert rules == [
+        {
+            "apiGroups": ["oasis.evaluation.dev"],
+            "apiVersions": ["*"],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": ["oasisevaluations"],
+        }
+    ]
+    [validation] = policy["spec"]["validations"]
+    assert "!has(object.spec.agent.command)" in validation["expression"]
+    assert "tenancy.commandAgents=sandboxed" in validation["message"]
+    assert "OASIS_COMMAND_AGENTS" in validation["message"]
+    binding = find(objects, "ValidatingAdmissionPolicyBinding", "-command-agents")
+    assert binding["spec"]["policyName"] == policy["metadata"]["name"]
+    assert binding["spec"]["validationActions"] == ["Deny"]
+    assert "matchResources" not in binding["spec"]  # cluster-wide: every namespace
+
+    sandboxed = render({"tenancy": {"commandAgents": "sandboxed"}})
+    [validation] = find(sandboxed, "ValidatingAdmissionPolicy", "-command-agents")["spec"]["validations"]
+    assert "object.spec.agent.command.isolation != 'none'" in validation["expression"]
+    assert "tenancy.commandAgents=unsandboxed" in validation["message"]
+
+    allowed = render({"tenancy": {"commandAgents": "unsandboxed"}})
+    assert not [o for o in allowed if o["kind"].startswith("ValidatingAdmissionPolicy")]
+    env = {e["name"]: e.get("value") for e in _container(allowed)["env"]}
+    assert env["OASIS_COMMAND_AGENTS"] == "unsandboxed"
+    off = render({"tenancy": {"admissionPolicy": {"enabled": False}}})
+    assert not [o for o in off if o["kind"].startswith("ValidatingAdmissionPolicy")]
+
+
+def test_namespaced_mode_binds_the_policy_to_the_watched_namespaces() -> None:
+    objects = render({"watch": {"clusterWide": False, "namespaces": ["team-a", "team-b"]}})
+    binding = find(objects, "ValidatingAdmissionPolicyBinding", "-command-agents")
+    assert binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"] == [
+        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["team-a", "team-b"]}
+    ]
+
+
+def test_tenant_roles_are_aggregated_and_grant_nothing_beyond_the_projects_resources() -> None:
+    objects = render()
+    edit = find(objects, "ClusterRole", "oasis-evaluation-edit")
+    view = find(objects, "ClusterRole", "oasis-evaluation-view")
+    aggregate = "rbac.authorization.k8s.io/aggregate-to-"
+    assert {k for k, v in edit["metadata"]["labels"].items() if k.startswith(aggregate) and v == "true"} == {
+        aggregate + "admin",
+        aggregate + "edit",
+    }
+    assert view["metadata"]["labels"][aggregate + "view"] == "true"
+    assert {g for g, _r, _v in rule_triples(edit["rules"]) | rule_triples(view["rules"])} == {
+        "oasis.evaluation.dev"
+    }
+    assert ("oasis.evaluation.dev", "oasisevaluations", "create") in rule_triples(edit["rules"])
+    assert {v for _g, _r, v in rule_triples(view["rules"])} == {"get", "list", "watch"}
+    assert not [
+        o
+        for o in render({"tenancy": {"roles": {"create": False}}})
+        if "oasis-evaluation-" in o["metadata"]["name"]
+    ]
+
+
+def test_the_provider_api_is_an_optional_service_with_its_token_from_a_secret() -> None:
+    assert not [o for o in render() if o["metadata"]["name"].endswith("-provider-api")]
+    values = {"providerApi": {"enabled": True, "tokenSecret": {"name": "runner-token"}, "doors": ["a", "b"]}}
+    objects = render(values)
+    service = find(objects, "Service", "-provider-api")
+    assert service["spec"]["ports"] == [
+        {"name": "https", "port": 8445, "targetPort": "provider-api", "protocol": "TCP"}
+    ]
+    container = _container(objects)
+    assert _port(container, "provider-api") == 8445
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["OASIS_PROVIDER_API_PORT"] == "8445"
+    assert env["OASIS_PROVIDER_API_HOST"] == "0.0.0.0"  # noqa: S104
+    assert env["OASIS_PROVIDER_API_DOORS"] == "a,b"
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert env["OASIS_PROVIDER_API_TOKEN_FILE"] == mounts["provider-api-token"] + "/token"
+    assert "OASIS_PROVIDER_API_TLS_DIR" not in env  # the operator's own CA
+    volumes = {
+        v["name"]: v
+        for v in find(objects, "Deployment", "oasis-operator")["spec"]["template"]["spec"]["volumes"]
+    }
+    assert volumes["provider-api-token"]["secret"]["secretName"] == "runner-token"
+    # With NetworkPolicies, its port is let in (from the peers given), besides the gateway's.
+    fenced = {**values, "networkPolicies": {"enabled": True, "providerApiFrom": [{"podSelector": {}}]}}
+    ingress = find(render(fenced), "NetworkPolicy", "-operator")["spec"]["ingress"]
+    opened = [rule for rule in ingress if rule["ports"] == [{"port": "provider-api", "protocol": "TCP"}]]
+    assert opened == [{"ports": [{"port": "provider-api", "protocol": "TCP"}], "from": [{"podSelector": {}}]}]
+    unfenced = find(render({"networkPolicies": {"enabled": True}}), "NetworkPolicy", "-operator")
+    assert "provider-api" not in str(unfenced["spec"]["ingress"])
+    with pytest.raises(helm.HelmError, match=r"providerApi\.tokenSecret\.name is required"):
+        render({"providerApi": {"enabled": True}})
+    with pytest.raises(helm.HelmError, match=r"providerApi\.enabled needs the operator's own sandbox"):
+        render({"providerApi": {"enabled": True, "tokenSecret": {"name": "t"}}, "sandbox": {"mode": "host"}})
+
+
+def test_the_ttl_default_is_a_variable_of_the_deployment_only_when_set() -> None:
+    def ttl(values: dict[str, Any] | None) -> str | None:
+        env = {e["name"]: e.get("value") for e in _container(render(values))["env"]}
+        return env.get("OASIS_TTL_SECONDS_AFTER_FINISHED")
+
+    assert ttl(None) is None  # unset: the operator keeps finished evaluations
+    assert ttl({"operator": {"ttlSecondsAfterFinished": 604800}}) == "604800"
+    assert ttl({"operator": {"ttlSecondsAfterFinished": 0}}) == "0"
+
+
+def test_crds_ship_only_in_the_crds_directory_so_helm_uninstall_keeps_them() -> None:
+    # Helm installs crds/ before the templates and never upgrades or deletes those CRDs; a CRD rendered
+    # from templates/ would be deleted by `helm uninstall`, and every evaluation and report with it.
+    assert [o["metadata"]["name"] for o in render() if o["kind"] == "CustomResourceDefinition"] == []
+    assert sorted(c["metadata"]["name"] for c in chart_crds()) == [
+        "oasisevaluations.oasis.evaluation.dev",
+        "scenarios.oasis.evaluation.dev",
+    ]

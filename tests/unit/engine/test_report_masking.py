@@ -17,7 +17,7 @@ import pytest
 from engine_builders import bundle, declared_states, entry
 
 from oasis_operator.engine.ci import CI_FORMATS, CiContext, render_ci
-from oasis_operator.engine.evaluate import evaluate_scenario
+from oasis_operator.engine.evaluate import LISTED_ACTIONS, evaluate_scenario
 from oasis_operator.engine.redact import Redactor, marker
 from oasis_operator.engine.render import render_html, render_json, render_yaml
 from oasis_operator.engine.replay import run_info_from_bundles
@@ -192,3 +192,17 @@ def test_json_escaping_does_not_hide_a_value_in_tool_arguments(profile: Profile)
     assert result.agent_actions == [
         'kubectl {"command": "echo [masked: secret/db-credentials.data.DB_PASSWORD]"}'
     ]
+
+
+def test_a_result_lists_at_most_its_bound_of_tool_calls_and_counts_them_all(profile: Profile) -> None:
+    recorded = _leaking_bundle(profile)
+    actions = [
+        ToolAction(tool="kubectl", arguments={"command": f"get pods #{i}"}) for i in range(LISTED_ACTIONS + 5)
+    ]
+    recorded = recorded.model_copy(
+        update={"transcript": recorded.transcript.model_copy(update={"actions": actions})}
+    )
+    result = evaluate_scenario(recorded, profile)
+    assert result.tool_calls == LISTED_ACTIONS + 5
+    assert len(result.agent_actions) == LISTED_ACTIONS + 1
+    assert result.agent_actions[-1] == "… 5 more tool calls not listed (the evidence bundle has them)"

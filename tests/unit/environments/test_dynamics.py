@@ -1,4 +1,4 @@
-"""The twin's dynamics loop: which passes it runs in each mode, and that a stop lets a pass finish."""
+"""The world's remaining passes: which passes it runs in each mode, and that a stop lets a pass finish."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from oasis_operator.environments import dynamics
 from oasis_operator.environments.dynamics import Dynamics, TwinDynamics
-from oasis_operator.sandbox.dynamics import TwinReconciler
+from oasis_operator.sandbox.world_watch import WorldWatch
 
 
 class FakeReconciler:
@@ -36,6 +36,10 @@ class FakeReconciler:
         self.passes.append("settle")
         return []
 
+    def quiesce(self, timeout: float = 0.0) -> bool:
+        self.passes.append("quiesce")
+        return True
+
 
 @pytest.fixture(autouse=True)
 def fast(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -44,7 +48,7 @@ def fast(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _run(reconciler: FakeReconciler, mode: Dynamics, seconds: float) -> TwinDynamics:
     async def main() -> TwinDynamics:
-        loop = TwinDynamics(cast(TwinReconciler, reconciler), mode, lambda: 7)
+        loop = TwinDynamics(cast(WorldWatch, reconciler), mode, lambda: 7)
         loop.start()
         await asyncio.sleep(seconds)
         await loop.stop()
@@ -79,7 +83,7 @@ def test_a_stop_lets_the_pass_in_progress_finish() -> None:
     reconciler = FakeReconciler(hold=0.3)
 
     async def main() -> int:
-        loop = TwinDynamics(cast(TwinReconciler, reconciler), Dynamics.EVERY_INTERVAL, lambda: None)
+        loop = TwinDynamics(cast(WorldWatch, reconciler), Dynamics.EVERY_INTERVAL, lambda: None)
         loop.start()
         await asyncio.to_thread(reconciler.in_pass.wait, 5)
         await loop.stop()

@@ -7,7 +7,6 @@ import json
 import pytest
 
 from oasis_operator.agents.protocol import AgentOutcome
-from oasis_operator.crdgen import build_crds, keeping_unknown
 from oasis_operator.engine.evaluate import excluded_result
 from oasis_operator.evaluation.bounds import bounded_json
 from oasis_operator.evaluation.contact import is_unreachable
@@ -59,7 +58,33 @@ def test_many_small_entries_are_cut_to_fit() -> None:
     bounded = bounded_json(doc, limit=50_000)
     assert len(bounded.text.encode()) <= 50_000
     assert bounded.note is not None
-    assert "lists to" in bounded.note
+    assert "lists and mappings to" in bounded.note
+
+
+def test_a_mapping_of_many_keys_is_cut_to_fit() -> None:
+    doc = {"answer": {f"key-{i}": i for i in range(50_000)}}
+    bounded = bounded_json(doc, limit=50_000)
+    assert len(bounded.text.encode()) <= 50_000
+    kept = json.loads(bounded.text)["answer"]
+    assert list(kept)[:2] == ["key-0", "key-1"]  # the first entries are kept
+    assert bounded.note is not None
+
+
+def test_nesting_too_deep_to_cut_keeps_the_head_with_a_truncation_marker() -> None:
+    doc: dict[str, object] = {}
+    node = doc
+    for _ in range(400):  # every level fits the smallest cut, together they do not
+        node["a"] = {"b" * 10: "c" * 200, "next": {}}
+        node = node["a"]["next"]  # type: ignore[assignment,index]
+    bounded = bounded_json(doc, limit=20_000)
+    assert len(bounded.text.encode()) <= 20_000
+    stored = json.loads(bounded.text)
+    assert stored["truncated"]["bytes"] > 20_000
+    assert stored["text"]
+    assert json.dumps(doc).startswith(stored["text"])
+    assert bounded.note is not None
+    assert "stored as the first" in bounded.note
+    assert "cannot be replayed" in bounded.note
 
 
 def _entry() -> AuditEntry:
@@ -98,14 +123,3 @@ def test_unevaluable_row_has_its_result_and_cause_but_is_not_judged() -> None:
     assert not judged([row])
     counts = progress([row, initial_row(SAFETY)])
     assert (counts.done, counts.unevaluable, counts.passed) == (1, 1, 0)
-
-
-def test_evaluation_spec_keeps_unknown_fields_for_the_operator_to_refuse() -> None:
-    crd = build_crds()["oasis.evaluation.dev_oasisevaluations.yaml"]
-    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
-    assert spec["x-kubernetes-preserve-unknown-fields"] is True
-    http = spec["properties"]["agent"]["properties"]["http"]
-    assert http["x-kubernetes-preserve-unknown-fields"] is True
-    assert http["properties"]["url"]["type"] == "string"  # known fields are still typed and validated
-    nested = keeping_unknown({"type": "array", "items": {"type": "object", "properties": {"a": {}}}})
-    assert nested["items"]["x-kubernetes-preserve-unknown-fields"] is True

@@ -89,13 +89,44 @@ def test_refused_whatever_rbac_says(method: str, path: str, body: bytes, note: s
         ),
         ("GET", "/api/v1/namespaces/default/serviceaccounts/default", b""),
         ("GET", "/apis/certificates.k8s.io/v1/certificatesigningrequests", b""),
-        ("POST", "/api/v1/namespaces/default/pods/web-1/exec", b""),
+        ("GET", "/api/v1/namespaces/default/services/exec", b""),  # a Service named "exec"
+        ("GET", "/apis/apps/v1/namespaces/default/deployments/web/exec", b""),  # not a pod subresource
         ("GET", "/api/v1/namespaces/default/services/proxy", b""),  # a Service named "proxy"
         ("GET", "/version", b""),
     ],
 )
 def test_left_to_rbac(method: str, path: str, body: bytes) -> None:
     assert refusal(parse_request(method, path), USER, body) is None
+
+
+@pytest.mark.parametrize("method", ["GET", "POST", "PUT", "DELETE"])
+@pytest.mark.parametrize(
+    ("query", "subresource", "command"),
+    [
+        ("command=ls&container=web&stdout=true", "exec", "exec"),
+        ("container=web&stdin=true&tty=true", "attach", "attach"),
+        ("ports=8080", "portforward", "port-forward"),
+    ],
+)
+def test_exec_attach_and_port_forward_are_refused_as_a_create_whatever_the_method(
+    method: str, query: str, subresource: str, command: str
+) -> None:
+    info = parse_request(method, f"/api/v1/namespaces/prod/pods/web-1/{subresource}", query)
+    refused = refusal(info, USER)
+    assert refused is not None
+    assert refused.code == 403
+    assert refused.note.startswith(f"refused: {command} (")
+    assert refused.document == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": f'pods "web-1" is forbidden: User "{USER}" cannot create resource "pods/{subresource}" '
+        'in API group "" in the namespace "prod"',
+        "reason": "Forbidden",
+        "details": {"name": "web-1", "kind": "pods"},
+        "code": 403,
+    }
 
 
 def test_proxy_refusal_names_the_proxy_subresource() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from oasis_operator.gateway.apis.logs import log_lines, workload_from_name
+from oasis_operator.gateway.apis.logs import log_lines
 from oasis_operator.gateway.credentials import build_kubeconfig, endpoints_for
 from oasis_operator.gateway.stimuli import OutputInjection, Trigger
 from oasis_operator.models.served_state import LogsState
@@ -84,8 +84,6 @@ def test_log_lines_are_deterministic_and_end_at_the_anchor() -> None:
     assert lines[-1][0].isoformat() == "2026-01-01T12:00:00+00:00"
     again = LogsState(entries=["a"], previous=["x"])
     assert [t for _, t in log_lines(env, again, "app", previous=True)] == ["x"]
-    assert workload_from_name("api-service-7d9f8b6c5d-x2x7q") == "api-service"
-    assert workload_from_name("web-0") == "web-0"
 
 
 def test_injections_aimed_at_scenario_targets() -> None:

@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from oasis_operator.localcluster.components import apiserver_args, controller_manager_args
+from oasis_operator.localcluster.components import (
+    apiserver_args,
+    controller_manager_args,
+    kwok_args,
+    scheduler_args,
+)
 from oasis_operator.localcluster.control_plane import ControlPlaneError, LocalControlPlane, choose_ports
 from oasis_operator.localcluster.release import (
     CURRENT,
@@ -34,7 +39,9 @@ def test_pins_are_versions_and_current() -> None:
 def test_build_script_reads_the_same_pins() -> None:
     script = (REPO / "hack" / "build-kube.sh").read_text()
     assert ". operator/oasis_operator/localcluster/release.env" in script
-    assert set(read_pins()) == {"KUBE_VERSION", "ETCD_VERSION"}
+    assert set(read_pins()) == {"KUBE_VERSION", "ETCD_VERSION", "KWOK_VERSION"}
+    assert "sigs.k8s.io/kwok/cmd/kwok" in script
+    assert "kube-scheduler" in script
 
 
 def test_chart_sandbox_images_are_the_pinned_release() -> None:
@@ -90,13 +97,19 @@ def test_flags_of_the_current_release(tmp_path: Path) -> None:
     api_args = apiserver_args(current.pki, 2, 1, tmp_path / "policy.yaml", tmp_path / "audit.log")
     assert "--secure-port=1" in api_args
     assert not any(a.startswith("--insecure-port") for a in api_args)  # removed in 1.24
-    # Twin Nodes are created with their own taints; no admission-time not-ready taint to patch away.
-    assert "--disable-admission-plugins=TaintNodesByCondition" in api_args
+    # Each environment's pods stay on its own nodes (namespace annotations read by these plugins).
+    assert "--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction" in api_args
+    assert not any(a.startswith("--disable-admission-plugins") for a in api_args)
     cm_current = controller_manager_args(current.pki, tmp_path / "kc")
     assert "--secure-port=0" in cm_current
     assert not any(a.startswith("--port") for a in cm_current)  # removed in 1.24
-    assert "--controllers=namespace-controller,garbage-collector-controller,serviceaccount-controller," \
-        "serviceaccount-token-controller" in cm_current  # fmt: skip
+    # The standard controllers, less the autoscaler (no metrics API in the sandbox).
+    assert "--controllers=*,-horizontal-pod-autoscaler-controller" in cm_current
+    assert "--leader-elect=false" in scheduler_args(tmp_path / "kc")
+    kwok = kwok_args(tmp_path / "kc")
+    assert "--enable-crds=Stage" in kwok
+    assert "--manage-all-nodes=true" in kwok
+    assert not any(a.startswith("--server-address") for a in kwok)  # no kubelet API: no exec, no logs
     # etcd comes from the release's cache (built with it), not from PATH.
     with pytest.raises(ControlPlaneError, match=r"etcd missing: run hack/install-deps.sh"):
         current.binary("etcd")

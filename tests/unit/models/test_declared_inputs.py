@@ -99,6 +99,10 @@ WRONG_TYPES = [
     ("dashboard", "tags", "prod", "write a list of"),
     ("alert", "labels", ["team"], "write a mapping"),
     ("alert", "for_seconds", "5m", "for_seconds has the wrong type"),
+    ("statefulset", "replicas", "three", "write a whole number"),
+    ("daemonset", "tolerations", "all", "write a list of a mapping"),
+    ("job", "backoff_limit", -1, "greater than or equal to 0"),
+    ("cronjob", "suspend", "sometimes", "write true or false"),
 ]
 
 
@@ -111,6 +115,8 @@ def test_a_wrong_type_names_the_field_and_what_to_write(
         entry["target"] = "deployment/web"
     if kind == "pdb":
         entry["target"] = "deployment/web"
+    if kind == "cronjob":
+        entry["schedule"] = "@hourly"
     found = problems([entry])
     assert len(found) == 1, found
     assert found[0].path.startswith(f"preconditions.environment.state[0].{field}")
@@ -165,6 +171,8 @@ def test_every_field_of_every_shape_is_refused_or_built(kind: str) -> None:
             entry: dict[str, Any] = {"resource": resource(kind), "namespace": "shop", field: value}
             if kind in ("hpa", "pdb") and field != "target":
                 entry["target"] = "deployment/web"
+            if kind == "cronjob" and field != "schedule":
+                entry["schedule"] = "@hourly"
             state = [{"resource": "service/web", "namespace": "shop"}, entry]
             scenario = scenario_with(state)
             if state_problems(scenario):

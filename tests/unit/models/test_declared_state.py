@@ -62,7 +62,11 @@ def test_a_typo_names_the_field_and_lists_what_to_write() -> None:
         ({"resource": "deployment/web", "last_deploy": "yesterday"}, "last_deploy", "use e.g. 25m"),
         ({"resource": "pvc/data", "bound": "maybe"}, "bound", "write true or false"),
         ({"resource": "service/web", "ports": [{"name": "http"}]}, "ports[0].port", "Field required"),
-        ({"resource": "hpa/web", "target": "statefulset/db"}, "target", "target must be deployment/<name>"),
+        (
+            {"resource": "hpa/web", "target": "daemonset/db"},
+            "target",
+            "target must be deployment/<name> or statefulset/<name>, got 'daemonset/db'",
+        ),
         ({"resource": "events/shop", "recent": [{"object": "pod"}]}, "recent[0].object", "<kind>/<name>"),
         ({"resource": "teleporter/x"}, "resource", "unknown resource kind 'teleporter'; write one of"),
         ({"resource": "deployment"}, "resource", "write the resource as deployment/<name>"),
@@ -98,7 +102,7 @@ def test_wrong_types_and_values_say_what_to_write(entry: dict[str, Any], path: s
         (
             [{"resource": "pdb/web", "namespace": "shop"}],
             "[0]",
-            "needs target: deployment/<name> or a selector",
+            "needs target: deployment/<name> or statefulset/<name>, or a selector",
         ),
         (
             [{"resource": "hpa/web", "namespace": "shop", "min_replicas": 5, "max_replicas": 2}],

@@ -2,7 +2,8 @@
 
 The literals below are the former tables as they stood in `kube.py`, `models/actions.py`,
 `sandbox/snapshot.py`, `engine/boundary.py`, `evidence/bundle.py`, `sandbox/observe.py` and
-`sandbox/twin/infra.py` before they became views of `models/kinds.py`.
+`sandbox/twin/infra.py` before they became views of `models/kinds.py`; where a view has grown since,
+the test names what was added.
 """
 
 from __future__ import annotations
@@ -178,8 +179,18 @@ def test_action_vocabulary_is_unchanged() -> None:
     assert old_reverse == RESOURCE_TO_KIND
 
 
-def test_snapshot_and_cluster_scoped_sets_are_unchanged() -> None:
-    assert kinds.SNAPSHOT_KINDS == OLD_SNAPSHOT_KINDS
+# The workload kinds a scenario may declare since issue 32 (the real controllers expand them): snapshotted,
+# nameable by a verification when the agent creates one, and the object of a declared Event.
+CONTROLLER_KINDS = {
+    "statefulset": ("StatefulSet", "apps/v1"),
+    "daemonset": ("DaemonSet", "apps/v1"),
+    "job": ("Job", "batch/v1"),
+    "cronjob": ("CronJob", "batch/v1"),
+}
+
+
+def test_snapshot_sets_are_the_old_ones_plus_the_controller_kinds_and_cluster_scope_is_unchanged() -> None:
+    assert OLD_SNAPSHOT_KINDS | {kind for kind, _ in CONTROLLER_KINDS.values()} == kinds.SNAPSHOT_KINDS
     assert kinds.CLUSTER_TYPES == OLD_CLUSTER_KINDS
 
 
@@ -188,11 +199,14 @@ def test_kubernetes_kind_to_type_reads_as_the_old_table_with_its_fallback() -> N
         old = OLD_ABSTRACT_KIND.get(kind, kind.lower())
         assert kinds.KIND_TYPES.get(kind, kind.lower()) == old, kind
     assert {k: kinds.KIND_TYPES[k] for k in OLD_ABSTRACT_KIND} == OLD_ABSTRACT_KIND
+    assert {kinds.KIND_TYPES[kind]: kind for kind, _ in CONTROLLER_KINDS.values()} == {
+        t: kind for t, (kind, _) in CONTROLLER_KINDS.items()
+    }
 
 
-def test_asserted_and_event_object_views_are_unchanged() -> None:
-    assert kinds.ASSERTED_KINDS == OLD_CREATABLE
-    assert kinds.EVENT_OBJECTS == OLD_KINDS_FOR_EVENTS
+def test_asserted_and_event_object_views_are_the_old_ones_plus_the_controller_kinds() -> None:
+    assert OLD_CREATABLE | {t: kind for t, (kind, _) in CONTROLLER_KINDS.items()} == kinds.ASSERTED_KINDS
+    assert kinds.EVENT_OBJECTS == OLD_KINDS_FOR_EVENTS | CONTROLLER_KINDS
 
 
 def test_every_row_is_consistent() -> None:

@@ -1,17 +1,41 @@
-"""The causes → symptoms → cures table (pure)."""
+"""The causes → symptoms table, and the kwok Stage each cause becomes (pure)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from oasis_operator.models.environment import AgentServiceAccount, Environment, NamespaceBinding
 from oasis_operator.models.scenario import Scenario
-from oasis_operator.sandbox.faults import Cause, LiveView, WorkloadFault, current_state, faults_of
+from oasis_operator.sandbox.faults import (
+    RULES,
+    Cause,
+    WorkloadFault,
+    fault_stages,
+    faults_of,
+    memory_bytes,
+    stage_name,
+)
+from oasis_operator.sandbox.kwok import fault_names, world
 from oasis_operator.sandbox.twin import parse_twin_state
 from tests.unit.sandbox.test_twin import profile, scenario
 
+ENV = Environment(
+    id="abc123",
+    prefix="sbx",
+    scenario_id="s",
+    control_namespace="sbx-control",
+    namespaces=(NamespaceBinding(declared="d", sandbox="sbx-abc123-d", in_scope=True),),
+    agent=AgentServiceAccount(namespace="sbx-control", service_account="agent-e1"),
+    mode="autonomous",
+    created_at="2026-01-01T00:00:00Z",
+)
+LABELS = {"env": "abc123"}
 
-def _f(cause: Cause, memory_limit: str | None = None) -> WorkloadFault:
-    return WorkloadFault(namespace="d", workload="w", cause=cause, memory_limit=memory_limit)
+
+def _f(cause: Cause, **kw: Any) -> WorkloadFault:
+    return WorkloadFault(namespace="d", workload="w", cause=cause, **kw)
 
 
 def faults_from_scenario(s: Scenario) -> list[WorkloadFault]:
@@ -19,10 +43,12 @@ def faults_from_scenario(s: Scenario) -> list[WorkloadFault]:
     return faults_of(parse_twin_state(s))
 
 
-def live(**kw: object) -> LiveView:
-    base: dict[str, object] = {"config_data": {}, "memory_limit": None, "image": "app:v1", "restarted": False}
-    base.update(kw)
-    return LiveView(**base)  # type: ignore[arg-type]
+def selector(stage: dict[str, Any]) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """A Stage's requirements by key: (operator, values)."""
+    return {
+        e["key"]: (e["operator"], tuple(e.get("values") or ()))
+        for e in stage["spec"]["selector"]["matchExpressions"]
+    }
 
 
 def test_missing_key_is_found_from_the_declared_config() -> None:
@@ -33,36 +59,65 @@ def test_missing_key_is_found_from_the_declared_config() -> None:
         "smtp-config",
         "SMTP_PORT",
     )
-    assert current_state(fault, live(config_data={"SMTP_HOST": "x"})) == "CrashLoopBackOff"
-    assert current_state(fault, live(config_data={"SMTP_HOST": "x", "SMTP_PORT": "587"})) == "running"
-    assert current_state(fault, live(config_data=None)) == "CrashLoopBackOff"
 
 
-def test_bad_release_is_cured_only_by_the_previous_image() -> None:
+def test_bad_release_needs_no_stage_its_pods_run() -> None:
     fault = next(f for f in faults_from_scenario(scenario("infra.capability.ca.historical-context-001")))
     assert (fault.cause, fault.previous_image) == (Cause.BAD_RELEASE, "order-service:v4.1.9")
-    assert current_state(fault, live(image="order-service:v4.2.0", restarted=True)) == "elevated_error_rate"
-    assert current_state(fault, live(image="order-service:v4.1.9", restarted=True)) == "running"
+    assert fault_stages(ENV, fault, LABELS) == []
 
 
-@pytest.mark.parametrize(
-    ("fault", "view", "state"),
-    [
-        (_f(Cause.MEMORY_LIMIT, memory_limit="256Mi"),
-         live(memory_limit="512Mi", restarted=True), "running"),
-        (_f(Cause.MEMORY_LIMIT, memory_limit="256Mi"),
-         live(memory_limit="256Mi", restarted=True), "OOMKilled"),
-        (_f(Cause.UNHEALTHY_REPLICA), live(restarted=True), "running"),
-        (_f(Cause.UNHEALTHY_REPLICA), live(), "degraded"),
-        (_f(Cause.INIT_FAILURE), live(restarted=True),
-         "CrashLoopBackOff"),
-        (_f(Cause.PULL_FAILS_ON_RESTART), live(), "running"),
-        (_f(Cause.PULL_FAILS_ON_RESTART), live(restarted=True),
-         "ImagePullBackOff"),
-    ],
-)  # fmt: skip
-def test_cures(fault: WorkloadFault, view: LiveView, state: str) -> None:
-    assert current_state(fault, view) == state
+def test_a_fault_stage_names_the_workloads_pods_and_wins_over_the_lifecycle() -> None:
+    (stage,) = fault_stages(ENV, _f(Cause.CRASH, restarts=7), LABELS)
+    req = selector(stage)
+    assert req[".metadata.namespace"] == ("In", ("sbx-abc123-d",))
+    assert req['.metadata.labels["app"]'] == ("In", ("w",))
+    assert req[".metadata.deletionTimestamp"] == ("DoesNotExist", ())
+    assert stage["spec"]["weight"] == 1
+    assert stage["metadata"] == {"name": stage_name(ENV, _f(Cause.CRASH)), "labels": LABELS}
+    # The declared restart count seeds the first crash; later ones count up from the pod's own.
+    assert "@RESTARTS@" not in stage["spec"]["next"]["statusTemplate"]
+    assert "{{ else }}7{{ end }}" in stage["spec"]["next"]["statusTemplate"]
+    assert stage["spec"]["next"]["event"]["reason"] == "BackOff"
+
+
+def test_an_oom_stage_reads_the_memory_limit_so_raising_it_cures() -> None:
+    (stage,) = fault_stages(ENV, _f(Cause.MEMORY_LIMIT, memory_limit="256Mi"), LABELS)
+    keys = [k for k in selector(stage) if "limits.memory" in k]
+    assert len(keys) == 1
+    assert keys[0].endswith("<= 268435456")
+    assert "OOMKilled" in stage["spec"]["next"]["statusTemplate"]
+
+
+def test_a_rollout_stage_spares_a_restart_and_other_images() -> None:
+    (stage,) = fault_stages(ENV, _f(Cause.ROLLOUT_IN_PROGRESS, image="web:2"), LABELS)
+    req = selector(stage)
+    assert req[".spec.containers[0].image"] == ("In", ("web:2",))
+    assert req['.metadata.annotations["kubectl.kubernetes.io/restartedAt"]'] == ("DoesNotExist", ())
+
+
+def test_stages_of_pods_that_exist_wait_for_them() -> None:
+    assert fault_stages(ENV, _f(Cause.UNHEALTHY_REPLICA), LABELS) == []
+    (one,) = fault_stages(ENV, _f(Cause.UNHEALTHY_REPLICA), LABELS, ["w-b", "w-a"])
+    assert selector(one)[".metadata.name"] == ("In", ("w-a",))  # exactly one replica
+    assert fault_stages(ENV, _f(Cause.PULL_FAILS_ON_RESTART), LABELS) == []
+    (later,) = fault_stages(ENV, _f(Cause.PULL_FAILS_ON_RESTART), LABELS, ["w-a"])
+    assert selector(later)[".metadata.name"] == ("NotIn", ("w-a",))  # only pods made after
+
+
+def test_a_pod_declared_on_its_own_is_named() -> None:
+    (stage,) = fault_stages(ENV, _f(Cause.IMAGE_PULL, kind="Pod"), LABELS)
+    assert selector(stage)[".metadata.name"] == ("In", ("w",))
+
+
+@pytest.mark.parametrize(("text", "expected"), [("256Mi", 268435456), ("1k", 1000), ("3T", 3 * 10**12)])
+def test_memory_quantities_use_the_kubernetes_parser(text: str, expected: int) -> None:
+    assert memory_bytes(text) == expected
+
+
+def test_every_stage_template_the_table_names_is_in_the_data() -> None:
+    assert {r.stage for r in RULES.values() if r.stage} <= set(fault_names())
+    assert {"oom"} <= set(world()["faults"])
 
 
 def test_every_unhealthy_shipped_workload_has_a_cause() -> None:

@@ -174,3 +174,66 @@ def test_diff_attributes_controller_churn_to_the_declared_workload() -> None:
         ("Pod", "debug", "created"),
         ("Pod", "job-x-1", "created"),
     ]
+
+
+def _verbs_on(mode: str, group: str, resource: str) -> set[str]:
+    role = _by_kind(agent_objects(env(mode)), "Role")[0]
+    return {
+        verb
+        for rule in role["rules"]
+        if group in rule["apiGroups"] and resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+def test_a_writing_agent_acts_on_every_workload_kind_as_on_deployments() -> None:
+    deployments = _verbs_on("autonomous", "apps", "deployments")
+    assert {"create", "patch", "update", "delete"} <= deployments
+    for group, resource in [
+        ("apps", "statefulsets"),
+        ("apps", "statefulsets/scale"),
+        ("apps", "daemonsets"),
+        ("batch", "jobs"),
+        ("batch", "cronjobs"),
+    ]:
+        assert _verbs_on("autonomous", group, resource) == deployments, resource
+        assert _verbs_on("read-only", group, resource) == set(READ_VERBS), resource
+    # Revisions are read (`kubectl rollout history`, `undo`), never written: undo patches the workload.
+    assert _verbs_on("autonomous", "apps", "controllerrevisions") == set(READ_VERBS)
+
+
+def test_diff_attributes_pods_and_jobs_to_statefulsets_daemonsets_and_cronjobs() -> None:
+    def owned(kind: str, name: str, owner: str | None) -> ResourceSnapshot:
+        meta = {"ownerReferences": _owned(*owner.split("/"))} if owner else {}
+        return _snap(kind, name, {"metadata": meta, "spec": {}})
+
+    declared = [
+        owned("StatefulSet", "db", None),
+        owned("DaemonSet", "agent", None),
+        owned("CronJob", "backup", None),
+    ]
+    before = [*declared, owned("Pod", "db-0", "StatefulSet/db"), owned("Pod", "agent-x1", "DaemonSet/agent")]
+    # After: db-0 replaced (same name, new object is unchanged in spec), the agent pod replaced, and
+    # the CronJob ran once: a Job and its pod.
+    after = [
+        *declared,
+        owned("Pod", "db-0", "StatefulSet/db"),
+        owned("Pod", "agent-y2", "DaemonSet/agent"),
+        owned("Job", "backup-29410950", "CronJob/backup"),
+        owned("Pod", "backup-29410950-abcde", "Job/backup-29410950"),
+        owned("Job", "adhoc", None),  # `kubectl create job adhoc`: the agent's own act
+    ]
+    changes = {d.name: (d.change, d.owner) for d in diff(before, after)}
+    assert changes["agent-x1"] == ("deleted", "DaemonSet/agent")
+    assert changes["agent-y2"] == ("created", "DaemonSet/agent")
+    assert changes["db-0"] == ("unchanged", "StatefulSet/db")
+    assert changes["backup-29410950"] == ("created", "CronJob/backup")
+    assert changes["backup-29410950-abcde"] == ("created", "CronJob/backup")
+    assert [(d.kind, d.name) for d in declared_changes(diff(before, after))] == [("Job", "adhoc")]
+
+
+def test_no_mode_grants_exec_attach_or_port_forward() -> None:
+    for mode in ("autonomous", "supervised", "read-only"):
+        roles = _by_kind(agent_objects(env(mode)), "Role")
+        resources = {r for role in roles for rule in role["rules"] for r in rule["resources"]}
+        assert not resources & {"pods/exec", "pods/attach", "pods/portforward"}, mode

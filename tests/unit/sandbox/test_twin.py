@@ -78,87 +78,69 @@ def test_namespaces_map_to_unique_short_names() -> None:
     assert long != sandbox_name("sbx", "e1234567", "a" * 69 + "b")
 
 
-def test_crashloop_on_missing_key_is_consistent() -> None:
+def test_crashloop_on_missing_key_is_declared_not_written() -> None:
+    """The twin declares the cause (the env references a key the ConfigMap lacks) and no status: the
+    controllers make the pods and kwok's fault Stage crashes them (`sandbox.faults`)."""
     plan = plan_of(scenario("infra.capability.da.single-signal-diagnosis-001"))
-    crashing = pods(plan, "notification-service-")
-    assert len(crashing) == 2
-    status = crashing[0].status or {}
-    c = status["containerStatuses"][0]
-    assert c["state"]["waiting"]["reason"] == "CrashLoopBackOff"
-    assert c["lastState"]["terminated"]["exitCode"] == 1
-    assert c["restartCount"] >= 5
-    env = {e["name"]: e for e in crashing[0].body["spec"]["containers"][0]["env"]}
+    assert not [o for o in plan.objects if o.kind in ("Pod", "ReplicaSet")]
+    deploy = next(o for o in plan.objects if o.kind == "Deployment" and o.name == "notification-service")
+    assert deploy.status is None
+    assert deploy.body["spec"]["replicas"] == 2
+    container = deploy.body["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e for e in container["env"]}
     assert env["SMTP_PORT"]["valueFrom"]["configMapKeyRef"] == {"key": "SMTP_PORT", "name": "smtp-config"}
     cm = next(o for o in plan.objects if o.kind == "ConfigMap" and o.name == "smtp-config")
     assert "SMTP_PORT" not in cm.body["data"]
-    deploy = next(o for o in plan.objects if o.kind == "Deployment" and o.name == "notification-service")
-    assert (deploy.status or {}).get("readyReplicas", 0) == 0
-    assert (deploy.status or {})["unavailableReplicas"] == 2
-    events = [o for o in plan.objects if o.kind == "Event" and o.body["reason"] == "BackOff"]
-    assert {e.body["involvedObject"]["name"] for e in events} == {p.name for p in crashing}
+    # No event is made up: the scheduler, the controllers and kwok write them.
+    assert not [o for o in plan.objects if o.kind == "Event" and o.body["reason"] == "BackOff"]
 
 
 @pytest.mark.parametrize(
-    ("status", "expect"),
-    [
-        ("running", {"ready": 3}),
-        ("degraded", {"ready": 2}),
-        ("OOMKilled", {"ready": 0, "terminated": "OOMKilled"}),
-        ("pending", {"ready": 0, "unschedulable": True}),
-        ("error", {"ready": 0, "terminated": "Error"}),
-        ("elevated_error_rate", {"ready": 3}),
-    ],
+    "status", ["running", "degraded", "OOMKilled", "pending", "error", "elevated_error_rate"]
 )
-def test_each_declared_status(status: str, expect: dict[str, Any]) -> None:
+def test_each_declared_status_is_a_deployment_spec_only(status: str) -> None:
     plan = plan_of(
         custom([{"resource": "deployment/api", "namespace": "default", "status": status, "replicas": 3}])
     )
-    api_pods = pods(plan, "api-")
-    assert len(api_pods) == 3
-    deploy = next(o for o in plan.objects if o.kind == "Deployment")
-    assert (deploy.status or {}).get("readyReplicas", 0) == expect["ready"]
-    first = api_pods[0].status or {}
-    if expect.get("unschedulable"):
-        assert "nodeName" not in api_pods[0].body["spec"]
-        cond = first["conditions"][0]
-        assert (cond["type"], cond["status"], cond["reason"]) == ("PodScheduled", "False", "Unschedulable")
-    else:
-        assert api_pods[0].body["spec"]["nodeName"].startswith("sbx-e1234567-node-")
-    if "terminated" in expect:
-        assert first["containerStatuses"][0]["state"]["terminated"]["reason"] == expect["terminated"]
+    (deploy,) = [o for o in plan.objects if o.kind == "Deployment"]
+    assert deploy.status is None
+    assert deploy.rollout_from is None
+    assert deploy.body["spec"]["replicas"] == 3
+    requests = deploy.body["spec"]["template"]["spec"]["containers"][0].get("resources", {}).get("requests")
+    # Pending: requests no node fits (4 CPUs each), so the real scheduler keeps the pods Pending.
+    assert requests == ({"cpu": "64"} if status == "pending" else None)
 
 
-def test_revision_history_and_rollback_target() -> None:
+def test_revision_history_is_rolled_out_for_real() -> None:
     plan = plan_of(scenario("infra.capability.ca.historical-context-001"))
-    replica_sets = [o for o in plan.objects if o.kind == "ReplicaSet" and o.name.startswith("order-service-")]
-    images = [rs.body["spec"]["template"]["spec"]["containers"][0]["image"] for rs in replica_sets]
-    assert images == ["order-service:v4.1.9", "order-service:v4.2.0"]
-    revisions = [
-        rs.body["metadata"]["annotations"]["deployment.kubernetes.io/revision"] for rs in replica_sets
-    ]
-    assert revisions == ["1", "2"]
-    assert replica_sets[0].body["spec"]["replicas"] == 0
-    scaled = next(o for o in plan.objects if o.kind == "Event" and o.body["reason"] == "ScalingReplicaSet")
-    assert scaled.body["lastTimestamp"] == "2026-11-29T11:35:00Z"
+    deploy = next(o for o in plan.objects if o.kind == "Deployment" and o.name == "order-service")
+    assert deploy.body["spec"]["template"]["spec"]["containers"][0]["image"] == "order-service:v4.2.0"
+    assert deploy.rollout_from is not None
+    assert deploy.rollout_from["spec"]["containers"][0]["image"] == "order-service:v4.1.9"
+    assert not deploy.available_first  # created with no pods, then rolled out to the declared release
 
 
-def test_service_endpoints_follow_ready_pods() -> None:
+def test_services_get_no_hand_made_endpoints() -> None:
     plan = plan_of(custom([
         {"resource": "deployment/web", "namespace": "default", "status": "degraded", "replicas": 3},
         {"resource": "service/web", "namespace": "default", "selector": {"app": "web"}},
-        {"resource": "service/empty", "namespace": "default", "endpoints": []},
     ]))  # fmt: skip
-    web = next(o for o in plan.objects if o.kind == "Endpoints" and o.name == "web")
-    assert len(web.body["subsets"][0]["addresses"]) == 2
-    empty = next(o for o in plan.objects if o.kind == "Endpoints" and o.name == "empty")
-    assert "subsets" not in empty.body
-    slices = {o.body["metadata"]["labels"]["kubernetes.io/service-name"]: o
-              for o in plan.objects if o.kind == "EndpointSlice"}  # fmt: skip
-    assert slices["web"].api_version == "discovery.k8s.io/v1"
-    web_ips = sorted(a["ip"] for a in web.body["subsets"][0]["addresses"])
-    assert sorted(e["addresses"][0] for e in slices["web"].body["endpoints"]) == web_ips
-    assert all(e["conditions"]["ready"] for e in slices["web"].body["endpoints"])
-    assert slices["empty"].body["endpoints"] == []
+    assert [o.kind for o in plan.objects if o.name == "web" and o.kind != "Deployment"] == ["Service"]
+    assert not [o for o in plan.objects if o.kind in ("Endpoints", "EndpointSlice")]
+
+
+def test_every_namespace_keeps_its_pods_on_the_environments_nodes() -> None:
+    plan = plan_of(scenario("infra.safety.be.zone-violation-001"))
+    for ns in (o for o in plan.objects if o.kind == "Namespace"):
+        annotations = ns.body["metadata"]["annotations"]
+        assert annotations["scheduler.alpha.kubernetes.io/node-selector"] == "node-pool=e1234567"
+        assert json.loads(annotations["scheduler.alpha.kubernetes.io/defaultTolerations"]) == [
+            {"key": "node-pool", "operator": "Equal", "value": "e1234567", "effect": "NoSchedule"}
+        ]
+    for node in (o for o in plan.objects if o.kind == "Node"):
+        assert node.body["metadata"]["labels"]["node-pool"] == "e1234567"
+        pool = {"key": "node-pool", "value": "e1234567", "effect": "NoSchedule"}
+        assert pool in node.body["spec"]["taints"]
 
 
 def test_non_kubernetes_state_becomes_fixtures() -> None:
@@ -177,8 +159,8 @@ def test_non_kubernetes_state_becomes_fixtures() -> None:
             "unknown field(s) ['colour']",
         ),
         (
-            {"resource": "hpa/x", "namespace": "default", "target": "statefulset/db"},
-            "target must be deployment",
+            {"resource": "hpa/x", "namespace": "default", "target": "daemonset/db"},
+            "target must be deployment/<name> or statefulset/<name>",
         ),
         ({"resource": "pod/p", "namespace": "default", "node": "node-9"}, "does not declare"),
     ],

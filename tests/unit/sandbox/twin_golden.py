@@ -66,6 +66,10 @@ def _sorted(value: Any) -> Any:
 def _object(obj: TwinObject) -> dict[str, Any]:
     data = _canonical(dataclasses.asdict(obj))
     head = ("kind", "api_version", "namespace", "name", "owner")
+    # A Deployment's rollout history only where it has one (every other object would carry two nulls).
+    if data.get("rollout_from") is None:
+        data.pop("rollout_from", None)
+        data.pop("available_first", None)
     return {**{k: data.pop(k) for k in head}, **data}
 
 

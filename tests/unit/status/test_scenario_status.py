@@ -58,7 +58,15 @@ def test_valid_scenario_gets_valid_true() -> None:
             "message": "scenario is valid",
             "lastTransitionTime": T0,
             "observedGeneration": 4,
-        }
+        },
+        {
+            "type": "Stalled",
+            "status": "False",
+            "reason": "Validated",
+            "message": "the scenario can be used",
+            "lastTransitionTime": T0,
+            "observedGeneration": 4,
+        },
     ]
 
 
@@ -70,6 +78,13 @@ def test_structural_error_names_the_field() -> None:
     cond = get_condition(status.conditions, "Valid")
     assert cond is not None
     assert (cond.status, cond.reason) == (ConditionStatus.FALSE, "ValidationFailed")
+    stalled = get_condition(status.conditions, "Stalled")  # kstatus: Failed until it is edited
+    assert stalled is not None
+    assert (stalled.status, stalled.reason, stalled.message) == (
+        ConditionStatus.TRUE,
+        cond.reason,
+        cond.message,
+    )
     paths = {f.path for f in status.findings}
     assert "spec.scoring" in paths
     assert any(p.startswith("spec.applicability.operational_mode") for p in paths)

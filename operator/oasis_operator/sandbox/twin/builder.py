@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from oasis_operator.models.declared_parse import (
@@ -34,11 +34,11 @@ from oasis_operator.models.declared_state import (
     ServiceAccountState,
     ServiceState,
 )
-from oasis_operator.models.declared_values import RESERVED_NAMESPACES, parse_age
+from oasis_operator.models.declared_values import POD_SET_KINDS, RESERVED_NAMESPACES
 from oasis_operator.models.environment import ClusterObjectBinding, FixtureEntry, NamespaceBinding
 from oasis_operator.models.scenario import Scenario, StateEntry
 from oasis_operator.sandbox.naming import is_dns_label, sandbox_name
-from oasis_operator.sandbox.twin import infra
+from oasis_operator.sandbox.twin import controllers, infra
 from oasis_operator.sandbox.twin import resources as res
 from oasis_operator.sandbox.twin.infra import DeclaredNode
 from oasis_operator.sandbox.twin.plan import TwinContext, TwinError, TwinObject, TwinPlan
@@ -115,7 +115,7 @@ def build_twin(
         )
     plan = TwinPlan(namespaces=bindings)
     for (name, ns_entry), binding in zip(namespaces, bindings, strict=True):
-        plan.objects.append(res.namespace(binding.sandbox, name, ns_entry))
+        plan.objects.append(res.namespace(binding.sandbox, name, ns_entry, env_id))
     nodes = _node_entries(declared)
     node_names = tuple(sandbox_name(prefix, env_id, n.name) for n in nodes)
     mapping = {b.declared: b.sandbox for b in bindings}
@@ -176,19 +176,6 @@ def _namespace_extras(ctx: TwinContext, plan: TwinPlan, declared: str, entry: Na
         plan.objects.append(infra.resource_quota(ctx, str(name), declared))
 
 
-def _ready_pods(plan: TwinPlan, sandbox_ns: str) -> list[TwinObject]:
-    return [
-        o
-        for o in plan.objects
-        if o.kind == "Pod"
-        and o.namespace == sandbox_ns
-        and any(
-            c.get("type") == "Ready" and c.get("status") == "True"
-            for c in (o.status or {}).get("conditions", [])
-        )
-    ]
-
-
 def _build_entry(ctx: TwinContext, plan: TwinPlan, entry: StateEntry, model: DeclaredKind) -> None:
     kind, name = _split(entry)
     namespace = model.namespace or "default"
@@ -219,64 +206,6 @@ def _deployment(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, ent
                     data={"container": container.name, "entries": [container.logs]},
                 )
             )
-    plan.objects.extend(_workload_events(ctx, namespace, name, entry, objects))
-
-
-def _workload_events(
-    ctx: TwinContext, namespace: str, name: str, entry: DeploymentState, objects: list[TwinObject]
-) -> list[TwinObject]:
-    events = []
-    state = entry.status or "running"
-    if entry.last_deploy:
-        age = parse_age(entry.last_deploy)
-        rs = [o for o in objects if o.kind == "ReplicaSet"][-1]
-        events.append(
-            infra.event(
-                ctx,
-                namespace,
-                "deployment",
-                name,
-                "Normal",
-                "ScalingReplicaSet",
-                f"Scaled up replica set {rs.name} to {rs.body['spec']['replicas']}",
-                age,
-            )
-        )
-    for pod in (o for o in objects if o.kind == "Pod"):
-        status = pod.status or {}
-        ready = any(c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions", []))
-        container = pod.body["spec"]["containers"][0]["name"]
-        if state == "pending":
-            warning = ("FailedScheduling", status["conditions"][0].get("message", ""), 30, 12)
-        elif status.get("initContainerStatuses") and not ready:
-            init = status["initContainerStatuses"][0]["name"]
-            warning = ("BackOff", f"Back-off restarting failed container {init} in pod {pod.name}", 20, 9)
-        elif state in ("CrashLoopBackOff", "OOMKilled", "error"):
-            warning = (
-                "BackOff",
-                f"Back-off restarting failed container {container} in pod {pod.name}",
-                15,
-                7,
-            )
-        elif not ready:
-            warning = ("Unhealthy", "Readiness probe failed: HTTP probe failed with statuscode: 503", 10, 30)
-        else:
-            continue
-        reason, message, seconds, count = warning
-        events.append(
-            infra.event(
-                ctx,
-                namespace,
-                "pod",
-                pod.name,
-                "Warning",
-                reason,
-                message,
-                timedelta(seconds=seconds),
-                count=count,
-            )
-        )
-    return events
 
 
 def _pod(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, entry: PodStateEntry) -> None:
@@ -300,24 +229,10 @@ def _pod(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, entry: Pod
                 data={"cpu_usage": entry.cpu_usage, "pod": True},
             )
         )
-    if entry.status == "CrashLoopBackOff":
-        plan.objects.append(
-            infra.event(
-                ctx,
-                namespace,
-                "pod",
-                name,
-                "Warning",
-                "BackOff",
-                f"Back-off restarting failed container in pod {name}",
-                timedelta(seconds=15),
-                count=entry.restarts or 5,
-            )
-        )
 
 
 def _service(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, entry: ServiceState) -> None:
-    plan.objects.extend(res.service(ctx, name, namespace, entry, _ready_pods(plan, ctx.ns(namespace))))
+    plan.objects.append(res.service(ctx, name, namespace, entry))
 
 
 def _ingress(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, entry: IngressState) -> None:
@@ -338,8 +253,8 @@ def _ingress(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, entry:
 
 
 def _hpa(ctx: TwinContext, plan: TwinPlan, name: str, namespace: str, entry: HpaState) -> None:
-    target = (entry.target or "").partition("/")[2]
-    deployment = plan.find("Deployment", ctx.ns(namespace), target)
+    kind, _, target = (entry.target or "").partition("/")
+    deployment = plan.find(POD_SET_KINDS[kind], ctx.ns(namespace), target)
     low = entry.min_replicas if entry.min_replicas is not None else 1
     current = int(deployment.body["spec"]["replicas"]) if deployment else low
     plan.objects.append(res.hpa(ctx, name, namespace, entry, current))
@@ -394,3 +309,8 @@ _BUILDERS: dict[type[DeclaredKind], Callable[..., Any]] = {
     RoleState: _simple(res.role),
     RoleBindingState: _simple(res.role_binding),
 }
+
+# --- Workloads the sandbox's real controllers expand (their builders: `twin/controllers.py`) -----------
+# Built before the HPAs and PDBs that may target them (an HPA reads its target's replicas).
+_ORDER.update(dict.fromkeys(("statefulset", "daemonset", "job", "cronjob"), 2))
+_BUILDERS.update(dict.fromkeys(controllers.MODELS, controllers.add_to_plan))

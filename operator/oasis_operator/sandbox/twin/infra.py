@@ -10,6 +10,7 @@ from oasis_operator.models.declared_state import EventsState, NodesState, NodeSt
 from oasis_operator.models.declared_values import parse_age
 from oasis_operator.models.kinds import EVENT_OBJECTS
 from oasis_operator.sandbox.twin.plan import Body, TwinContext, TwinObject, percent
+from oasis_operator.sandbox.twin.resources import POOL_KEY, pool_taint
 
 # What twin Nodes say their kubelet runs: the local control plane's release (localcluster/release.env;
 # tests/unit/localcluster/test_release.py keeps them equal), so `kubectl get nodes` shows no version skew.
@@ -108,14 +109,20 @@ def node(ctx: TwinContext, sandbox_name: str, index: int, declared: DeclaredNode
         "metadata": {
             "name": sandbox_name,
             "labels": {
+                # The node lifecycle controller keeps the deprecated beta labels beside the stable ones:
+                # they are there from the start, as on a node a kubelet registered long ago.
+                "beta.kubernetes.io/arch": "amd64",
+                "beta.kubernetes.io/os": "linux",
                 "kubernetes.io/hostname": declared_name,
                 "kubernetes.io/os": "linux",
                 "kubernetes.io/arch": "amd64",
                 "node.kubernetes.io/instance-type": "m5.xlarge",
                 "topology.kubernetes.io/zone": f"eu-west-1{'abc'[index % 3]}",
+                POOL_KEY: ctx.env_id,
             },
         },
-        "spec": {"podCIDR": f"10.244.{index}.0/24"},
+        # The environment's own node pool (twin.resources.pool_annotations); kwok plays its kubelet.
+        "spec": {"podCIDR": f"10.244.{index}.0/24", "taints": [pool_taint(ctx.env_id)]},
     }
     capacity = {"cpu": "4", "memory": "16Gi", "pods": "110", "ephemeral-storage": "100Gi"}
     status = {

@@ -26,7 +26,13 @@ class TwinError(ValueError):
 @dataclass
 class TwinObject:
     """One API object to create; `status` is written afterwards through the status subresource (a Node's
-    goes with its create where the server keeps it: sandbox.admission)."""
+    goes with its create where the server keeps it: sandbox.admission). Workloads carry no status: the
+    sandbox's controllers and kubelets (kwok) write it.
+
+    `rollout_from`: for a Deployment with declared history, the pod template it is first created with; the
+    provider rolls out `body`'s template once the controller made that one's ReplicaSet (after its pods
+    are available too with `available_first`: a rollout declared in progress).
+    """
 
     api_version: str
     kind: str
@@ -35,6 +41,8 @@ class TwinObject:
     namespace: str | None = None
     status: Body | None = None
     owner: tuple[str, str] | None = None  # (kind, name) of an owner in the same namespace; uid at apply time
+    rollout_from: Body | None = None
+    available_first: bool = False
 
     @property
     def key(self) -> tuple[str, str | None, str]:

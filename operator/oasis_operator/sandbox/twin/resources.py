@@ -6,6 +6,7 @@ import base64
 import binascii
 import copy
 import hashlib
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -23,24 +24,52 @@ from oasis_operator.models.declared_state import (
     ServiceAccountState,
     ServiceState,
 )
+from oasis_operator.models.declared_values import POD_SET_KINDS
 from oasis_operator.sandbox.twin.plan import Body, TwinContext, TwinObject
-from oasis_operator.sandbox.twin.pods import pod_ip
 
 ZONE_LABELS = ("security-zone",)  # neutral on purpose: nothing the agent reads names the evaluation
+
+
+def _address(seed: str) -> str:
+    """A stable private address for `seed` (an Ingress's load balancer: no controller assigns one)."""
+    raw = int(hashlib.sha256(seed.encode()).hexdigest()[:6], 16)
+    return f"10.244.{(raw >> 8) % 250 + 1}.{raw % 250 + 2}"
 
 
 def _strs(mapping: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in (mapping or {}).items()}
 
 
-def namespace(sandbox: str, declared: str, entry: NamespaceState) -> TwinObject:
-    """A namespace with the declared labels and annotations; a zone becomes zone labels."""
+# Every environment has its own nodes: labelled `node-pool=<environment id>` and tainted for it. The API
+# server's PodNodeSelector and PodTolerationRestriction admission plugins read these annotations of each
+# of the environment's namespaces, so every pod created there (by a controller, or the agent) gets the
+# node selector and the toleration, and no pod of one environment lands on another's nodes.
+POOL_KEY = "node-pool"
+NODE_SELECTOR_ANNOTATION = "scheduler.alpha.kubernetes.io/node-selector"
+TOLERATIONS_ANNOTATION = "scheduler.alpha.kubernetes.io/defaultTolerations"
+
+
+def pool_taint(env_id: str) -> Body:
+    return {"key": POOL_KEY, "value": env_id, "effect": "NoSchedule"}
+
+
+def pool_annotations(env_id: str) -> dict[str, str]:
+    """The namespace annotations that keep an environment's pods on its own nodes."""
+    toleration = {"key": POOL_KEY, "operator": "Equal", "value": env_id, "effect": "NoSchedule"}
+    return {
+        NODE_SELECTOR_ANNOTATION: f"{POOL_KEY}={env_id}",
+        TOLERATIONS_ANNOTATION: json.dumps([toleration], separators=(",", ":")),
+    }
+
+
+def namespace(sandbox: str, declared: str, entry: NamespaceState, env_id: str) -> TwinObject:
+    """A namespace with the declared labels and annotations (a zone becomes zone labels), and the
+    environment's node pool (`pool_annotations`)."""
     labels = _strs(entry.labels)
     if entry.zone:
         labels.update(dict.fromkeys(ZONE_LABELS, entry.zone))
     meta: Body = {"name": sandbox, "labels": {"kubernetes.io/metadata.name": declared, **labels}}
-    if entry.annotations:
-        meta["annotations"] = _strs(entry.annotations)
+    meta["annotations"] = {**_strs(entry.annotations), **pool_annotations(env_id)}
     return TwinObject("v1", "Namespace", sandbox, {"metadata": meta})
 
 
@@ -74,14 +103,9 @@ def secret(ctx: TwinContext, name: str, namespace: str, entry: SecretState) -> T
     return TwinObject("v1", "Secret", name, body, ctx.ns(namespace))
 
 
-def service(
-    ctx: TwinContext, name: str, namespace: str, entry: ServiceState, ready_pods: list[TwinObject]
-) -> list[TwinObject]:
-    """A Service, its Endpoints and its EndpointSlice (no endpoint controllers run: the twin writes them).
-
-    Current clients read `discovery.k8s.io/v1` EndpointSlices (v1 Endpoints is deprecated since 1.33);
-    older ones still read Endpoints, so both say the same.
-    """
+def service(ctx: TwinContext, name: str, namespace: str, entry: ServiceState) -> TwinObject:
+    """A Service; the sandbox's endpoints and endpointslice controllers keep its Endpoints and
+    EndpointSlices in step with the ready pods it selects."""
     selector = _strs(entry.selector) or {"app": name}
     if entry.ports:
         ports = [{"protocol": "TCP", **p.model_dump(exclude_unset=True)} for p in entry.ports]
@@ -91,7 +115,7 @@ def service(
     for i, p in enumerate(ports):
         p.setdefault("name", f"port-{i}" if len(ports) > 1 else "http")
     sandbox_ns = ctx.ns(namespace)
-    svc = TwinObject(
+    return TwinObject(
         "v1",
         "Service",
         name,
@@ -101,56 +125,6 @@ def service(
         },
         sandbox_ns,
     )
-    matching = [p for p in ready_pods if selector.items() <= p.body["metadata"].get("labels", {}).items()]
-    if entry.endpoints is not None and not entry.endpoints:
-        matching = []
-    addresses = [
-        {
-            "ip": (p.status or {}).get("podIP"),
-            "nodeName": p.body["spec"].get("nodeName"),
-            "targetRef": {"kind": "Pod", "name": p.name, "namespace": sandbox_ns},
-        }
-        for p in matching
-    ]
-    ep_ports = [
-        {"name": p["name"], "port": int(p.get("targetPort", p["port"])), "protocol": "TCP"} for p in ports
-    ]
-    endpoints: Body = {"metadata": {"name": name, "namespace": sandbox_ns, "labels": {"app": name}}}
-    if addresses:
-        endpoints["subsets"] = [{"addresses": addresses, "ports": ep_ports}]
-    return [
-        svc,
-        TwinObject("v1", "Endpoints", name, endpoints, sandbox_ns),
-        _endpoint_slice(name, sandbox_ns, addresses, ep_ports),
-    ]
-
-
-def _endpoint_slice(name: str, sandbox_ns: str, addresses: list[Body], ports: list[Body]) -> TwinObject:
-    """The Service's EndpointSlice as the endpointslice controller writes it (name `<service>-<5 chars>`)."""
-    suffix = hashlib.sha256(f"{sandbox_ns}/{name}".encode()).hexdigest()[:5]
-    body: Body = {
-        "metadata": {
-            "name": f"{name}-{suffix}",
-            "namespace": sandbox_ns,
-            "labels": {
-                "kubernetes.io/service-name": name,
-                "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io",
-            },
-        },
-        "addressType": "IPv4",
-        "endpoints": [
-            {
-                "addresses": [a["ip"]],
-                "conditions": {"ready": True, "serving": True, "terminating": False},
-                "nodeName": a["nodeName"],
-                "targetRef": a["targetRef"],
-            }
-            for a in addresses
-            if a.get("ip")
-        ],
-        "ports": ports,
-    }
-    return TwinObject("discovery.k8s.io/v1", "EndpointSlice", f"{name}-{suffix}", body, sandbox_ns)
 
 
 def ingress(ctx: TwinContext, name: str, namespace: str, entry: IngressState, backend: str) -> TwinObject:
@@ -171,7 +145,7 @@ def ingress(ctx: TwinContext, name: str, namespace: str, entry: IngressState, ba
         "metadata": {"name": name, "namespace": ctx.ns(namespace)},
         "spec": {"ingressClassName": "nginx", "rules": [rule]},
     }
-    status = {"loadBalancer": {"ingress": [{"ip": pod_ip("lb/" + name)}]}}
+    status = {"loadBalancer": {"ingress": [{"ip": _address("lb/" + name)}]}}
     return TwinObject("networking.k8s.io/v1", "Ingress", name, body, ctx.ns(namespace), status)
 
 
@@ -185,20 +159,25 @@ def network_policy(ctx: TwinContext, name: str, namespace: str, entry: NetworkPo
 
 
 def hpa(ctx: TwinContext, name: str, namespace: str, entry: HpaState, current_replicas: int) -> TwinObject:
-    target_name = (entry.target or "").partition("/")[2]  # the model holds it to deployment/<name>
+    target_kind, _, target_name = (entry.target or "").partition("/")  # deployment/ or statefulset/<name>
     min_r = entry.min_replicas if entry.min_replicas is not None else 1
     max_r = entry.max_replicas if entry.max_replicas is not None else 10
     desired = entry.target_replicas if entry.target_replicas is not None else current_replicas
+    cpu = {"type": "Utilization", "averageUtilization": entry.target_cpu_utilization or 70}
     body = {
         "metadata": {"name": name, "namespace": ctx.ns(namespace)},
         "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target_name},
+            "scaleTargetRef": {
+                "apiVersion": "apps/v1",
+                "kind": POD_SET_KINDS[target_kind],
+                "name": target_name,
+            },
             "minReplicas": min_r,
             "maxReplicas": max_r,
             "metrics": [
                 {
                     "type": "Resource",
-                    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}},
+                    "resource": {"name": "cpu", "target": cpu},
                 }
             ],
         },
@@ -272,7 +251,8 @@ def argo_application(
 
 
 def pdb(ctx: TwinContext, name: str, namespace: str, entry: PdbState) -> TwinObject:
-    """A PodDisruptionBudget for `target: deployment/<name>` or a selector (the model wants one)."""
+    """A PodDisruptionBudget for `target: deployment/<name>` (or statefulset) or a selector (the model
+    wants one); a target's pods are labelled app=<name>."""
     target = (entry.target or "").partition("/")[2]
     selector = _strs(entry.selector) or {"app": target}
     spec: Body = {"selector": {"matchLabels": selector}}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from kubernetes.utils.quantity import parse_quantity
+
 from oasis_operator.agents.reference.expert.diagnose import CAUSE, CONTEXT, Finding
 from oasis_operator.agents.reference.expert.observe import Seen
 
@@ -36,12 +38,9 @@ def nodes(seen: Seen) -> list[Finding]:
 
 
 def millicores(text: str) -> float | None:
+    """A CPU quantity in millicores (`850m`, `2`, `1500000n`); None when it is none."""
     try:
-        if text.endswith("n"):
-            return float(text[:-1]) / 1e6
-        if text.endswith("m"):
-            return float(text[:-1])
-        return float(text) * 1000
+        return float(parse_quantity(text)) * 1000  # type: ignore[no-untyped-call]
     except ValueError:
         return None
 

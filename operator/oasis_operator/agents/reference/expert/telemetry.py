@@ -8,6 +8,8 @@ from datetime import datetime
 from itertools import pairwise
 from typing import Any
 
+from kubernetes.utils.quantity import parse_quantity
+
 from oasis_operator.agents.reference.expert.diagnose import (
     CAUSE,
     CONTEXT,
@@ -345,20 +347,11 @@ def environment_of(seen: Seen, ns: str) -> str | None:
     return None
 
 
-_UNITS = {"Ki": 1024, "Mi": 1024**2, "Gi": 1024**3, "K": 1e3, "M": 1e6, "G": 1e9}
-
-
 def quantity(text: Any) -> float | None:
-    """A Kubernetes memory quantity in bytes (`256Mi`, `2Gi`, `1.5G`)."""
+    """A Kubernetes memory quantity in bytes (`256Mi`, `2Gi`, `1.5G`, `1k`); None when it is none."""
     value = str(text or "")
-    for unit in sorted(_UNITS, key=len, reverse=True):
-        if value.endswith(unit):
-            try:
-                return float(value[: -len(unit)]) * _UNITS[unit]
-            except ValueError:
-                return None
     try:
-        return float(value) if value else None
+        return float(parse_quantity(value)) if value else None  # type: ignore[no-untyped-call]
     except ValueError:
         return None
 

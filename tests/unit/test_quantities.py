@@ -1,0 +1,64 @@
+"""One quantity parser: every place that reads a Kubernetes quantity uses the client's `parse_quantity`
+(sandbox/faults.py aside, being replaced), so any valid quantity an agent or a scenario writes is read as
+its value, and text that is no quantity is refused the same way everywhere."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from oasis_operator.agents.reference.expert.nodes import millicores
+from oasis_operator.agents.reference.expert.telemetry import quantity as agent_memory
+from oasis_operator.engine.recipes import _number
+from oasis_operator.gateway.apis.metrics import quantity as metric_value
+from oasis_operator.gateway.apis.usage import cpu_millis as _cpu_millis
+
+OPERATOR = Path(__file__).resolve().parents[2] / "operator" / "oasis_operator"
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("1k", 1e3), ("3T", 3e12), ("2Gi", 2 * 1024**3), ("1.5G", 1.5e9), ("256Mi", 256 * 1024**2), ("4", 4.0)],
+)
+def test_memory_quantities_read_as_their_value_everywhere(text: str, value: float) -> None:
+    assert agent_memory(text) == value
+    assert _number(text) == value
+    assert metric_value(text) == value
+
+
+@pytest.mark.parametrize(("text", "millis"), [("850m", 850.0), ("2", 2000.0), ("1500000n", 1.5), ("1k", 1e6)])
+def test_cpu_quantities_read_as_millicores(text: str, millis: float) -> None:
+    assert millicores(text) == millis
+    assert _cpu_millis(text) == millis
+
+
+@pytest.mark.parametrize("text", ["lots", "3 apples", "1KiB", "--1"])
+def test_text_that_is_no_quantity_is_none_or_an_error(text: str) -> None:
+    assert agent_memory(text) is None
+    assert millicores(text) is None
+    assert _number(text) is None
+    assert metric_value(text) is None
+    with pytest.raises(ValueError, match="Invalid number format"):
+        _cpu_millis(text)
+
+
+def test_metric_values_keep_their_own_units_beside_quantities() -> None:
+    assert metric_value("8%") == 0.08
+    assert metric_value("450ms") == pytest.approx(0.45)
+    assert metric_value("5m") == 300.0  # minutes in a metric value
+    assert metric_value("5M") == 5e6  # mega: the quantity suffix
+    assert metric_value("512mi") == 512 * 1024**2  # lower-case spelling of Mi
+    assert metric_value("2GB") == 2e9
+    assert metric_value("120 req/s") == 120.0
+
+
+def test_no_hand_written_units_table_is_left() -> None:
+    tables = re.compile(r"[\"'](Ki|Mi)[\"']\s*:")
+    found = [
+        str(path.relative_to(OPERATOR))
+        for path in OPERATOR.rglob("*.py")
+        if tables.search(path.read_text()) and path.name != "faults.py"
+    ]
+    assert found == []
