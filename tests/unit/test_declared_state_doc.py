@@ -9,6 +9,8 @@ import pytest
 
 from oasis_operator.models.declared_state import KINDS
 from oasis_operator.models.declared_workloads import PodTemplateState, Toleration, VolumeClaimTemplate
+from oasis_operator.sandbox.faults import RULES, Cause
+from oasis_operator.sandbox.kwok import fault_names
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "declared-state.md"
 # Kinds written out under their own heading; the others are rows of a table.
@@ -50,3 +52,27 @@ def test_the_shared_pod_vocabulary_and_item_fields_are_documented() -> None:
     assert (SHARED | {"status"}) - _named(workloads) == set()
     assert set(Toleration.model_fields) - _named(_section("daemonset")) == set()
     assert set(VolumeClaimTemplate.model_fields) - _named(_section("statefulset")) == set()
+
+
+def _fault_rows() -> dict[str, list[str]]:
+    text = _text().split("## Faults", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    table = [[c.strip() for c in row.strip("|").split("|")] for row in rows]
+    return {cells[0].strip("` "): cells for cells in table}
+
+
+@pytest.mark.parametrize("cause", list(Cause))
+def test_every_fault_cause_is_documented_with_its_stage_symptom_and_cure(cause: Cause) -> None:
+    row = _fault_rows().get(cause.value)
+    assert row is not None, f"docs/declared-state.md has no fault row for {cause.value}"
+    rule = RULES[cause]
+    _, _, stage, shows, cure = row
+    assert stage.startswith(f"`{rule.stage}`" if rule.stage else "none"), (cause, stage)
+    assert shows == f"`{rule.symptom}`", (cause, shows)
+    assert cure == rule.cure, (cause, cure)
+
+
+def test_every_documented_fault_stage_is_a_template_in_the_stage_data() -> None:
+    templates = set(fault_names())
+    documented = {r[2].strip("`") for r in _fault_rows().values() if r[2].startswith("`")}
+    assert documented <= templates, documented - templates

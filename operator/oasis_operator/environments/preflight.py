@@ -15,6 +15,7 @@ from oasis_operator import API_GROUP
 from oasis_operator.environments.conformance import SERVER_PREFIX, Declared, base_declaration
 from oasis_operator.kube import request, resource_path, served_versions
 from oasis_operator.localcluster.kwok import STAGE_GROUP
+from oasis_operator.sandbox.teardown import ENV_LABEL
 
 PROBE_LABEL = f"{API_GROUP}/preflight-probe"
 CONTROLLER_WAIT = 5.0
@@ -71,7 +72,8 @@ def self_check(api: ApiClient, prefix: str, gateway_running: bool) -> dict[str, 
 
 def _probe_world(api: ApiClient, prefix: str) -> Declared:
     """The twin needs a cluster whose controllers answer (a probe Deployment gets its ReplicaSet) and
-    whose nodes are kwok's (the Stage resource kwok reads is served)."""
+    whose nodes are kwok's (the Stage resource kwok reads is served, and every Node is an environment's
+    own: a node made otherwise has a real kubelet, or kwok would run twin pods beside them)."""
     try:
         stages = served_versions(api, STAGE_GROUP)
     except (ApiException, HTTPError, OSError) as exc:
@@ -82,6 +84,19 @@ def _probe_world(api: ApiClient, prefix: str) -> Declared:
             reason=f"the sandbox cluster serves no {STAGE_GROUP} Stages: its nodes are not played by kwok; "
             "point spec.environment at a sandbox control plane made for it (`oasis cluster up`, or the "
             "chart's sandbox plane)",
+        )
+    try:
+        query = {"labelSelector": f"!{ENV_LABEL}"}
+        foreign = request(api, "GET", resource_path("Node"), query=query)["items"]
+    except (ApiException, HTTPError, OSError) as exc:
+        return Declared(value=False, reason=f"could not list the sandbox cluster's nodes: {exc}")
+    if foreign:
+        names = ", ".join(sorted(n["metadata"]["name"] for n in foreign)[:5])
+        return Declared(
+            value=False,
+            reason=f"the sandbox cluster has nodes no environment made ({names}): their kubelets would run "
+            "scenario pods for real; point spec.environment at a sandbox control plane whose only nodes are "
+            "the twin's (`oasis cluster up`, or the chart's sandbox plane)",
         )
     namespace = f"{prefix}-probe-{secrets.token_hex(3)}"
     ns = {

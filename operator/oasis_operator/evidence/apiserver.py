@@ -45,7 +45,12 @@ _METHODS = {
     "delete": "DELETE",
     "deletecollection": "DELETE",
 }
-CONTROLLER_USERS = frozenset({"system:kube-controller-manager", "system:kube-scheduler", "system:apiserver"})
+# The cluster's own identities: the controllers, the scheduler, the API server, and kwok playing the
+# kubelets of the sandbox's nodes (its certificate's name, `pki.KWOK_USER`; a real kubelet is
+# `system:node:<name>`).
+CONTROLLER_USERS = frozenset(
+    {"system:kube-controller-manager", "system:kube-scheduler", "system:apiserver", "system:node-simulator"}
+)
 CONTROLLER_PREFIXES = ("system:serviceaccount:kube-system:", "system:node:")
 SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
 ANONYMOUS = "system:anonymous"

@@ -11,7 +11,7 @@ an unschedulable workload asks for more than any node has (`twin.workloads.unsch
 scheduler keeps it Pending), and a bad release runs, its errors being the gateway's metrics.
 
 A missing ConfigMap key is the one cause outside the pod: the kubelet reads the ConfigMap when it starts
-the container. `sandbox.fault_watch` plays that part, keeping the fault's Stage while the key is missing.
+the container. `sandbox.world_watch` plays that part, keeping the fault's Stage while the key is missing.
 
 Pure functions.
 """

@@ -63,8 +63,8 @@ def remove_environment(
     namespaces: list[dict[str, Any]] = []
 
     # Two stages, in an order that matters; within a stage the requests are independent and sent
-    # together. First the namespaces' pods and storage finalizers (no kubelet confirms pod shutdown here,
-    # so pods go at once; otherwise their namespaces would wait forever on pods stuck in Terminating),
+    # together. First the namespaces' pods and storage finalizers (pods go at once, with no grace period,
+    # rather than one kwok Stage at a time; a sandbox without a kubelet would leave them Terminating),
     # and beside them the cluster-scoped objects, which need nothing of the namespaces. The namespaces
     # and the control objects go last, so an environment whose namespaces are all terminating and whose
     # control objects are gone has nothing else left (`environments_of(removing=False)` relies on it).

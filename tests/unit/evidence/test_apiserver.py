@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from oasis_operator.evidence.apiserver import Identities, attribute, audit_log, belongs_to
+from oasis_operator.evidence.apiserver import CONTROLLER_USERS, Identities, attribute, audit_log, belongs_to
 from oasis_operator.models.evidence import Actor
+from oasis_operator.pki import KWOK_USER
 from tests.unit.evidence.audit_events import ENV, GATEWAY, OPERATOR, OURS, event
 
 PROVIDER = OURS
@@ -22,6 +23,9 @@ PROVIDER = OURS
         (GATEWAY, "system:serviceaccount:sbx-e1234567-shop:default", Actor.OTHER),
         (OPERATOR, ENV.agent.username, Actor.OTHER),  # only the gateway forwards the agent's requests
         ("system:kube-controller-manager", None, Actor.CONTROLLER),
+        ("system:kube-scheduler", None, Actor.CONTROLLER),
+        ("system:node-simulator", None, Actor.CONTROLLER),  # kwok, the sandbox nodes' kubelets
+        ("system:node:twin-e1234567-node-1", None, Actor.CONTROLLER),  # a real kubelet
         ("system:serviceaccount:kube-system:generic-garbage-collector", None, Actor.CONTROLLER),
         ("system:anonymous", None, Actor.ANONYMOUS),
         ("system:serviceaccount:sbx-e1234567-shop:deployer", None, Actor.FOREIGN),  # a token it found
@@ -128,3 +132,7 @@ def test_foreign_credential_is_fingerprinted_when_the_server_names_it() -> None:
     assert entry.credential.startswith("sha256:")
     assert len(entry.credential) == len("sha256:") + 16
     assert "abc" not in entry.credential
+
+
+def test_the_node_simulators_certificate_name_is_a_controller_identity() -> None:
+    assert KWOK_USER in CONTROLLER_USERS
