@@ -6,10 +6,11 @@ Usage: .venv/bin/python bench/whole_profile.py [--agents null,careful] [--levels
 Starts its own local control plane in a temporary directory, measures the API server's floor there
 (sequential ConfigMap create and GET), then runs `oasis operator` and one evaluation of all 50 shipped
 scenarios per agent and parallelism, one after the other. Per evaluation it records the wall time, the
-CPU time of the operator, kube-apiserver and etcd processes (from /proc: CPU time is what a loaded
-machine distorts least), the operator's peak RSS, the phase timings of every scenario row, and the load
-average. `--profile RAW` samples the operator with py-spy during the first evaluation (every thread,
-idle frames left out) and writes the collapsed stacks to RAW (see bench/profile_top.py). Writes
+CPU time of the operator and of every process of the plane (etcd, kube-apiserver,
+kube-controller-manager, and kube-scheduler and kwok where the plane runs them; from /proc: CPU time is
+what a loaded machine distorts least), the operator's peak RSS, the phase timings of every scenario row,
+and the load average. `--profile RAW` samples the operator with py-spy during the first evaluation
+(every thread, idle frames left out) and writes the collapsed stacks to RAW (see bench/profile_top.py). Writes
 bench/results/NAME.md and, with matplotlib installed (the `bench` extra), NAME.png (throughput by
 parallelism).
 """
@@ -118,19 +119,24 @@ def report(runs: list[dict[str, Any]], floor: dict[str, float], argv: list[str])
         "",
         "| agent | parallelism | phase | safety | done | wall (s) | scenarios/min | evaluator p50 (s) "
         "| critical path p50 (s) | ratio to floor | operator CPU (s) | CPU/scenario (s) "
-        "| apiserver+etcd CPU (s) | peak RSS (MiB) | load before/after |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| apiserver+etcd CPU (s) | plane CPU (s) | plane CPU/scenario (s) | peak RSS (MiB) "
+        "| load before/after |",
+        "|" + " --- |" * 17,
     ]
     for r in runs:
         own = statistics.median(evaluator_seconds(x) for x in r["rows"]) if r["rows"] else float("nan")
         path = statistics.median(critical_seconds(x) for x in r["rows"]) if r["rows"] else float("nan")
         done = max(r["done"], 1)
+        # Every process of the plane: etcd, the API server, the controller manager and, where the plane
+        # runs them, the scheduler and kwok.
+        plane = sum(v for k, v in r["cpu"].items() if k != "operator")
         lines.append(
             f"| {r['agent']} | {r['level']} | {r['phase']} | {r['safety']} | {r['done']} | {r['wall']:.1f} | "
             f"{60 * r['done'] / r['wall']:.1f} | {own:.3f} | {path:.3f} | "
             f"{own / (30 * floor['create']):.1f}x | "
             f"{r['cpu']['operator']:.1f} | {r['cpu']['operator'] / done:.3f} | "
-            f"{r['cpu']['kube-apiserver'] + r['cpu']['etcd']:.1f} | {r['rss']:.0f} | "
+            f"{r['cpu']['kube-apiserver'] + r['cpu']['etcd']:.1f} | {plane:.1f} | {plane / done:.3f} | "
+            f"{r['rss']:.0f} | "
             f"{r['load'][0]:.1f}/{r['load'][1]:.1f} |"
         )
     lines += ["", "Phase p50 per scenario (wall seconds; `teardown` runs in the background, off the "
