@@ -72,7 +72,7 @@ WORKLOAD_KINDS = frozenset({"Pod", "Deployment", "StatefulSet", "DaemonSet", "Jo
 # How long provisioning waits for the controllers, the scheduler and kwok to bring the declared state
 # about (seconds; a crash loop's first back-off is the slowest symptom, a few seconds).
 SETTLE_TIMEOUT = 60.0
-POLL = 0.25
+POLL = 0.1
 NUDGE = 1.5
 
 
