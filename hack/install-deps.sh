@@ -8,7 +8,7 @@
 #     a Go toolchain at least as new as the Kubernetes release needs (hack/install-go.sh: the machine's Go
 #       when new enough, else the pinned one from the Go module proxy, checked and cached);
 #     the Kubernetes release pinned in operator/oasis_operator/localcluster/release.env (kube-apiserver,
-#       kube-controller-manager, kubectl and etcd, built once from the official Go modules by build-kube.sh
+#       kube-controller-manager, kube-scheduler, kubectl, etcd and kwok, built once from the official Go modules by build-kube.sh
 #       and cached outside the repo); that release is the only one the local control plane runs;
 #     the Python virtual environment .venv with the project, and .venv/bin/kubectl (the release's kubectl).
 #   install-deps.sh test   (`make test-deps`, `make test`): all of the above, and what only tests use:
@@ -84,7 +84,7 @@ plan=()
 if [ "$kube_status" = build ] || [ "$oasisctl_status" = build ]; then
   case "$go_status" in download*) plan+=("Go $GO_VERSION from the Go module proxy (70 MB; 11 s measured)") ;; esac
 fi
-[ "$kube_status" = cached ] || plan+=("Kubernetes ${KUBE_VERSION} and etcd ${ETCD_VERSION} from source (~17 min on 2 cores, 2.6 GB peak memory, ~5 GB of Go caches)")
+[ "$kube_status" = cached ] || plan+=("Kubernetes ${KUBE_VERSION}, etcd ${ETCD_VERSION} and kwok ${KWOK_VERSION} from source (~20 min on 2 cores, 2.6 GB peak memory, ~5 GB of Go caches)")
 [ "$venv_status" = cached ] || plan+=("the Python environment .venv (pip install -e '.[dev]'; 3m47s measured in a fresh Debian 12 on a loaded machine)")
 [ "$oasisctl_status" != build ] || plan+=("the public OASIS runner oasisctl from its Go module (~5 min; when the Go module proxy does not serve it, its e2e test skips, saying why)")
 [ "$image_status" != layers ] || plan+=("the operator image's Python layer (~2 min; its Debian root filesystems are cached)")

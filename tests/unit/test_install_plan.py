@@ -11,7 +11,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from oasis_operator.localcluster.release import pinned
+from oasis_operator.localcluster.release import pinned, read_pins
 
 REPO = Path(__file__).parents[2]
 
@@ -37,7 +37,9 @@ def test_the_demo_plan_names_the_kubernetes_build_and_nothing_only_tests_use(tmp
     plan = _plan("demo", tmp_path)
     release = pinned()
     assert f"for make demo, will install or build (cached afterwards in {tmp_path})" in plan
-    assert f"Kubernetes {release.kubernetes} and etcd {release.etcd} from source (~17 min on 2 cores" in plan
+    kwok = read_pins()["KWOK_VERSION"]
+    build = f"Kubernetes {release.kubernetes}, etcd {release.etcd} and kwok {kwok} from source (~20 min"
+    assert build in plan
     for only_tests in ("operator image", "oasisctl", "chromium"):
         assert only_tests not in plan
 
