@@ -174,10 +174,12 @@ def missing(expect: Expectation, deployment: Body | None, pods: list[Body]) -> s
         replicas = expect.replicas
         if expect.kind == "DaemonSet":
             replicas = int(((deployment or {}).get("status") or {}).get("desiredNumberScheduled", 0)) or 1
-        if state in HEALTHY:
-            shown = _workload_up(expect.kind, deployment, expect.replicas)
-        elif expect.init_failure:
+        # A failing init container decides the pods' state whatever status is declared (none is:
+        # running): they never get past it, so the workload is never up.
+        if expect.init_failure and not expect.waits_for_stage:
             shown = len(current) >= replicas and all(pod_state(p).startswith("Init:") for p in current)
+        elif state in HEALTHY:
+            shown = _workload_up(expect.kind, deployment, expect.replicas)
         elif state in CRASHING:
             shown = len(current) >= replicas and all(_crashed(p) for p in current)
         elif state == "pending":
