@@ -106,7 +106,7 @@ class WorkloadFault(BaseModel):
     config_key: str | None = None
     memory_limit: str | None = None
     previous_image: str | None = None
-    image: str | None = None  # the release a rollout in progress is stuck on
+    image: str | None = None  # the release a rollout in progress is stuck on, or that cannot be pulled
     init_container: str | None = None
     restarts: int = 0
 
@@ -155,8 +155,15 @@ def _deployment_fault(base: Body, model: DeploymentState, data: dict[tuple[str, 
         image = model.current_image or model.image or default_image(base["workload"])
         return {**base, "cause": Cause.ROLLOUT_IN_PROGRESS, "image": str(image)}
     if state == "ImagePullBackOff":
-        return {**base, "cause": Cause.IMAGE_PULL}
+        return {**base, "cause": Cause.IMAGE_PULL, "image": _main_image(model, base["workload"])}
     return None
+
+
+def _main_image(entry: DeploymentState, name: str) -> str:
+    """The image of the workload's first container, as the twin writes it."""
+    if entry.containers and entry.containers[0].image is not None:
+        return str(entry.containers[0].image)
+    return str(entry.current_image or entry.image or default_image(name))
 
 
 _POD_CAUSES = {
@@ -273,6 +280,9 @@ def fault_stages(
         selects.append(memory_at_most(memory_bytes(fault.memory_limit)))
     elif cause is Cause.INIT_FAILURE and fault.init_container:
         selects.append(expression(".spec.initContainers[]?.name", "In", [fault.init_container]))
+    elif cause is Cause.IMAGE_PULL and fault.image:
+        # Only the image that cannot be pulled: another one (`set image`, a rollback) is pulled.
+        selects.append(expression(".spec.containers[0].image", "In", [fault.image]))
     elif cause is Cause.ROLLOUT_IN_PROGRESS and fault.image:
         selects.append(expression(".spec.containers[0].image", "In", [fault.image]))
         selects.append(expression(f'.metadata.annotations["{RESTARTED_AT}"]', "DoesNotExist"))

@@ -19,7 +19,7 @@ from oasis_operator.sandbox.faults import (
 )
 from oasis_operator.sandbox.kwok import fault_names, world
 from oasis_operator.sandbox.twin import parse_twin_state
-from tests.unit.sandbox.test_twin import profile, scenario
+from tests.unit.sandbox.test_twin import custom, profile, scenario
 
 ENV = Environment(
     id="abc123",
@@ -128,3 +128,16 @@ def test_every_unhealthy_shipped_workload_has_a_cause() -> None:
             status = (entry.model_extra or {}).get("status")
             if kind == "deployment" and status not in (None, "running"):
                 assert name in causes, (s.id, name, status)
+
+
+def test_an_image_pull_stage_names_the_image_so_another_one_cures() -> None:
+    state = [
+        {"resource": "deployment/web", "namespace": "d", "status": "ImagePullBackOff", "image": "web:9.9.9"},
+        {"resource": "deployment/api", "namespace": "d", "status": "ImagePullBackOff",
+         "containers": [{"name": "api", "image": "api:bad"}]},
+    ]  # fmt: skip
+    faults = {f.workload: f for f in faults_of(parse_twin_state(custom(state, scope=["d"])))}
+    assert (faults["web"].cause, faults["web"].image) == (Cause.IMAGE_PULL, "web:9.9.9")
+    assert faults["api"].image == "api:bad"
+    (stage,) = fault_stages(ENV, faults["web"], LABELS)
+    assert selector(stage)[".spec.containers[0].image"] == ("In", ("web:9.9.9",))
