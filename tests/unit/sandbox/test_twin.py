@@ -143,6 +143,25 @@ def test_every_namespace_keeps_its_pods_on_the_environments_nodes() -> None:
         assert pool in node.body["spec"]["taints"]
 
 
+def test_a_node_declared_not_ready_or_under_pressure_reports_it() -> None:
+    plan = plan_of(custom([
+        {"resource": "nodes", "count": 2},
+        {"resource": "node/node-1", "conditions": [{"type": "Ready", "status": "False"}]},
+        {"resource": "node/node-2", "conditions": [{"type": "DiskPressure", "status": "True"}]},
+    ]))  # fmt: skip
+    conditions = {
+        o.name.rsplit("-", 1)[-1]: {
+            c["type"]: (c["status"], c["reason"]) for c in (o.status or {})["conditions"]
+        }
+        for o in plan.objects
+        if o.kind == "Node"
+    }
+    assert conditions["1"]["Ready"] == ("False", "KubeletNotReady")
+    assert conditions["1"]["DiskPressure"] == ("False", "KubeletHasNoDiskPressure")
+    assert conditions["2"]["Ready"] == ("True", "KubeletReady")
+    assert conditions["2"]["DiskPressure"] == ("True", "KubeletHasDiskPressure")
+
+
 def test_non_kubernetes_state_becomes_fixtures() -> None:
     plan = plan_of(scenario("infra.capability.oi.trace-navigation-001"))
     kinds = {f.kind for f in plan.fixtures}

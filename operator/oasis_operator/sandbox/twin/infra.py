@@ -76,9 +76,17 @@ def node(ctx: TwinContext, sandbox_name: str, index: int, declared: DeclaredNode
         "DiskPressure": False,
         "PIDPressure": False,
     }
+    ready: Body = {"status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status"}
     for condition in own.conditions or []:
         if condition.get("type") in pressure:
             pressure[condition["type"]] = str(condition.get("status")) == "True"
+        elif condition.get("type") == "Ready" and str(condition.get("status")) != "True":
+            # A node whose kubelet is not ready (the node lifecycle controller taints it not-ready).
+            ready = {
+                "status": str(condition.get("status")),
+                "reason": str(condition.get("reason") or "KubeletNotReady"),
+                "message": str(condition.get("message") or "container runtime is down"),
+            }
     since = ctx.ago(timedelta(days=12))
     conditions = [
         {
@@ -96,9 +104,7 @@ def node(ctx: TwinContext, sandbox_name: str, index: int, declared: DeclaredNode
     conditions.append(
         {
             "type": "Ready",
-            "status": "True",
-            "reason": "KubeletReady",
-            "message": "kubelet is posting ready status",
+            **ready,
             "lastHeartbeatTime": ctx.ago(timedelta(seconds=20)),
             "lastTransitionTime": since,
         }
