@@ -143,6 +143,24 @@ def test_every_namespace_keeps_its_pods_on_the_environments_nodes() -> None:
         assert pool in node.body["spec"]["taints"]
 
 
+@pytest.mark.parametrize(
+    ("state", "nodes"),
+    [
+        ([], ["node-1", "node-2", "node-3"]),
+        ([{"resource": "nodes", "count": 1}], ["node-1"]),
+        ([{"resource": "nodes"}], ["node-1", "node-2", "node-3"]),
+        ([{"resource": "node/node-2", "memory_pressure": True}], ["node-2"]),
+        (
+            [{"resource": "nodes", "count": 1}, {"resource": "node/node-2", "memory_pressure": True}],
+            ["node-1", "node-2"],
+        ),
+    ],
+)
+def test_the_declared_node_count_is_the_pools_size(state: list[dict[str, Any]], nodes: list[str]) -> None:
+    plan = plan_of(custom([*state, {"resource": "configmap/c", "namespace": "default"}]))
+    assert sorted(b.declared for b in plan.cluster_objects if b.kind == "Node") == nodes
+
+
 def test_a_node_declared_not_ready_or_under_pressure_reports_it() -> None:
     plan = plan_of(custom([
         {"resource": "nodes", "count": 2},

@@ -155,14 +155,16 @@ _ORDER = {
 def _node_entries(declared: Declared) -> list[DeclaredNode]:
     nodes: dict[str, NodeState] = {}
     pool = NodesState()
-    count = 0
+    count: int | None = None
     for entry, model in declared:
         if isinstance(model, NodesState):
             pool = model
             count = model.count if model.count is not None else DEFAULT_NODE_COUNT
         elif isinstance(model, NodeState):
             nodes[_split(entry)[1]] = model
-    for i in range(1, max(count, 0 if nodes else DEFAULT_NODE_COUNT) + 1):
+    if count is None:  # no pool declared: the nodes named, or the default pool
+        count = 0 if nodes else DEFAULT_NODE_COUNT
+    for i in range(1, count + 1):
         nodes.setdefault(f"node-{i}", NodeState())
     return [DeclaredNode(name, pool, own) for name, own in sorted(nodes.items())]
 
