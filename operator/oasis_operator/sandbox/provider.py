@@ -221,8 +221,20 @@ class SandboxProvider:
             self._ensure_world()
             early = [f for f in faults if not RULES[f.cause].after_pods]
             apply_stages(self.api, [s for f in early for s in fault_stages(env, f, labels)])
+            nodes = [obj for obj in twin if obj.kind == "Node"]
+            rest = [obj for obj in twin if obj.kind != "Node"]
             create_in_waves(
-                twin,
+                nodes,
+                lambda obj: self._create_twin_object(obj, labels, uids, written),
+                self.create_at_once,
+            )
+            # The nodes as long-registered ones, before any pod is scheduled: otherwise every pod's first
+            # scheduling attempt meets NodeTaint admission's `not-ready` taint, and the agent finds a
+            # FailedScheduling event on every pod of a healthy cluster.
+            if nodes and any(obj.kind in WORKLOAD_KINDS for obj in rest):
+                self._wait_for_nodes(env)
+            create_in_waves(
+                rest,
                 lambda obj: self._create_twin_object(obj, labels, uids, written),
                 self.create_at_once,
             )
