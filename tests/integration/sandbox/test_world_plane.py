@@ -129,6 +129,10 @@ def test_the_agent_reads_the_clusters_events_through_the_gateway(
         events = json.loads(shown.stdout)["items"]
         reasons = {e["reason"] for e in events}
         assert {"Scheduled", "Started"} <= reasons, reasons
+        # Scheduled at the first attempt: the nodes were up before the pods (no FailedScheduling).
+        assert "FailedScheduling" not in reasons, [e["message"] for e in events]
+        started = next(e for e in events if e["reason"] == "Started")
+        assert started["source"]["component"] == "kubelet"  # the nodes' kubelet, in a cluster's words
         scheduled = next(e for e in events if e["reason"] == "Scheduled")
         assert scheduled["involvedObject"]["namespace"] == SHOP
         assert scheduled["message"] == f"Successfully assigned {SHOP}/{name} to node-1"
@@ -141,6 +145,7 @@ def test_the_agent_reads_the_clusters_events_through_the_gateway(
         assert f"Successfully assigned {SHOP}/{name} to node-1" in text
         env = world.record.environment
         assert f"{env.prefix}-{env.id}" not in text  # sandbox names are the agent's names
+        assert "kwok" not in text.lower()
         # The Deployment's and the ReplicaSet's own events, and a pending pod's FailedScheduling.
         deployment = kubectl("describe", "deployment", "web", "-n", SHOP).stdout
         assert "ScalingReplicaSet" in deployment
