@@ -89,6 +89,45 @@ def test_a_crash_loop_on_a_missing_config_key_is_cured_by_the_key_and_a_restart(
         assert "kubectl.kubernetes.io/restartedAt" in template["metadata"]["annotations"]
 
 
+def test_a_crash_loop_counts_its_restarts_and_recovers_on_its_next_try_once_the_key_exists(
+    cluster: Cluster, api: ApiClient
+) -> None:
+    # The kubelet reads the ConfigMap each time it starts the container: no restart of the agent's is
+    # needed once the key is there, the loop's next try stays up (after its back-off, up to ~25s here).
+    state = [
+        NAMESPACE,
+        {"resource": "deployment/mailer", "namespace": SHOP, "status": "CrashLoopBackOff", "restarts": 2,
+         "containers": [{"name": "mailer", "env": [{"name": "SMTP_PORT", "valueFrom": SMTP_REF}]}]},
+        {"resource": "configmap/smtp", "namespace": SHOP, "data": {"SMTP_HOST": "smtp.internal"}},
+    ]  # fmt: skip
+    with provisioned(cluster, api, state) as world:
+        pod = _only_pod(world, "mailer")
+        name, first = pod["metadata"]["name"], restarts(pod)
+        assert first == 2
+        until(
+            lambda: restarts(_only_pod(world, "mailer")) > first,
+            "the crash loop to count another restart",
+            lambda: world.show("mailer"),
+        )
+        assert waiting(_only_pod(world, "mailer")) in ("CrashLoopBackOff", None)
+        world.agent("patch", "configmap", "smtp", "--type", "merge", "-p", '{"data": {"SMTP_PORT": "587"}}')
+        assert WorldWatch(world.provider, world.record).reconcile_once() == ["mailer: smtp has SMTP_PORT"]
+        until(
+            lambda: ready(_only_pod(world, "mailer")),
+            "the container to start and stay up on its next try",
+            lambda: world.show("mailer"),
+        )
+        until(
+            lambda: world.get("Deployment", "mailer")["status"].get("availableReplicas") == 1,
+            "the Deployment controller to count the replica available",
+            lambda: str(world.get("Deployment", "mailer").get("status")),
+        )
+        pod = _only_pod(world, "mailer")
+        assert pod["metadata"]["name"] == name  # the same pod, not a replacement
+        assert ready(pod), world.show("mailer")
+        assert restarts(pod) > first
+
+
 def test_an_oom_kill_is_cured_by_a_higher_memory_limit(cluster: Cluster, api: ApiClient) -> None:
     state = [
         NAMESPACE,
