@@ -80,7 +80,13 @@ def test_a_crash_loop_on_a_missing_config_key_is_cured_by_the_key_and_a_restart(
         # The fix: the key, then a restart (kubectl's restartedAt annotation on the pod template).
         world.agent("patch", "configmap", "smtp", "--type", "merge", "-p", '{"data": {"SMTP_PORT": "587"}}')
         assert watch.reconcile_once() == ["mailer: smtp has SMTP_PORT"]
-        world.agent("rollout", "restart", "deployment/mailer")
+        # kubectl refuses a second restart within the second of the first (restartedAt has seconds).
+        until(
+            lambda: world.agent("rollout", "restart", "deployment/mailer", check=False).returncode == 0,
+            "kubectl to restart deployment/mailer again",
+            lambda: world.agent("rollout", "restart", "deployment/mailer", check=False).stderr,
+            timeout=5,
+        )
         check, what = _healthy(world, "mailer", 1)
         until(check, what, lambda: world.show("mailer"))
         (cured,) = world.pods("mailer")
@@ -144,7 +150,7 @@ def test_an_oom_kill_is_cured_by_a_higher_memory_limit(cluster: Cluster, api: Ap
                 137,
             )
             assert restarts(pod) >= 4
-        # A limit still at the old value does not help: the new pods are killed as well.
+        # The fix: a limit above the one the container is killed at; the new pods start and stay up.
         world.agent("set", "resources", "deployment/cache", "--limits=memory=512Mi")
         check, what = _healthy(world, "cache", 2)
         until(check, what, lambda: world.show("cache"))
