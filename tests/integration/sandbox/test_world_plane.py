@@ -122,6 +122,8 @@ def test_the_agent_reads_the_clusters_events_through_the_gateway(
     with provisioned(cluster, api, state) as world, agent_kubectl(gateway, world, tmp_path) as kubectl:
         (pod,) = world.pods("web")
         name = pod["metadata"]["name"]
+        node = world.record.environment.declared_object_name("Node", pod["spec"]["nodeName"])
+        assert node is not None
         shown = kubectl(
             "get", "events", "-n", SHOP, "--field-selector", f"involvedObject.name={name}", "-o", "json"
         )
@@ -135,14 +137,14 @@ def test_the_agent_reads_the_clusters_events_through_the_gateway(
         assert started["source"]["component"] == "kubelet"  # the nodes' kubelet, in a cluster's words
         scheduled = next(e for e in events if e["reason"] == "Scheduled")
         assert scheduled["involvedObject"]["namespace"] == SHOP
-        assert scheduled["message"] == f"Successfully assigned {SHOP}/{name} to node-1"
+        assert scheduled["message"] == f"Successfully assigned {SHOP}/{name} to {node}"
         described = kubectl("describe", "pod", name, "-n", SHOP)
         assert described.returncode == 0, described.stderr
         text = described.stdout
         assert "Events:" in text, text
         assert "<none>" not in text.split("Events:", 1)[1], text
         assert "default-scheduler" in text
-        assert f"Successfully assigned {SHOP}/{name} to node-1" in text
+        assert f"Successfully assigned {SHOP}/{name} to {node}" in text
         env = world.record.environment
         assert f"{env.prefix}-{env.id}" not in text  # sandbox names are the agent's names
         assert "kwok" not in text.lower()
