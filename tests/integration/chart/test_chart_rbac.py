@@ -1,7 +1,7 @@
 """The chart's RBAC for sandbox.mode=host, installed for real, is enough for the operator and not wider.
 
-With sandbox.mode=host the platform cluster is also the sandbox cluster (development clusters without
-workload controllers, such as the local control plane), and the chart binds the sandbox ClusterRoles to the
+With sandbox.mode=host the platform cluster is also the sandbox cluster (development clusters whose nodes
+are kwok's, such as the local control plane), and the chart binds the sandbox ClusterRoles to the
 operator's ServiceAccount. Those are applied to the local API server with the rest of the chart's RBAC. The
 operator then runs as that ServiceAccount, with its own token and the Deployment's arguments and
 environment: it validates a Scenario, collects an orphaned sandbox at start-up, runs the preflight of an
@@ -30,7 +30,6 @@ from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.kube import api_client, apply_crds, request, resource_path
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.profiles import default_profile_path, load_profile
-from oasis_operator.sandbox.dynamics import TwinReconciler
 from oasis_operator.sandbox.naming import control_namespace
 from oasis_operator.sandbox.provider import SandboxProvider
 from oasis_operator.sandbox.twin import build_twin
@@ -155,12 +154,11 @@ def test_operator_runs_on_the_charts_rbac_and_uses_what_it_is_granted(
             _operator_flow(cluster, api, namespace, orphan_ns)
         finally:
             stop(proc)
-        # The sandbox provider under the chart's identity: build, reconcile, snapshot (the before-snapshot
-        # comes from provisioning's writes, the after-snapshot reads) and tear down shipped scenarios.
+        # The sandbox provider under the chart's identity: build, snapshot (the before-snapshot comes from
+        # provisioning's writes, the after-snapshot reads) and tear down shipped scenarios.
         for scenario in scenarios:
             record = provider.provision(scenario, evaluation=f"{namespace}/careful-agent")
             created.append(record.environment.id)
-            TwinReconciler(provider, record).reconcile_once()
             assert provider.snapshot(record.environment, record.resources) == record.before
             report = provider.teardown(record.environment.id, wait=True, timeout=90)
             assert report.complete, report.remaining
