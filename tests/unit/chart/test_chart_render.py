@@ -370,6 +370,11 @@ def test_cleanup_hook_runs_before_delete_only_when_asked() -> None:
         ({"operator": {"logFormat": "yaml"}}, "/operator/logFormat"),
         ({"tenancy": {"commandAgents": "yes"}}, "/tenancy/commandAgents"),
         ({"podSecurityContext": {"runAsUser": "nobody"}}, "/podSecurityContext/runAsUser"),
+        ({"sandbox": {"controlPlane": {"kwok": {"args": []}}}}, "/sandbox/controlPlane/kwok"),
+        (
+            {"sandbox": {"controlPlane": {"scheduler": {"image": {"tag": ""}}}}},
+            "/sandbox/controlPlane/scheduler/image",
+        ),
     ],
 )
 def test_schema_refuses_bad_values(values: dict[str, Any], where: str) -> None:
