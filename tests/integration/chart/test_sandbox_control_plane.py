@@ -12,6 +12,7 @@ provider, and a Deployment made in a sandbox gets Running pods on the environmen
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import ssl
 import subprocess
@@ -61,6 +62,7 @@ class SandboxPlane:
     etcd_port: int
     api_port: int
     audit_port: int
+    audit_log: Path
 
 
 def _command(kind: str, suffix: str) -> list[str]:
@@ -190,7 +192,7 @@ def sandbox_plane(tmp_path: Path) -> Iterator[SandboxPlane]:
         for init in stage_crd:  # the kwok pod's init containers, in order, each to completion
             subprocess.run(init, capture_output=True, text=True, check=True, timeout=90)
         procs.append(_spawn(kwok, tmp_path / "kwok.log"))
-        yield SandboxPlane(pki, pki / "kubeconfig", etcd_port, api_port, audit_port)
+        yield SandboxPlane(pki, pki / "kubeconfig", etcd_port, api_port, audit_port, tmp_path / "audit.log")
     finally:
         for proc in reversed(procs):
             proc.terminate()
@@ -199,6 +201,23 @@ def sandbox_plane(tmp_path: Path) -> Iterator[SandboxPlane]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def _pod_writers(audit_log: Path, namespace: str, names: set[str]) -> dict[str, set[str]]:
+    """Who bound the pods to a node and who wrote their status, by the API server's audit."""
+    writers: dict[str, set[str]] = {"binding": set(), "status": set()}
+    for line in audit_log.read_text().splitlines():
+        event = json.loads(line)
+        ref = event.get("objectRef") or {}
+        if (
+            ref.get("resource") == "pods"
+            and ref.get("namespace") == namespace
+            and ref.get("name") in names
+            and ref.get("subresource") in writers
+            and event["verb"] in ("create", "update", "patch")
+        ):
+            writers[ref["subresource"]].add(event["user"]["username"])
+    return writers
 
 
 def _ready(pki: Path, port: int) -> bool:
@@ -278,6 +297,10 @@ def test_operator_kubeconfig_builds_and_removes_a_twin(sandbox_plane: SandboxPla
             if e["reason"] == "Scheduled" and e["involvedObject"]["name"] in names
         }
         assert scheduled == names, [(e["reason"], e["message"]) for e in events]
+        # Each component acts with its own identity of the Secret: the scheduler binds the pods, kwok
+        # writes their status.
+        writers = _pod_writers(sandbox_plane.audit_log, probe_ns, names)
+        assert writers == {"binding": {"system:kube-scheduler"}, "status": {"system:node-simulator"}}
         # The namespace and garbage-collector controllers run: teardown completes.
         report = provider.teardown(env.id, wait=True, timeout=90)
         assert report.complete, report.remaining
