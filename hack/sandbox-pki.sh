@@ -9,6 +9,8 @@
 # `oasis-oasis-operator`); the Secret is `FULLNAME-sandbox-pki`, the chart's default. Two CAs: one for the
 # API server and its clients, one for etcd, which answers only the API server's client certificate.
 # The operator's identity is in group system:masters of this dedicated, otherwise empty API server.
+# The controller manager, the scheduler (scheduler.kubeconfig) and kwok (node-simulator.kubeconfig) each
+# have their own.
 # The agent gateway has its own (CN oasis:gateway, also system:masters: it impersonates the agents'
 # ServiceAccounts and writes temporal stimuli), so the audit policy can drop the operator's own reads
 # and keep the agent's (operator/oasis_operator/localcluster/audit.py); its kubeconfig is
@@ -81,6 +83,13 @@ cert etcd-ca etcd-server "/CN=${etcd_svc}" serverAuth \
   "DNS:${etcd_svc},DNS:${etcd_svc}.${ns}.svc,DNS:${etcd_svc}.${ns}.svc.cluster.local,${local_names}"
 cert etcd-ca etcd-client "/CN=kube-apiserver-etcd-client" clientAuth
 cert ca controller-manager "/CN=system:kube-controller-manager" clientAuth
+# The scheduler's own identity: the API server's bootstrap roles (system:kube-scheduler,
+# system:volume-scheduler) are bound to it.
+cert ca scheduler "/CN=system:kube-scheduler" clientAuth
+# kwok plays every twin node's kubelet (node and pod status, leases, events, its Stages): the rights of all
+# kubelets together, which no bootstrap role holds; the plane holds nothing but sandboxes. Its name is the
+# local plane's (operator/oasis_operator/pki.py: KWOK_USER), which the evidence attributes to the cluster.
+cert ca node-simulator "/O=system:masters/CN=system:node-simulator" clientAuth
 cert ca operator "/O=system:masters/CN=oasis-operator" clientAuth
 cert ca gateway "/O=system:masters/CN=oasis:gateway" clientAuth
 cert ca audit-webhook "/CN=${audit_svc}" serverAuth \
@@ -89,6 +98,8 @@ cert audit-ca audit-client "/CN=kube-apiserver-audit" clientAuth
 openssl genrsa -out sa.key 2048 2>/dev/null
 openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
 kubeconfig controller-manager.kubeconfig controller-manager system:kube-controller-manager
+kubeconfig scheduler.kubeconfig scheduler system:kube-scheduler
+kubeconfig node-simulator.kubeconfig node-simulator system:node-simulator
 kubeconfig kubeconfig operator oasis-operator
 kubeconfig gateway.kubeconfig gateway oasis-gateway
 kubeconfig audit-webhook.kubeconfig audit-client kube-apiserver-audit \
@@ -103,8 +114,9 @@ echo "  labels: {app.kubernetes.io/name: oasis-operator, app.kubernetes.io/compo
 echo "type: Opaque"
 echo "data:"
 for key in ca.crt apiserver.crt apiserver.key etcd-ca.crt etcd-server.crt etcd-server.key etcd-client.crt \
-           etcd-client.key sa.key sa.pub controller-manager.kubeconfig kubeconfig gateway.kubeconfig audit-ca.crt \
-           audit-webhook.crt audit-webhook.key audit-webhook.kubeconfig; do
+           etcd-client.key sa.key sa.pub controller-manager.kubeconfig scheduler.kubeconfig \
+           node-simulator.kubeconfig kubeconfig gateway.kubeconfig audit-ca.crt audit-webhook.crt \
+           audit-webhook.key audit-webhook.kubeconfig; do
   echo "  ${key}: $(base64 -w0 < "$key")"
 done
 echo "pki files in ${out}" >&2

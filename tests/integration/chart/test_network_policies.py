@@ -26,7 +26,14 @@ pytestmark = pytest.mark.cluster
 
 VALUES = {"networkPolicies": {"enabled": True}}
 FULL = "oasis-oasis-operator"
-PORTS = {"gateway": 8443, "apiserver": 6443, "etcd-client": 2379, "etcd-metrics": 2381, "cm-health": 10257}
+PORTS = {
+    "gateway": 8443,
+    "apiserver": 6443,
+    "etcd-client": 2379,
+    "etcd-metrics": 2381,
+    "cm-health": 10257,
+    "scheduler-health": 10259,
+}
 
 
 def policies(objects: list[Manifest]) -> dict[str, dict[str, Any]]:
@@ -113,6 +120,8 @@ def network(api: ApiClient, namespace: str) -> tuple[Network, dict[str, PodRef],
         "apiserver": find(objects, "Deployment", "-sandbox-apiserver"),
         "controller-manager": find(objects, "Deployment", "-sandbox-controller-manager"),
         "etcd": find(objects, "StatefulSet", "-sandbox-etcd"),
+        "scheduler": find(objects, "Deployment", "-sandbox-scheduler"),
+        "kwok": find(objects, "Deployment", "-sandbox-kwok"),
     }
     for name, workload in workloads.items():
         _create(api, namespace, _pod(name, workload["spec"]["template"]))
@@ -159,19 +168,26 @@ def test_only_the_operator_reaches_the_sandbox_and_agents_reach_only_the_gateway
         for port in sorted(set(PORTS.values()))
         if src != dst and net.can_connect(pods[src], pods[dst], port)
     }
-    # To the sandbox control plane: the operator and the controller manager reach the API server; only
-    # the API server reaches etcd's client port. The health ports stay open for the kubelet's probes.
+    # To the sandbox control plane: the operator, the controller manager, the scheduler and kwok reach the
+    # API server; only the API server reaches etcd's client port. The health ports stay open for the
+    # kubelet's probes; kwok serves nothing.
     assert {(s, d, p) for s, d, p in allowed if d == "apiserver"} == {
         ("operator", "apiserver", 6443),
         ("controller-manager", "apiserver", 6443),
+        ("scheduler", "apiserver", 6443),
+        ("kwok", "apiserver", 6443),
     }
     assert {(s, p) for s, d, p in allowed if d == "etcd"} == {
         ("apiserver", 2379),
         ("operator", 2381),
         ("controller-manager", 2381),
+        ("scheduler", 2381),
+        ("kwok", 2381),
         ("apiserver", 2381),
         ("bystander", 2381),
     }
+    assert {p for s, d, p in allowed if d == "scheduler"} == {10259}
+    assert not {(s, p) for s, d, p in allowed if d == "kwok"}
     # The agent reaches the gateway port of the operator and nothing else; nothing reaches the agent.
     assert {(d, p) for s, d, p in allowed if s == "agent"} == {("operator", 8443)}
     assert not {s for s, d, p in allowed if d == "agent"}

@@ -1,15 +1,18 @@
 """The chart's sandbox control plane, run from its rendered commands with the pinned release's binaries.
 
-No kubelet runs here, so the chart's etcd, kube-apiserver and kube-controller-manager pods cannot start;
-their containers' commands are taken from the rendered chart and run as local processes instead, with the
-certificates of hack/sandbox-pki.sh mounted where the pods would have them. Host names of the in-cluster
-Services become 127.0.0.1 (the certificates carry it too) and ports become free local ones; every other
-flag is the chart's. The operator's kubeconfig from the Secret then drives the sandbox provider.
+No kubelet runs here, so the chart's etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok
+pods cannot start; their containers' commands (and kwok's init containers, which apply its Stage CRD) are
+taken from the rendered chart and run as local processes instead, with the certificates and kubeconfigs of
+hack/sandbox-pki.sh and the chart's ConfigMaps mounted where the pods would have them. Host names of the
+in-cluster Services become 127.0.0.1 (the certificates carry it too) and ports become free local ones;
+every other flag is the chart's. The operator's kubeconfig from the Secret then drives the sandbox
+provider, and a Deployment made in a sandbox gets Running pods on the environment's kwok Nodes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import ssl
 import subprocess
@@ -18,6 +21,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -31,6 +35,7 @@ from oasis_operator.kube import api_client, request, resource_path
 from oasis_operator.localcluster.release import pinned
 from oasis_operator.models.evidence import Actor, AuditLog, SourceStatus
 from oasis_operator.sandbox.provider import SandboxProvider
+from oasis_operator.sandbox.twin.resources import POOL_KEY
 from tests.cluster_fixtures import REPO, wait_for
 from tests.unit.chart.chart_render import find, render
 from tests.unit.sandbox.test_twin import scenario
@@ -57,11 +62,24 @@ class SandboxPlane:
     etcd_port: int
     api_port: int
     audit_port: int
+    audit_log: Path
 
 
 def _command(kind: str, suffix: str) -> list[str]:
     workload = find(render(namespace=NS), kind, suffix)
     return list(workload["spec"]["template"]["spec"]["containers"][0]["command"])
+
+
+def _kwok_argvs(replacements: dict[str, str]) -> tuple[list[list[str]], list[str]]:
+    """kwok's init containers (kubectl) and kwok itself: images whose entrypoint is the binary, so the
+    chart gives only their arguments."""
+    pod = find(render(namespace=NS), "Deployment", "-sandbox-kwok")["spec"]["template"]["spec"]
+    inits = [
+        _localise(["kubectl", *c["args"]], replacements, str(CHART_BIN / "kubectl"))
+        for c in pod["initContainers"]
+    ]
+    [kwok] = pod["containers"]
+    return inits, _localise(["kwok", *kwok["args"]], replacements, str(CHART_BIN / "kwok"))
 
 
 def _localise(argv: list[str], replacements: dict[str, str], binary: str) -> list[str]:
@@ -101,12 +119,24 @@ def sandbox_plane(tmp_path: Path) -> Iterator[SandboxPlane]:
     assert mounted <= set(data["data"]), mounted - set(data["data"])
     assert "kubeconfig" in mounted
 
-    etcd_port, api_port, peer, metrics, cm_port = (_free_port() for _ in range(5))
+    etcd_port, api_port, peer, metrics, cm_port, scheduler_port = (_free_port() for _ in range(6))
     audit = tmp_path / "audit-policy.yaml"
     audit.write_text(find(objects, "ConfigMap", "-sandbox-audit")["data"]["policy.yaml"])
+    kwok_files = tmp_path / "kwok"
+    kwok_files.mkdir()
+    for key, text in find(objects, "ConfigMap", "-sandbox-kwok")["data"].items():
+        (kwok_files / key).write_text(text)
     server = f"https://{FULL}-sandbox-apiserver.{NS}.svc:6443"
     local_server = f"https://127.0.0.1:{api_port}"
-    for name in ("kubeconfig", "controller-manager.kubeconfig", "gateway.kubeconfig"):
+    kubeconfigs = (
+        "kubeconfig",
+        "controller-manager.kubeconfig",
+        "scheduler.kubeconfig",
+        "node-simulator.kubeconfig",
+        "gateway.kubeconfig",
+    )
+    for name in kubeconfigs:
+        assert server in (pki / name).read_text(), name
         (pki / name).write_text((pki / name).read_text().replace(server, local_server))
     audit_port = _free_port()
     hook = pki / "audit-webhook.kubeconfig"
@@ -140,13 +170,29 @@ def sandbox_plane(tmp_path: Path) -> Iterator[SandboxPlane]:
         "--bind-address=127.0.0.1",
         f"--secure-port={cm_port}",
     ]
+    scheduler = [
+        *_localise(
+            _command("Deployment", "-sandbox-scheduler"),
+            {**common, "--cert-dir=/tmp": f"--cert-dir={tmp_path}/scheduler-certs"},
+            str(CHART_BIN / "kube-scheduler"),
+        ),
+        "--bind-address=127.0.0.1",
+        f"--secure-port={scheduler_port}",
+    ]
+    stage_crd, kwok = _kwok_argvs(
+        {**common, "/etc/kwok/": f"{kwok_files}/", "/tmp/kube-cache": f"{tmp_path}/kube-cache"}
+    )
     procs: list[subprocess.Popen[bytes]] = []
     try:
         procs.append(_spawn(etcd, tmp_path / "etcd.log"))
         procs.append(_spawn(apiserver, tmp_path / "apiserver.log"))
         wait_for(lambda: _ready(pki, api_port), timeout=90, what="sandbox kube-apiserver /readyz")
         procs.append(_spawn(manager, tmp_path / "controller-manager.log"))
-        yield SandboxPlane(pki, pki / "kubeconfig", etcd_port, api_port, audit_port)
+        procs.append(_spawn(scheduler, tmp_path / "scheduler.log"))
+        for init in stage_crd:  # the kwok pod's init containers, in order, each to completion
+            subprocess.run(init, capture_output=True, text=True, check=True, timeout=90)
+        procs.append(_spawn(kwok, tmp_path / "kwok.log"))
+        yield SandboxPlane(pki, pki / "kubeconfig", etcd_port, api_port, audit_port, tmp_path / "audit.log")
     finally:
         for proc in reversed(procs):
             proc.terminate()
@@ -155,6 +201,23 @@ def sandbox_plane(tmp_path: Path) -> Iterator[SandboxPlane]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def _pod_writers(audit_log: Path, namespace: str, names: set[str]) -> dict[str, set[str]]:
+    """Who bound the pods to a node and who wrote their status, by the API server's audit."""
+    writers: dict[str, set[str]] = {"binding": set(), "status": set()}
+    for line in audit_log.read_text().splitlines():
+        event = json.loads(line)
+        ref = event.get("objectRef") or {}
+        if (
+            ref.get("resource") == "pods"
+            and ref.get("namespace") == namespace
+            and ref.get("name") in names
+            and ref.get("subresource") in writers
+            and event["verb"] in ("create", "update", "patch")
+        ):
+            writers[ref["subresource"]].add(event["user"]["username"])
+    return writers
 
 
 def _ready(pki: Path, port: int) -> bool:
@@ -196,25 +259,48 @@ def test_operator_kubeconfig_builds_and_removes_a_twin(sandbox_plane: SandboxPla
             for d in request(api, "GET", resource_path("Deployment", ns.sandbox))["items"]
         ]
         assert deployments
-        # No workload controller runs: a fresh Deployment gets no ReplicaSet of its own.
+        # The workload controllers, the scheduler and kwok run: a fresh Deployment in a sandbox namespace
+        # gets its ReplicaSet, and its pods are placed on the environment's own kwok Nodes and Running.
         probe_ns = env.namespaces[0].sandbox
         body = {
             "metadata": {"name": "probe"},
             "spec": {
-                "replicas": 1,
+                "replicas": 2,
                 "selector": {"matchLabels": {"app": "probe"}},
                 "template": {"metadata": {"labels": {"app": "probe"}},
-                             "spec": {"containers": [{"name": "c", "image": "busybox"}]}},
+                             "spec": {"containers": [{"name": "c", "image": "busybox",
+                                                      "resources": {"requests": {"cpu": "10m"}}}]}},
             },
         }  # fmt: skip
         request(api, "POST", resource_path("Deployment", probe_ns), body)
-        time.sleep(3)
-        owned = [
-            rs
-            for rs in request(api, "GET", resource_path("ReplicaSet", probe_ns))["items"]
-            if rs["metadata"]["name"].startswith("probe")
-        ]
-        assert owned == []
+
+        def ready() -> dict[str, Any] | None:
+            found: dict[str, Any] = request(api, "GET", resource_path("Deployment", probe_ns, "probe"))
+            return found if (found.get("status") or {}).get("readyReplicas") == 2 else None
+
+        wait_for(ready, timeout=120, what="the probe Deployment's two replicas ready")
+        query = {"labelSelector": "app=probe"}
+        pods = request(api, "GET", resource_path("Pod", probe_ns), query=query)["items"]
+        assert sorted(p["status"]["phase"] for p in pods) == ["Running", "Running"]
+        owners = {o["kind"] for p in pods for o in p["metadata"]["ownerReferences"]}
+        assert owners == {"ReplicaSet"}
+        nodes = {n["metadata"]["name"]: n for n in request(api, "GET", resource_path("Node"))["items"]}
+        for pod in pods:
+            node = nodes[pod["spec"]["nodeName"]]
+            assert node["metadata"]["labels"][POOL_KEY] == env.id, pod["spec"]["nodeName"]
+        # The scheduler says so in each pod's events, as on a cluster.
+        events = request(api, "GET", resource_path("Event", probe_ns))["items"]
+        names = {p["metadata"]["name"] for p in pods}
+        scheduled = {
+            e["involvedObject"]["name"]
+            for e in events
+            if e["reason"] == "Scheduled" and e["involvedObject"]["name"] in names
+        }
+        assert scheduled == names, [(e["reason"], e["message"]) for e in events]
+        # Each component acts with its own identity of the Secret: the scheduler binds the pods, kwok
+        # writes their status.
+        writers = _pod_writers(sandbox_plane.audit_log, probe_ns, names)
+        assert writers == {"binding": {"system:kube-scheduler"}, "status": {"system:node-simulator"}}
         # The namespace and garbage-collector controllers run: teardown completes.
         report = provider.teardown(env.id, wait=True, timeout=90)
         assert report.complete, report.remaining

@@ -252,6 +252,8 @@ def test_network_policies_contain_agents_and_the_sandbox() -> None:
         "sandbox-apiserver",
         "sandbox-controller-manager",
         "sandbox-etcd",
+        "sandbox-kwok",
+        "sandbox-scheduler",
     ]
     agents = policies["agents"]["spec"]
     assert agents["policyTypes"] == ["Ingress", "Egress"]
@@ -264,7 +266,12 @@ def test_network_policies_contain_agents_and_the_sandbox() -> None:
     )
     apiserver = policies["sandbox-apiserver"]["spec"]["ingress"][0]["from"]
     assert [p["podSelector"]["matchLabels"]["app.kubernetes.io/component"] for p in apiserver] == [
-        "operator", "sandbox-controller-manager"]  # fmt: skip
+        "operator", "sandbox-controller-manager", "sandbox-scheduler", "sandbox-kwok"]  # fmt: skip
+    # kwok serves nothing; the scheduler only its health endpoint.
+    assert policies["sandbox-kwok"]["spec"]["ingress"] == []
+    assert policies["sandbox-scheduler"]["spec"]["ingress"] == [
+        {"ports": [{"port": "https", "protocol": "TCP"}]}
+    ]
     etcd = policies["sandbox-etcd"]["spec"]["ingress"][0]["from"]
     assert [p["podSelector"]["matchLabels"]["app.kubernetes.io/component"] for p in etcd] == [
         "sandbox-apiserver"
@@ -273,15 +280,24 @@ def test_network_policies_contain_agents_and_the_sandbox() -> None:
     assert agent_sa["automountServiceAccountToken"] is False
 
 
-def test_sandbox_control_plane_runs_only_the_allowed_controllers() -> None:
+def test_sandbox_control_plane_runs_every_component_with_a_read_only_root() -> None:
     objects = render()
+    components = {
+        o["metadata"]["labels"]["app.kubernetes.io/component"]
+        for o in objects
+        if o["kind"] in ("Deployment", "StatefulSet") and "sandbox-" in o["metadata"]["name"]
+    }
+    assert components == {
+        "sandbox-etcd",
+        "sandbox-apiserver",
+        "sandbox-controller-manager",
+        "sandbox-scheduler",
+        "sandbox-kwok",
+    }
     cm = find(objects, "Deployment", "-sandbox-controller-manager")["spec"]["template"]["spec"]["containers"][
         0
     ]
-    assert (
-        "--controllers=namespace-controller,garbage-collector-controller,serviceaccount-controller,"
-        "serviceaccount-token-controller" in cm["command"]
-    )
+    assert "--controllers=*,-horizontal-pod-autoscaler-controller" in cm["command"]
     apiserver = find(objects, "Deployment", "-sandbox-apiserver")["spec"]["template"]["spec"]["containers"][0]
     assert apiserver["image"].startswith("registry.k8s.io/kube-apiserver:")
     assert "--authorization-mode=RBAC" in apiserver["command"]
@@ -289,7 +305,8 @@ def test_sandbox_control_plane_runs_only_the_allowed_controllers() -> None:
     etcd = find(objects, "StatefulSet", "-sandbox-etcd")["spec"]["template"]["spec"]["containers"][0]
     assert "--client-cert-auth=true" in etcd["command"]
     for workload in (o for o in objects if o["kind"] in ("Deployment", "StatefulSet")):
-        for container in workload["spec"]["template"]["spec"]["containers"]:
+        pod = workload["spec"]["template"]["spec"]
+        for container in pod["containers"] + pod.get("initContainers", []):
             assert container["securityContext"]["readOnlyRootFilesystem"] is True, workload["metadata"][
                 "name"
             ]
@@ -353,6 +370,11 @@ def test_cleanup_hook_runs_before_delete_only_when_asked() -> None:
         ({"operator": {"logFormat": "yaml"}}, "/operator/logFormat"),
         ({"tenancy": {"commandAgents": "yes"}}, "/tenancy/commandAgents"),
         ({"podSecurityContext": {"runAsUser": "nobody"}}, "/podSecurityContext/runAsUser"),
+        ({"sandbox": {"controlPlane": {"kwok": {"args": []}}}}, "/sandbox/controlPlane/kwok"),
+        (
+            {"sandbox": {"controlPlane": {"scheduler": {"image": {"tag": ""}}}}},
+            "/sandbox/controlPlane/scheduler/image",
+        ),
     ],
 )
 def test_schema_refuses_bad_values(values: dict[str, Any], where: str) -> None:
@@ -379,7 +401,10 @@ def test_notes_speak_to_an_installed_user_without_paths_of_the_repository() -> N
 def test_the_image_is_pinned_by_digest_when_one_is_given() -> None:
     digest = "sha256:" + "ab" * 32
     tagged = render({"image": {"repository": "registry.example/oasis", "tag": "1.2.3"}})
-    pinned = render({"image": {"repository": "registry.example/oasis", "tag": "1.2.3", "digest": digest}})
+    # The cleanup hook (off by default) runs the operator's image too.
+    cleanup = {"cleanupOnUninstall": {"enabled": True}}
+    image = {"repository": "registry.example/oasis", "tag": "1.2.3", "digest": digest}
+    pinned = render({"image": image, **cleanup})
     assert _container(tagged)["image"] == "registry.example/oasis:1.2.3"
     assert _container(pinned)["image"] == f"registry.example/oasis@{digest}"
     hook = find(pinned, "Job", "-cleanup")["spec"]["template"]["spec"]["containers"][0]
@@ -397,13 +422,15 @@ def _pod_specs(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def test_security_contexts_are_values_and_openshift_may_leave_the_ids_out() -> None:
-    pods = _pod_specs(render())
-    assert len(pods) == 5  # operator, sandbox etcd, API server, controller manager, cleanup hook
+    cleanup = {"cleanupOnUninstall": {"enabled": True}}
+    pods = _pod_specs(render(cleanup))
+    # operator, sandbox etcd, API server, controller manager, scheduler, kwok, cleanup hook
+    assert len(pods) == 7, sorted(pods)
     for name, pod in pods.items():
         assert pod["securityContext"]["runAsUser"] == 65532, name
-        for container in pod["containers"]:
+        for container in pod["containers"] + pod.get("initContainers", []):
             assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}, name
-    openshift = {"podSecurityContext": {"runAsUser": None, "runAsGroup": None, "fsGroup": None}}
+    openshift = {"podSecurityContext": {"runAsUser": None, "runAsGroup": None, "fsGroup": None}, **cleanup}
     for name, pod in _pod_specs(render(openshift)).items():
         assert pod["securityContext"] == {
             "runAsNonRoot": True,

@@ -47,20 +47,30 @@ def test_build_script_reads_the_same_pins() -> None:
 def test_chart_sandbox_images_are_the_pinned_release() -> None:
     release = pinned()
     objects = render(namespace="oasis-system")
-    images = {
-        c["name"]: c["image"]
+    pods = [
+        find(objects, kind, suffix)["spec"]["template"]["spec"]
         for kind, suffix in (
             ("StatefulSet", "-sandbox-etcd"),
             ("Deployment", "-sandbox-apiserver"),
             ("Deployment", "-sandbox-controller-manager"),
+            ("Deployment", "-sandbox-scheduler"),
+            ("Deployment", "-sandbox-kwok"),
         )
-        for c in find(objects, kind, suffix)["spec"]["template"]["spec"]["containers"]
+    ]
+    images = {
+        c["name"]: c["image"] for pod in pods for c in pod["containers"] + pod.get("initContainers", [])
     }
-    assert images["kube-apiserver"] == f"registry.k8s.io/kube-apiserver:{release.kubernetes}"
-    assert (
-        images["kube-controller-manager"] == f"registry.k8s.io/kube-controller-manager:{release.kubernetes}"
-    )
-    assert images["etcd"] == f"registry.k8s.io/etcd:{release.etcd.removeprefix('v')}-0"
+    k8s = release.kubernetes
+    assert images == {
+        "etcd": f"registry.k8s.io/etcd:{release.etcd.removeprefix('v')}-0",
+        "kube-apiserver": f"registry.k8s.io/kube-apiserver:{k8s}",
+        "kube-controller-manager": f"registry.k8s.io/kube-controller-manager:{k8s}",
+        "kube-scheduler": f"registry.k8s.io/kube-scheduler:{k8s}",
+        "kwok": f"registry.k8s.io/kwok/kwok:{read_pins()['KWOK_VERSION']}",
+        # The init containers that apply kwok's Stage CRD: the release's kubectl.
+        "stage-crd": f"registry.k8s.io/kubectl:{k8s}",
+        "stage-crd-established": f"registry.k8s.io/kubectl:{k8s}",
+    }
 
 
 def test_twin_nodes_run_the_pinned_release() -> None:
