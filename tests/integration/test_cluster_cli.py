@@ -30,7 +30,7 @@ def test_up_status_env_down(tmp_path: Path, cluster: Cluster) -> None:
         assert status["ready"] is True
         pids = {name: c["pid"] for name, c in status["components"].items()}
         assert all(c["running"] for c in status["components"].values())
-        assert "kube-controller-manager" in pids
+        assert {"kube-controller-manager", "kube-scheduler", "kwok"} <= set(pids)
 
         env = _oasis(*base, "env").stdout.strip()
         assert env == f"export KUBECONFIG={run_dir / 'kubeconfig'}"
@@ -38,7 +38,8 @@ def test_up_status_env_down(tmp_path: Path, cluster: Cluster) -> None:
     finally:
         down = _oasis(*base, "down")
     assert down.returncode == 0
-    assert down.stdout.strip() == "stopped: kube-controller-manager, kube-apiserver, etcd"
+    stopped = "kwok, kube-scheduler, kube-controller-manager, kube-apiserver, etcd"  # the reverse of start
+    assert down.stdout.strip() == f"stopped: {stopped}"
     for pid in pids.values():
         assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
     after = _oasis(*base, "status")

@@ -39,7 +39,7 @@ def test_components_stop_when_their_starter_is_killed(tmp_path: Path) -> None:
         assert starter.stdout is not None
         assert starter.stdout.readline().strip() == "started"
         pids = json.loads((run_dir / "state.json").read_text())["pids"]
-        assert set(pids) == {"etcd", "kube-apiserver", "kube-controller-manager"}
+        assert set(pids) == {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
         assert all(_alive(pid) for pid in pids.values())
         # Each component runs its own binary (setpriv exec'd into it; the pid is the component's).
         for component, pid in pids.items():
