@@ -128,8 +128,16 @@ def _install_policy(cluster: Cluster, kubeconfig: Path, namespace: str, values: 
 
 
 def _remove_policy(cluster: Cluster, namespace: str) -> None:
+    """Delete the policy and wait until the server no longer enforces it (its informer drops it a moment
+    after the delete, as it loads it a moment after the write): a later test must not meet it."""
     policy = [o for o in _tenancy_objects({}, namespace) if o["kind"] in POLICY_KINDS]
     kubectl_stdin(cluster, policy, "delete", "--ignore-not-found", "-f", "-")
+
+    def lifted() -> bool:
+        probe = _apply(cluster.kubeconfig, namespace, _command("probe", "none"), "--dry-run=server")
+        return probe.returncode == 0
+
+    wait_for(lifted, timeout=30, what="the admission policy no longer in force")
 
 
 def test_the_admission_policy_refuses_a_tenants_command_agent_at_apply_time(
