@@ -11,7 +11,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -23,6 +23,8 @@ from tests.integration.gateway.conftest import FIXTURES, Door
 from tests.integration.gateway.twin import GatewayThread, built_environment, write_kubeconfig
 
 KUBECTL = KUBECTLS["current"]
+# A crash this recent leaves the test the rest of its back-off (10 s at least) to read the crashed run.
+JUST_CRASHED = timedelta(seconds=3)
 MEMORY_SERIES = [{"t": "-1h", "value": "200Mi"}, {"t": "now", "value": "300Mi"}]
 POD_FIXTURES = (
     *FIXTURES,
@@ -202,8 +204,8 @@ def test_exec_attach_and_port_forward_are_refused_as_the_api_server_refuses_them
 
 
 def _healthy_and_crashing(door: Door, namespace: str) -> tuple[str, str]:
-    """A pod that never restarted, and the crash-looping one once it is in back-off (it runs for a moment
-    between two back-offs, a service starting; in back-off, its log is that of the run that crashed)."""
+    """A pod that never restarted, and the crash-looping one just after a crash: in back-off its log is
+    that of the run that crashed, for the 10 s at least before kwok starts it again (a service starting)."""
 
     def split() -> tuple[str, str] | None:
         out = door.kubectl(KUBECTL, "get", "pods", "-n", namespace, "-o", "json")
@@ -212,11 +214,18 @@ def _healthy_and_crashing(door: Door, namespace: str) -> tuple[str, str]:
             for p in json.loads(out.stdout)["items"]
         }
         healthy = [name for name, s in statuses.items() if s["restartCount"] == 0]
-        crashing = [name for name, s in statuses.items() if s["restartCount"] > 0 and "waiting" in s["state"]]
+        now = datetime.now(UTC)
+        crashing = [
+            name
+            for name, s in statuses.items()
+            if s["restartCount"] > 0
+            and "waiting" in s["state"]
+            and now - datetime.fromisoformat(s["lastState"]["terminated"]["finishedAt"]) < JUST_CRASHED
+        ]
         return (healthy[0], crashing[0]) if healthy and crashing else None
 
     found: tuple[str, str] = wait_for(
-        split, timeout=60, what=f"a healthy and a crash-looping pod in {namespace}"
+        split, timeout=60, what=f"a healthy pod and one that just crashed in {namespace}"
     )
     return found
 
