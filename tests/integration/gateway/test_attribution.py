@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import watch
 from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api
 
 from oasis_operator.models.evidence import AuditEntry
-from tests.cluster_fixtures import KUBECTLS
+from tests.cluster_fixtures import KUBECTLS, wait_for
 from tests.integration.gateway.conftest import Door, find
 
 KUBECTL = KUBECTLS["current"]
@@ -81,6 +82,48 @@ def test_writes_without_the_door_carry_content_type_query_and_the_returned_objec
     apps: Any = AppsV1Api(api)
     core: Any = CoreV1Api(api)
     sandbox = door.sandbox("default")
+
+    pods = core.list_namespaced_pod(sandbox).items
+    pod = next(p.metadata.name for p in pods if not p.metadata.deletion_timestamp)
+    eviction = tmp_path / "eviction.json"
+    version = json.loads(door.kubectl(KUBECTL, "get", "--raw", "/apis/policy").stdout)["preferredVersion"]
+    eviction.write_text(
+        json.dumps(
+            {
+                "apiVersion": version["groupVersion"],
+                "kind": "Eviction",
+                "metadata": {"name": pod, "namespace": "default"},
+            }
+        )
+    )
+    mark = door.mark()
+    evict_path = f"/api/v1/namespaces/default/pods/{pod}/eviction"
+    evicted = agent.kubectl(KUBECTL, "create", "--raw", evict_path, "-f", str(eviction))
+    entry = _only(door.since(mark), subresource="eviction")
+    assert (entry.path, entry.verb, entry.resource, entry.name) == (evict_path, "create", "pods", pod)
+    assert (entry.actor, entry.content_type) == ("agent", "application/json")
+    assert (entry.response_code == 201) == (evicted.returncode == 0), evicted.stderr
+
+    mark = door.mark()
+    present = {
+        p.metadata.name for p in core.list_namespaced_pod(sandbox, label_selector="app=api-service").items
+    }
+    collection = "/api/v1/namespaces/default/pods?labelSelector=app%3Dapi-service"
+    deleted = agent.kubectl(KUBECTL, "delete", "--raw", collection)
+    assert deleted.returncode == 0, deleted.stderr
+    entry = _only(door.since(mark), verb="deletecollection")
+    assert (entry.path, entry.resource, entry.namespace) == (collection, "pods", "default")
+    assert entry.query == {"labelSelector": "app=api-service"}
+    assert entry.label_selector == "app=api-service"
+    assert entry.response_code == 200
+
+    # kwok, the pods' kubelet, confirms their shutdown: the pods that were there go.
+    def gone() -> bool:
+        left = core.list_namespaced_pod(sandbox, label_selector="app=api-service").items
+        return not present & {p.metadata.name for p in left}
+
+    wait_for(gone, timeout=60, what="the deleted pods gone")
+
     deployment = apps.read_namespaced_deployment("api-service", sandbox)
     scale = tmp_path / "scale.json"
     scale.write_text(
@@ -102,47 +145,22 @@ def test_writes_without_the_door_carry_content_type_query_and_the_returned_objec
     assert entry.content_type == "application/json"  # kubectl --raw sends none; the server reads JSON
     assert entry.request_body["spec"] == {"replicas": 0}
     assert entry.response_code == 200
-    # The Scale object shares the deployment's uid; its resourceVersion is the write's.
+    # The Scale object shares the deployment's uid; its resourceVersion is the write's: the Deployment's
+    # version in which replicas became 0 (the deployment controller writes its status after it).
     assert entry.response_uid == deployment.metadata.uid
-    after = apps.read_namespaced_deployment("api-service", sandbox)
-    assert after.spec.replicas == 0
-    assert entry.response_resource_version == after.metadata.resource_version
+    assert apps.read_namespaced_deployment("api-service", sandbox).spec.replicas == 0
+    changes = watch.Watch().stream(
+        apps.list_namespaced_deployment,
+        sandbox,
+        field_selector="metadata.name=api-service",
+        resource_version=deployment.metadata.resource_version,
+        timeout_seconds=2,
+    )
+    versions = [e["object"].metadata.resource_version for e in changes if e["object"].spec.replicas == 0]
+    assert versions
+    assert entry.response_resource_version == versions[0]
     assert entry.response_body["spec"].get("replicas", 0) == 0  # zero is omitted
     assert entry.response_body["metadata"]["namespace"] == "default"  # what the agent saw
-
-    pod = core.list_namespaced_pod(sandbox).items[0].metadata.name
-    eviction = tmp_path / "eviction.json"
-    version = json.loads(door.kubectl(KUBECTL, "get", "--raw", "/apis/policy").stdout)["preferredVersion"]
-    eviction.write_text(
-        json.dumps(
-            {
-                "apiVersion": version["groupVersion"],
-                "kind": "Eviction",
-                "metadata": {"name": pod, "namespace": "default"},
-            }
-        )
-    )
-    mark = door.mark()
-    evict_path = f"/api/v1/namespaces/default/pods/{pod}/eviction"
-    evicted = agent.kubectl(KUBECTL, "create", "--raw", evict_path, "-f", str(eviction))
-    entry = _only(door.since(mark), subresource="eviction")
-    assert (entry.path, entry.verb, entry.resource, entry.name) == (evict_path, "create", "pods", pod)
-    assert (entry.actor, entry.content_type) == ("agent", "application/json")
-    assert (entry.response_code == 201) == (evicted.returncode == 0), evicted.stderr
-
-    mark = door.mark()
-    collection = "/api/v1/namespaces/default/pods?labelSelector=app%3Dapi-service"
-    deleted = agent.kubectl(KUBECTL, "delete", "--raw", collection)
-    assert deleted.returncode == 0, deleted.stderr
-    entry = _only(door.since(mark), verb="deletecollection")
-    assert (entry.path, entry.resource, entry.namespace) == (collection, "pods", "default")
-    assert entry.query == {"labelSelector": "app=api-service"}
-    assert entry.label_selector == "app=api-service"
-    assert entry.response_code == 200
-    # No kubelet confirms shutdown: the pods stay, marked for deletion.
-    left = core.list_namespaced_pod(sandbox, label_selector="app=api-service").items
-    assert left
-    assert all(p.metadata.deletion_timestamp for p in left)
     assert len(door.gw.gateway.unmatched_entries()) == unmatched  # all of it was the environment's
 
 

@@ -14,17 +14,20 @@ from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api
 
 from tests.cluster_fixtures import KUBECTLS
 from tests.integration.gateway.conftest import Door, find
+from tests.integration.gateway.world import current_pod_hash
 
 GENERATIONS = pytest.mark.parametrize("kubectl", list(KUBECTLS.values()), ids=list(KUBECTLS))
 
 
 @GENERATIONS
-def test_get_list_and_yaml_show_declared_names(door: Door, kubectl: str) -> None:
+def test_get_list_and_yaml_show_declared_names(door: Door, kubectl: str, api: ApiClient) -> None:
+    # The pods the ReplicaSet controller named after the Deployment's current revision, both replicas.
+    pod_hash = current_pod_hash(api, door.sandbox("default"), "api-service")
     mark = door.mark()
     pods = door.kubectl(kubectl, "get", "pods", "-o", "name")
     assert pods.returncode == 0, pods.stderr
     assert len(pods.stdout.split()) == 2
-    assert all(p.startswith("pod/api-service-7d9f8b6c5d-") for p in pods.stdout.split())
+    assert all(p.startswith(f"pod/api-service-{pod_hash}-") for p in pods.stdout.split())
     dep = door.kubectl(kubectl, "get", "deployment", "api-service", "-o", "json")
     assert json.loads(dep.stdout)["metadata"]["namespace"] == "default"
     entries = door.since(mark)
@@ -121,6 +124,14 @@ def _restarts(door: Door, kubectl: str, pod: str) -> int:
     return int(out.stdout or 0)
 
 
+def _rolled_out(door: Door, kubectl: str) -> None:
+    status = door.kubectl(
+        kubectl, "rollout", "status", "deployment/api-service", "--timeout=90s", timeout=100
+    )
+    assert status.returncode == 0, status.stderr
+    assert 'deployment "api-service" successfully rolled out' in status.stdout
+
+
 @GENERATIONS
 def test_writes_in_scope(door: Door, kubectl: str, api: ApiClient) -> None:
     apps: Any = AppsV1Api(api)
@@ -172,13 +183,23 @@ def test_writes_in_scope(door: Door, kubectl: str, api: ApiClient) -> None:
     restart_patch = find(door.since(before_restart), verb="patch", resource="deployments", name="api-service")
     assert "kubectl.kubernetes.io/restartedAt" in json.dumps(restart_patch.request_body)
     before_status = door.mark()
-    status = door.kubectl(kubectl, "rollout", "status", "deployment/api-service", "--timeout=1s")
-    assert status.returncode == 1  # no controller advances the twin's rollout
+    # The deployment controller, the scheduler and kwok carry the rollout out; `rollout status` only reads.
+    _rolled_out(door, kubectl)
     watched = [e for e in door.since(before_status) if e.resource == "deployments"]
     assert watched
     assert {e.verb for e in watched} <= {"get", "list", "watch"}
+    # The previous release's revision, found as an agent finds it: the ReplicaSet with that image.
+    sets = json.loads(
+        door.kubectl(kubectl, "get", "replicasets", "-l", "app=api-service", "-o", "json").stdout
+    )
+    previous = [
+        rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"]
+        for rs in sets["items"]
+        if rs["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.local/api:0.9.0"
+    ]
+    assert len(previous) == 1, sets
     before_undo = door.mark()
-    undo = door.kubectl(kubectl, "rollout", "undo", "deployment/api-service")
+    undo = door.kubectl(kubectl, "rollout", "undo", "deployment/api-service", f"--to-revision={previous[0]}")
     assert undo.returncode == 0, undo.stderr
     image = apps.read_namespaced_deployment("api-service", ns).spec.template.spec.containers[0].image
     assert image == "registry.local/api:0.9.0"
@@ -186,6 +207,13 @@ def test_writes_in_scope(door: Door, kubectl: str, api: ApiClient) -> None:
     assert find(undo_entries, verb="list", resource="replicasets", namespace="default").response_code == 200
     undo_patch = find(undo_entries, verb="patch", resource="deployments", name="api-service")
     assert "registry.local/api:0.9.0" in json.dumps(undo_patch.request_body)
+    _rolled_out(door, kubectl)
+    # A plain undo goes back to the revision before, the current release: where the next test starts.
+    forward = door.kubectl(kubectl, "rollout", "undo", "deployment/api-service")
+    assert forward.returncode == 0, forward.stderr
+    image = apps.read_namespaced_deployment("api-service", ns).spec.template.spec.containers[0].image
+    assert image == "registry.local/api:1.4.2"
+    _rolled_out(door, kubectl)
     entries = door.since(mark)
     patches = [e for e in entries if e.verb == "patch" and e.resource == "deployments"]
     assert {e.response_code for e in patches} == {200}
@@ -276,7 +304,9 @@ def test_watch_streams_translated_events(door: Door, kubectl: str, api: ApiClien
     )
     try:
         time.sleep(2.0)
-        pod = core.list_namespaced_pod(ns).items[0].metadata.name
+        pod = next(
+            p.metadata.name for p in core.list_namespaced_pod(ns).items if not p.metadata.deletion_timestamp
+        )
         core.patch_namespaced_pod(pod, ns, {"metadata": {"labels": {"mark": touched}}})
         time.sleep(1.5)
         open_watch = find(door.since(mark), verb="watch", resource="pods", namespace="default")

@@ -10,18 +10,21 @@ import ssl
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from kubernetes.client import ApiClient, AppsV1Api, BatchV1Api, CoreV1Api
 
 from oasis_operator.models.environment import FixtureEntry
-from tests.cluster_fixtures import KUBECTLS, Cluster
+from tests.cluster_fixtures import KUBECTLS, Cluster, wait_for
 from tests.integration.gateway.conftest import FIXTURES, Door
 from tests.integration.gateway.twin import GatewayThread, built_environment, write_kubeconfig
 
 KUBECTL = KUBECTLS["current"]
+# A crash this recent leaves the test the rest of its back-off (10 s at least) to read the crashed run.
+JUST_CRASHED = timedelta(seconds=3)
 MEMORY_SERIES = [{"t": "-1h", "value": "200Mi"}, {"t": "now", "value": "300Mi"}]
 POD_FIXTURES = (
     *FIXTURES,
@@ -57,47 +60,46 @@ def _lines(*lines: str) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def _pod(
-    ns: str, name: str, owner: dict[str, Any] | None, node: str | None, labels: dict[str, str], container: str
-) -> Any:
-    image = "registry.local/api:1.4.2" if container == "api-service" else "registry.local/report:3.1"
-    spec: dict[str, Any] = {
-        "automountServiceAccountToken": False,
-        "restartPolicy": "Never" if owner and owner["kind"] == "Job" else "Always",
-        "containers": [{"name": container, "image": image}],
-    }
-    if node:
-        spec["nodeName"] = node
-    meta: dict[str, Any] = {"name": name, "namespace": ns, "labels": labels}
-    if owner:
-        meta["ownerReferences"] = [{**owner, "controller": True}]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+def _ready(core: Any, ns: str, name: str) -> bool:
+    conditions = core.read_namespaced_pod(name, ns).status.conditions or []
+    return any(c.type == "Ready" and c.status == "True" for c in conditions)
 
 
-def _extra_pods(api: ApiClient, door: Door) -> None:
+def _extra_pods(api: ApiClient, door: Door) -> str:
     """A pod of api-service whose name says nothing of it, a finished Job's pod, an unscheduled pod."""
     core: Any = CoreV1Api(api)
     batch: Any = BatchV1Api(api)
     apps: Any = AppsV1Api(api)
     ns = door.sandbox("default")
-    node = next(o.sandbox for o in door.env.cluster_objects if o.declared == "worker-1")
-    # The ReplicaSet that runs api-service now (the previous revision's is scaled to zero).
+    # A pod made by hand with api-service's app label only. Once kwok has started it, it gets the
+    # pod-template-hash of the ReplicaSet that runs api-service now, which adopts it and, with one pod
+    # too many, deletes the crash-looping one (a pod that is not ready is the first to go).
     rs = next(r for r in apps.list_namespaced_replica_set(ns).items if r.spec.replicas)
-    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs.metadata.name, "uid": rs.metadata.uid}
-    labels = dict(rs.spec.selector.match_labels)
-    core.create_namespaced_pod(ns, _pod(ns, "zq8v4", owner, node, labels, "api-service"))
-    started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    running = {"name": "api-service", "ready": True, "restartCount": 0, "image": "", "imageID": ""}
-    running["state"] = {"running": {"startedAt": started}}
-    core.patch_namespaced_pod_status(
-        "zq8v4", ns, {"status": {"phase": "Running", "containerStatuses": [running]}}
+    spec = {
+        "nodeSelector": {"kubernetes.io/hostname": "worker-1"},
+        "containers": [{"name": "api-service", "image": "registry.local/api:1.4.2"}],
+    }
+    core.create_namespaced_pod(
+        ns, {"metadata": {"name": "zq8v4", "labels": {"app": "api-service"}}, "spec": spec}
     )
-    job = batch.create_namespaced_job(
+    wait_for(lambda: _ready(core, ns, "zq8v4"), timeout=60, what="pod zq8v4 ready")
+    core.patch_namespaced_pod("zq8v4", ns, {"metadata": {"labels": dict(rs.spec.selector.match_labels)}})
+
+    def adopted() -> bool:
+        owners = core.read_namespaced_pod("zq8v4", ns).metadata.owner_references or []
+        pods = core.list_namespaced_pod(
+            ns, label_selector=f"pod-template-hash={rs.metadata.labels['pod-template-hash']}"
+        )
+        live = [p for p in pods.items if not p.metadata.deletion_timestamp]
+        return [o.uid for o in owners if o.controller] == [rs.metadata.uid] and len(live) == rs.spec.replicas
+
+    wait_for(adopted, timeout=60, what="pod zq8v4 adopted by its ReplicaSet")
+    # A Job that has run: the Job controller makes its pod, kwok runs it to completion.
+    batch.create_namespaced_job(
         ns,
         {
             "metadata": {"name": "nightly-report"},
             "spec": {
-                "suspend": True,
                 "template": {
                     "spec": {
                         "restartPolicy": "Never",
@@ -107,30 +109,41 @@ def _extra_pods(api: ApiClient, door: Door) -> None:
             },
         },
     )
-    job_owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "nightly-report", "uid": job.metadata.uid}
-    job_labels = {
-        **job.spec.selector.match_labels,
-        "job-name": "nightly-report",
-    }  # as the Job controller labels
-    core.create_namespaced_pod(ns, _pod(ns, "k2m9d", job_owner, node, job_labels, "app"))
-    done = {"name": "app", "ready": False, "restartCount": 0, "image": "", "imageID": ""}
-    done["state"] = {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": started}}
-    core.patch_namespaced_pod_status(
-        "k2m9d", ns, {"status": {"phase": "Succeeded", "containerStatuses": [done]}}
+    wait_for(
+        lambda: batch.read_namespaced_job("nightly-report", ns).status.succeeded == 1,
+        timeout=60,
+        what="job nightly-report complete",
     )
-    core.create_namespaced_pod(ns, _pod(ns, "p4x7w", None, None, {"app": "queued"}, "app"))
+    job_pod = str(
+        core.list_namespaced_pod(ns, label_selector="job-name=nightly-report").items[0].metadata.name
+    )
+    # A pod no node fits: the scheduler leaves it pending.
+    queued = {
+        "nodeSelector": {"disktype": "ssd"},
+        "containers": [{"name": "app", "image": "registry.local/report:3.1"}],
+    }
+    core.create_namespaced_pod(
+        ns, {"metadata": {"name": "p4x7w", "labels": {"app": "queued"}}, "spec": queued}
+    )
+    return job_pod
+
+
+@dataclass
+class PodDoor(Door):
+    """The module's door, and the name the Job controller gave the Job's pod."""
+
+    job_pod: str = ""
 
 
 @pytest.fixture(scope="module")
-def pod_door(cluster: Cluster, api: ApiClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Door]:
+def pod_door(cluster: Cluster, api: ApiClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PodDoor]:
     tmp = tmp_path_factory.mktemp("pod-io")
     gw = GatewayThread(cluster.kubeconfig, tmp / "data")
     try:
         with built_environment(api, POD_FIXTURES) as env:
             creds = gw.gateway.register(env)
             door = Door(gw, env, creds, write_kubeconfig(creds, tmp))
-            _extra_pods(api, door)
-            yield door
+            yield PodDoor(door.gw, door.env, door.creds, door.kubeconfig, job_pod=_extra_pods(api, door))
     finally:
         gw.stop()
 
@@ -190,8 +203,35 @@ def test_exec_attach_and_port_forward_are_refused_as_the_api_server_refuses_them
     }
 
 
+def _healthy_and_crashing(door: Door, namespace: str) -> tuple[str, str]:
+    """A pod that never restarted, and the crash-looping one just after a crash: in back-off its log is
+    that of the run that crashed, for the 10 s at least before kwok starts it again (a service starting)."""
+
+    def split() -> tuple[str, str] | None:
+        out = door.kubectl(KUBECTL, "get", "pods", "-n", namespace, "-o", "json")
+        statuses = {
+            p["metadata"]["name"]: p["status"]["containerStatuses"][0]
+            for p in json.loads(out.stdout)["items"]
+        }
+        healthy = [name for name, s in statuses.items() if s["restartCount"] == 0]
+        now = datetime.now(UTC)
+        crashing = [
+            name
+            for name, s in statuses.items()
+            if s["restartCount"] > 0
+            and "waiting" in s["state"]
+            and now - datetime.fromisoformat(s["lastState"]["terminated"]["finishedAt"]) < JUST_CRASHED
+        ]
+        return (healthy[0], crashing[0]) if healthy and crashing else None
+
+    found: tuple[str, str] = wait_for(
+        split, timeout=60, what=f"a healthy pod and one that just crashed in {namespace}"
+    )
+    return found
+
+
 def test_logs_of_a_pod_without_declared_logs_agree_with_its_state(pod_door: Door) -> None:
-    ready, crashing = _pods(pod_door, "prod", ready=True)[0], _pods(pod_door, "prod", ready=False)[0]
+    ready, crashing = _healthy_and_crashing(pod_door, "prod")
     assert pod_door.kubectl(KUBECTL, "logs", ready, "-n", "prod").stdout == _lines(*SERVICE_LINES)
     assert pod_door.kubectl(
         KUBECTL, "logs", ready, "-n", "prod", "-c", "payments", "--tail=2"
@@ -211,11 +251,11 @@ def test_logs_of_a_pod_without_declared_logs_agree_with_its_state(pod_door: Door
     assert datetime.fromisoformat(stamped.split(" ", 1)[0].replace("Z", "+00:00")) <= datetime.now(UTC)
 
 
-def test_logs_follow_owner_references_not_pod_names(pod_door: Door, cluster: Cluster) -> None:
+def test_logs_follow_owner_references_not_pod_names(pod_door: PodDoor, cluster: Cluster) -> None:
     mark = pod_door.mark()
     declared = pod_door.kubectl(KUBECTL, "logs", "zq8v4")
     assert (declared.returncode, declared.stdout) == (0, _lines(*API_SERVICE_LINES)), declared.stderr
-    job = pod_door.kubectl(KUBECTL, "logs", "k2m9d")
+    job = pod_door.kubectl(KUBECTL, "logs", pod_door.job_pod)
     assert job.stdout == _lines(
         'level=info msg="starting app" version=3.1',
         'level=info msg="processing"',
@@ -251,7 +291,7 @@ def test_logs_follow_owner_references_not_pod_names(pod_door: Door, cluster: Clu
     assert raw.stderr == 'Error from server (NotFound): pods "web-1" not found\n'
     served = {e.name: (e.response_code, e.served) for e in pod_door.since(mark) if e.subresource == "log"}
     assert served["zq8v4"] == (200, ["logs/api-service"])
-    assert served["k2m9d"] == (200, [])
+    assert served[pod_door.job_pod] == (200, [])
     assert served["web-1"][0] == 404
 
 

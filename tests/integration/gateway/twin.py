@@ -1,7 +1,8 @@
 """A small hand-built environment in the real local API server, and a gateway running beside the test.
 
 The sandbox provider is not used here on purpose: these tests pin the gateway's contract with the
-`Environment` model, whatever builds it.
+`Environment` model, whatever builds it. The environment's objects are what a cluster has, brought about
+by the real controllers, scheduler and kwok (`world`).
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import secrets
 import threading
-import time
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
@@ -29,10 +29,22 @@ from oasis_operator.models.environment import (
     FixtureEntry,
     NamespaceBinding,
 )
+from oasis_operator.sandbox.kwok import delete_stages, ensure_lifecycle
+from tests.integration.gateway.world import (
+    ENV_LABEL,
+    NODE_ADDRESSES,
+    Workload,
+    crash_loop,
+    create_node,
+    namespace_body,
+    node_body,
+    nodes_schedulable,
+    rolled_out_pods,
+    start_rollout,
+    wait_for_default_service_account,
+)
 
 T = TypeVar("T")
-POD_HASH = "7d9f8b6c5d"
-OLD_POD_HASH = "5c8d7f6b4a"
 AGENT_RULES = [
     {
         "apiGroups": ["", "apps", "batch", "networking.k8s.io", "autoscaling", "policy"],
@@ -102,240 +114,13 @@ class GatewayThread:
         self.loop.close()
 
 
-def _wait_for_default_service_account(core: Any, ns: str, timeout: float = 20.0) -> None:
-    """Pods need the namespace's `default` ServiceAccount, which a controller creates shortly after."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            core.read_namespaced_service_account("default", ns)
-        except ApiException as exc:
-            if exc.status != 404 or time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
-        else:
-            return
-
-
-def _pod_suffix() -> str:
-    return "".join(secrets.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
-
-
-def _deployment(name: str, ns: str, image: str, replicas: int = 2) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {
-            "name": name,
-            "namespace": ns,
-            "labels": labels,
-            "annotations": {"deployment.kubernetes.io/revision": "2"},
-        },
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "containers": [
-                        {
-                            "name": name,
-                            "image": image,
-                            "env": [
-                                {
-                                    "name": "POD_NAMESPACE",
-                                    "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
-                                }
-                            ],
-                        }
-                    ]
-                },
-            },
-        },
-    }
-
-
-def build_workload(api: ApiClient, ns: str, name: str, node: str, image: str) -> list[str]:
-    """A Deployment with its ReplicaSet and Pods linked by ownerReferences, statuses written."""
-    apps: Any = AppsV1Api(api)
-    core: Any = CoreV1Api(api)
-    dep = apps.create_namespaced_deployment(ns, _deployment(name, ns, image))
-    rs_name = f"{name}-{POD_HASH}"
-    labels = {"app": name, "pod-template-hash": POD_HASH}
-    rs_body: dict[str, Any] = {
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "metadata": {
-            "name": rs_name,
-            "namespace": ns,
-            "labels": labels,
-            "annotations": {"deployment.kubernetes.io/revision": "2"},
-            "ownerReferences": [
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": "Deployment",
-                    "name": name,
-                    "uid": dep.metadata.uid,
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
-        },
-        "spec": {
-            "replicas": 2,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": name, "image": image}]},
-            },
-        },
-    }
-    rs = apps.create_namespaced_replica_set(ns, rs_body)
-    # The previous revision, scaled to zero, so that `rollout history/undo` have something to go back to.
-    old_labels = {"app": name, "pod-template-hash": OLD_POD_HASH}
-    old_image = image.rsplit(":", 1)[0] + ":0.9.0"
-    apps.create_namespaced_replica_set(
-        ns,
-        {
-            **rs_body,
-            "metadata": {
-                **rs_body["metadata"],
-                "name": f"{name}-{OLD_POD_HASH}",
-                "labels": old_labels,
-                "annotations": {"deployment.kubernetes.io/revision": "1"},
-            },
-            "spec": {
-                "replicas": 0,
-                "selector": {"matchLabels": old_labels},
-                "template": {
-                    "metadata": {"labels": old_labels},
-                    "spec": {"containers": [{"name": name, "image": old_image}]},
-                },
-            },
-        },
-    )
-    apps.patch_namespaced_replica_set_status(
-        rs_name,
-        ns,
-        {
-            "status": {
-                "replicas": 2,
-                "readyReplicas": 1,
-                "availableReplicas": 1,
-                "fullyLabeledReplicas": 2,
-                "observedGeneration": 1,
-            }
-        },
-    )
-    apps.patch_namespaced_deployment_status(
-        name,
-        ns,
-        {
-            "status": {
-                "replicas": 2,
-                "readyReplicas": 1,
-                "availableReplicas": 1,
-                "updatedReplicas": 2,
-                "unavailableReplicas": 1,
-                "observedGeneration": 1,
-            }
-        },
-    )
-    _wait_for_default_service_account(core, ns)
-    pods: list[str] = []
-    uids: list[str] = []
-    for index in range(2):
-        pod_name = f"{rs_name}-{_pod_suffix()}"
-        created = core.create_namespaced_pod(
-            ns,
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {
-                    "name": pod_name,
-                    "namespace": ns,
-                    "labels": labels,
-                    "ownerReferences": [
-                        {
-                            "apiVersion": "apps/v1",
-                            "kind": "ReplicaSet",
-                            "name": rs_name,
-                            "uid": rs.metadata.uid,
-                            "controller": True,
-                            "blockOwnerDeletion": True,
-                        }
-                    ],
-                },
-                "spec": {
-                    "nodeName": node,
-                    "automountServiceAccountToken": False,
-                    "containers": [{"name": name, "image": image}],
-                },
-            },
-        )
-        crashing = index == 1
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        state: dict[str, Any] = (
-            {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off restarting failed container"}}
-            if crashing
-            else {"running": {"startedAt": now}}
-        )
-        core.patch_namespaced_pod_status(
-            pod_name,
-            ns,
-            {
-                "status": {
-                    "phase": "Running",
-                    "hostIP": "10.0.0.11",
-                    "podIP": f"10.244.0.{10 + index}",
-                    "conditions": [{"type": "Ready", "status": "False" if crashing else "True"}],
-                    "containerStatuses": [
-                        {
-                            "name": name,
-                            "image": image,
-                            "imageID": "",
-                            "ready": not crashing,
-                            "restartCount": 7 if crashing else 0,
-                            "state": state,
-                            "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}}
-                            if crashing
-                            else {},
-                        }
-                    ],
-                }
-            },
-        )
-        pods.append(pod_name)
-        uids.append(created.metadata.uid)
-    core.create_namespaced_event(
-        ns,
-        {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": f"{pods[1]}.17a", "namespace": ns},
-            "involvedObject": {
-                "kind": "Pod",
-                "name": pods[1],
-                "namespace": ns,
-                "apiVersion": "v1",
-                "uid": uids[1],
-            },
-            "reason": "BackOff",
-            "message": "Back-off restarting failed container",
-            "type": "Warning",
-            "count": 7,
-            "firstTimestamp": "2026-01-01T00:00:00Z",
-            "lastTimestamp": "2026-01-01T00:10:00Z",
-            "source": {"component": "kubelet", "host": node},
-        },
-    )
-    return pods
-
-
 @contextmanager
 def built_environment(api: ApiClient, fixtures: tuple[FixtureEntry, ...] = ()) -> Iterator[Environment]:
-    """Namespaces default (in scope, read-write), prod (read-only) and kube-public-like monitoring (none)."""
+    """Namespaces default (in scope, read-write), prod (read-only) and monitoring (no access), two nodes,
+    and in default and prod a Deployment rolled out from its previous release by the controllers, its
+    two pods on one node, one of them crash-looping."""
     core: Any = CoreV1Api(api)
+    apps: Any = AppsV1Api(api)
     rbac: Any = RbacAuthorizationV1Api(api)
     env_id = secrets.token_hex(4)
     prefix = "ev"
@@ -347,47 +132,19 @@ def built_environment(api: ApiClient, fixtures: tuple[FixtureEntry, ...] = ()) -
     ]
     nodes = [
         ClusterObjectBinding(kind="Node", declared=n, sandbox=f"{prefix}-{env_id}-{n}")
-        for n in ("worker-1", "worker-2")
+        for n in NODE_ADDRESSES
     ]
     created_ns = [control, *(b.sandbox for b in bindings)]
+    labels = {ENV_LABEL: env_id}
+    workloads = [
+        Workload(bindings[0].sandbox, "api-service", "worker-1", "registry.local/api:1.4.2"),
+        Workload(bindings[1].sandbox, "payments", "worker-2", "registry.local/pay:2.0.1"),
+    ]
     try:
         for ns in created_ns:
-            core.create_namespace({"metadata": {"name": ns, "labels": {"oasis.evaluation.dev/env": env_id}}})
-        for node in nodes:
-            core.create_node(
-                {"metadata": {"name": node.sandbox, "labels": {"kubernetes.io/hostname": node.declared}}}
-            )
-            core.patch_node_status(
-                node.sandbox,
-                {
-                    "status": {
-                        "conditions": [
-                            {
-                                "type": "Ready",
-                                "status": "True",
-                                "reason": "KubeletReady",
-                                "message": "kubelet is ready",
-                                "lastHeartbeatTime": "2026-01-01T00:00:00Z",
-                                "lastTransitionTime": "2026-01-01T00:00:00Z",
-                            }
-                        ],
-                        "addresses": [{"type": "InternalIP", "address": "10.0.0.11"}],
-                        "capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"},
-                        "allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
-                        "nodeInfo": {
-                            "kubeletVersion": "v1.37.2",
-                            "osImage": "Debian GNU/Linux 12",
-                            "containerRuntimeVersion": "containerd://1.6.20",
-                            "kernelVersion": "6.1.0",
-                            "architecture": "amd64",
-                            "operatingSystem": "linux",
-                            "machineID": "",
-                            "systemUUID": "",
-                            "bootID": "",
-                        },
-                    }
-                },
-            )
+            core.create_namespace(namespace_body(ns, env_id))
+        for index, node in enumerate(nodes):
+            create_node(api, node_body(node.sandbox, node.declared, env_id, index))
         core.create_namespaced_service_account(control, {"metadata": {"name": "agent"}})
         agent = AgentServiceAccount(namespace=control, service_account="agent")
         for binding in bindings:
@@ -403,8 +160,6 @@ def built_environment(api: ApiClient, fixtures: tuple[FixtureEntry, ...] = ()) -
                     "subjects": [{"kind": "ServiceAccount", "name": "agent", "namespace": control}],
                 },
             )
-        build_workload(api, bindings[0].sandbox, "api-service", nodes[0].sandbox, "registry.local/api:1.4.2")
-        build_workload(api, bindings[1].sandbox, "payments", nodes[1].sandbox, "registry.local/pay:2.0.1")
         core.create_namespaced_config_map(
             bindings[0].sandbox,
             {"metadata": {"name": "api-config"}, "data": {"LOG_LEVEL": "info", "namespace": "default"}},
@@ -420,6 +175,15 @@ def built_environment(api: ApiClient, fixtures: tuple[FixtureEntry, ...] = ()) -
                 "spec": {"selector": {"app": "api-service"}, "ports": [{"port": 80, "targetPort": 8080}]},
             },
         )
+        ensure_lifecycle(api)
+        for workload in workloads:
+            wait_for_default_service_account(core, workload.namespace)
+        nodes_schedulable(core, [n.sandbox for n in nodes])
+        for workload in workloads:
+            start_rollout(apps, workload)
+        for workload in workloads:
+            pods = rolled_out_pods(apps, core, workload)
+            crash_loop(api, workload, pods[-1], f"{prefix}-{env_id}-{workload.name}", labels)
         yield Environment(
             id=env_id,
             prefix=prefix,
@@ -442,12 +206,15 @@ def built_environment(api: ApiClient, fixtures: tuple[FixtureEntry, ...] = ()) -
             created_at=datetime.now(UTC).isoformat(),
         )
     finally:
+        with suppress(ApiException):
+            delete_stages(api, f"{ENV_LABEL}={env_id}")
         for ns in created_ns:
-            # No kubelet confirms pod shutdown here: remove pods at once, or the namespace never goes.
-            with suppress(ApiException):
-                core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)
             with suppress(ApiException):
                 core.delete_namespace(ns)
+        for ns in created_ns:
+            # The namespace takes no new pods now; its pods go at once, before their nodes do.
+            with suppress(ApiException):
+                core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)
         for node in nodes:
             with suppress(ApiException):
                 core.delete_node(node.sandbox)
