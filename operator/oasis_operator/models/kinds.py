@@ -78,6 +78,7 @@ TABLE: tuple[ResourceKind, ...] = (
     _k8s("Pod", "v1", "pods", "pod", snapshot=True, events=True),
     _k8s("PersistentVolumeClaim", "v1", "persistentvolumeclaims", "pvc", snapshot=True),
     _k8s("ResourceQuota", "v1", "resourcequotas", "resourcequota", snapshot=True),
+    _k8s("LimitRange", "v1", "limitranges", "limitrange", snapshot=True),
     _k8s("Deployment", "apps/v1", "deployments", "deployment", snapshot=True, asserted=True, events=True),
     _k8s("ReplicaSet", "apps/v1", "replicasets", "replicaset", events=True),
     # Workloads the sandbox's controllers expand (a scenario may declare them; an agent may create them).

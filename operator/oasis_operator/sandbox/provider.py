@@ -144,7 +144,7 @@ class SandboxProvider:
         try:
             faults = faults_of(parsed)
             self._create_everything(env, plan, faults)
-            self._settle(env, parsed, faults)
+            self._settle(env, plan, parsed, faults)
             resources = declared_resources(plan, env)
             resources += asserted_resources(scenario, resources)
             # Read once the world shows the declared state: the controllers wrote to it since.
@@ -309,7 +309,9 @@ class SandboxProvider:
         written[obj.key] = patched
         return created
 
-    def _settle(self, env: Environment, parsed: ParsedState, faults: list[WorkloadFault]) -> None:
+    def _settle(
+        self, env: Environment, plan: TwinPlan, parsed: ParsedState, faults: list[WorkloadFault]
+    ) -> None:
         """Wait until every declared workload shows its declared state; the faults whose Stage names
         the workload's pods get it once those exist, and are waited for in turn. SandboxError naming
         what each late workload shows instead, when the world does not get there in time."""
@@ -317,6 +319,7 @@ class SandboxProvider:
         late = [f for f in faults if RULES[f.cause].after_pods]
         after = {(f.namespace, f.workload) for f in late}
         expected = expectations(parsed, after)
+        expected += _implied(env, plan, expected)
         self._wait_for(env, expected)
         self._wait_for_nodes(env)
         if not late:
@@ -577,3 +580,20 @@ class SandboxProvider:
             if orphaned:
                 reports.append(self.teardown(env_id, wait=False))
         return reports
+
+
+def _implied(env: Environment, plan: TwinPlan, expected: list[Expectation]) -> list[Expectation]:
+    """Running, for the workloads the twin builds without an entry of their own (a namespace's
+    `deployments: [...]`): their status must have caught up with their pods before the snapshot too."""
+    covered = {(e.kind, e.namespace, e.name) for e in expected}
+    implied = []
+    for obj in plan.objects:
+        if obj.kind not in ("Deployment", "StatefulSet", "DaemonSet") or obj.namespace is None:
+            continue
+        declared = env.declared_namespace(obj.namespace) or obj.namespace
+        if (obj.kind, declared, obj.name) in covered:
+            continue
+        spec = obj.body.get("spec") or {}
+        replicas = int(spec.get("replicas", 1)) if obj.kind != "DaemonSet" else 0
+        implied.append(Expectation(obj.kind, declared, obj.name, "running", replicas))
+    return implied

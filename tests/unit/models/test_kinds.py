@@ -29,6 +29,7 @@ OLD_RESOURCES: dict[str, tuple[str, str, bool]] = {
     "Pod": ("v1", "pods", True),
     "PersistentVolumeClaim": ("v1", "persistentvolumeclaims", True),
     "ResourceQuota": ("v1", "resourcequotas", True),
+    "LimitRange": ("v1", "limitranges", True),  # the container defaults beside a compute quota
     "Deployment": ("apps/v1", "deployments", True),
     "ReplicaSet": ("apps/v1", "replicasets", True),
     "Ingress": ("networking.k8s.io/v1", "ingresses", True),
@@ -64,6 +65,7 @@ OLD_KIND_TO_RESOURCES: dict[str, tuple[str, ...]] = {
     "serviceaccount": ("serviceaccounts",),
     "event": ("events",),
     "resourcequota": ("resourcequotas",),
+    "limitrange": ("limitranges",),
     # `gitops` and `database`: how the gateway's record names its GitOps and database fixture APIs.
     "gitops-application": ("applications", "gitops"),
     "iac-state": ("iac-states", "iacstates"),
@@ -91,6 +93,7 @@ OLD_SNAPSHOT_KINDS = frozenset(
         "Node",
         "Application",
         "ResourceQuota",
+        "LimitRange",
         "PodDisruptionBudget",
         "ServiceAccount",
         "Role",

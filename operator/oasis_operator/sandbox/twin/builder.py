@@ -170,12 +170,17 @@ def _node_entries(declared: Declared) -> list[DeclaredNode]:
 
 
 def _namespace_extras(ctx: TwinContext, plan: TwinPlan, declared: str, entry: NamespaceState) -> None:
+    # Quotas before the workloads, which admission then measures against them; a quota on compute
+    # comes with the container defaults a platform sets beside it, or no pod without its own requests
+    # and limits would be admitted.
+    if entry.resource_quotas:
+        plan.objects.append(infra.container_defaults(ctx, declared))
+    for name in entry.resource_quotas or []:
+        plan.objects.append(infra.resource_quota(ctx, str(name), declared))
     for name in entry.deployments or []:
         plan.objects.extend(
             deployment_objects(ctx, name, declared, DeploymentState(status="running", replicas=1))
         )
-    for name in entry.resource_quotas or []:
-        plan.objects.append(infra.resource_quota(ctx, str(name), declared))
 
 
 def _build_entry(ctx: TwinContext, plan: TwinPlan, entry: StateEntry, model: DeclaredKind) -> None:

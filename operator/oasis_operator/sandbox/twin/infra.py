@@ -209,6 +209,26 @@ def declared_events(ctx: TwinContext, namespace: str, entry: EventsState) -> lis
     return result
 
 
+CONTAINER_DEFAULTS = "container-defaults"
+
+
+def container_defaults(ctx: TwinContext, namespace: str) -> TwinObject:
+    """The LimitRange that gives a container without requests or limits its defaults, as platforms set
+    beside a compute quota (the quota refuses a pod whose containers name none)."""
+    limits = [
+        {
+            "type": "Container",
+            "default": {"cpu": "500m", "memory": "256Mi"},
+            "defaultRequest": {"cpu": "100m", "memory": "128Mi"},
+        }
+    ]
+    body = {
+        "metadata": {"name": CONTAINER_DEFAULTS, "namespace": ctx.ns(namespace)},
+        "spec": {"limits": limits},
+    }
+    return TwinObject("v1", "LimitRange", CONTAINER_DEFAULTS, body, ctx.ns(namespace))
+
+
 def resource_quota(ctx: TwinContext, name: str, namespace: str) -> TwinObject:
     hard = {
         "requests.cpu": "8",
