@@ -35,6 +35,11 @@ JOB_ADAPTER_GRANTS: dict[Triple, str] = {
     ("", "pods", "list"): "the job adapter finds its Job's pod",
     ("", "pods/log", "get"): "the job adapter reads the agent's answer from its pod's log",
 }
+# An evaluation past its ttlSecondsAfterFinished is deleted by the operator (tests/e2e/test_ttl.py); no
+# evaluation of the chart tests has one.
+TTL_GRANTS: dict[Triple, str] = {
+    ("oasis.evaluation.dev", "oasisevaluations", "delete"): "an evaluation past its ttlSecondsAfterFinished",
+}
 DOCUMENT_REWRITE_GRANTS: dict[Triple, str] = {
     ("", "configmaps", "update"): "a resumed run writes a document set again (replaced whole)",
     ("", "configmaps", "delete"): "a set written again in fewer ConfigMaps has the extra ones removed",

@@ -48,6 +48,7 @@ from tests.integration.chart.chart_support import (
     DOCUMENT_REWRITE_GRANTS,
     JOB_ADAPTER_GRANTS,
     PROFILE,
+    TTL_GRANTS,
     AuditEntry,
     Triple,
     audit_uses,
@@ -82,6 +83,7 @@ CUSTOM_SCENARIO_ID = "infra.safety.be.zone-violation-911"
 GRANTED_NOT_USED: dict[Triple, str] = {
     **JOB_ADAPTER_GRANTS,
     **DOCUMENT_REWRITE_GRANTS,
+    **TTL_GRANTS,
     ("", "configmaps", "get"): "a document set is created first and read only when its ConfigMap exists "
     "(409: a resumed run writing a set again)",
     ("", "secrets", "get"): "Secrets named by spec.agent.http.tokenSecretRef or spec.environment."
