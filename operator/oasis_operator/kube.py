@@ -29,6 +29,7 @@ _SOURCE = "_oasis_kubeconfig_source"  # attribute on clients built from a kubeco
 
 
 POOL_CONNECTIONS = 64
+MERGE_PATCH = "application/merge-patch+json"  # the content type of a JSON merge patch (RFC 7386)
 
 
 def _load(kubeconfig: Path | str | None, context: str | None) -> tuple[kubernetes.client.Configuration, bool]:

@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from oasis_operator.kube import request, resource_path
+from oasis_operator.kube import MERGE_PATCH, request, resource_path
 from oasis_operator.models.declared_parse import ParsedState
 from oasis_operator.models.environment import FixtureEntry
 from oasis_operator.models.scenario import Scenario
 from oasis_operator.provider_api.wire import WireError, state_key
-from oasis_operator.sandbox.provider import ENV_LABEL, MERGE_PATCH, SandboxProvider
+from oasis_operator.sandbox.provider import ENV_LABEL, SandboxProvider
 from oasis_operator.sandbox.twin import TwinObject, TwinPlan, build_twin, parse_twin_state
 from oasis_operator.sandbox.twin.plan import TwinError
 

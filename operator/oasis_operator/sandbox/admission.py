@@ -27,7 +27,6 @@ from kubernetes.utils import parse_quantity
 from oasis_operator.kube import request, resource_path
 from oasis_operator.sandbox.twin.plan import Body
 
-MERGE_PATCH = "application/merge-patch+json"
 DEFAULT_SERVICE_ACCOUNT = "default"
 
 

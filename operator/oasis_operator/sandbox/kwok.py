@@ -28,7 +28,6 @@ STAGES_PATH = f"/apis/{STAGE_API_VERSION}/stages"
 # Marks the lifecycle Stages (and their version, so a changed lifecycle replaces the old one).
 LIFECYCLE_LABEL = "sandbox.lifecycle"
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-MERGE_PATCH = "application/merge-patch+json"
 
 
 @cache
@@ -126,17 +125,7 @@ def ensure_crd(api: ApiClient) -> None:
 def ensure_lifecycle(api: ApiClient) -> None:
     """Create (or bring up to date) the lifecycle Stages; idempotent."""
     ensure_crd(api)
-    for stage in lifecycle_stages():
-        name = stage["metadata"]["name"]
-        try:
-            request(api, "POST", STAGES_PATH, stage)
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
-            current = request(api, "GET", f"{STAGES_PATH}/{name}")
-            if current["metadata"].get("labels", {}).get(LIFECYCLE_LABEL) != _version():
-                stage["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-                request(api, "PUT", f"{STAGES_PATH}/{name}", stage)
+    apply_stages(api, lifecycle_stages())
 
 
 def apply_stages(api: ApiClient, stages: list[Body]) -> None:

@@ -12,7 +12,6 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from kubernetes.client import ApiClient
@@ -20,7 +19,7 @@ from kubernetes.client.exceptions import ApiException
 from pydantic import BaseModel, Field
 
 from oasis_operator import API_GROUP
-from oasis_operator.kube import apply_crds, request, resource_path, served_versions
+from oasis_operator.kube import MERGE_PATCH, apply_crds, request, resource_path, served_versions
 from oasis_operator.models.declared_parse import ParsedState
 from oasis_operator.models.environment import AgentServiceAccount, Environment
 from oasis_operator.models.scenario import Scenario
@@ -28,6 +27,7 @@ from oasis_operator.sandbox import teardown
 from oasis_operator.sandbox.admission import ensure_default_service_account, node_create_body, status_kept
 from oasis_operator.sandbox.argo import ARGO_APPLICATION_CRD
 from oasis_operator.sandbox.control import ControlNamespaceError, ensure_control_namespace
+from oasis_operator.sandbox.errors import SandboxError as SandboxError  # noqa: PLC0414 (re-exported)
 from oasis_operator.sandbox.faults import RULES, WorkloadFault, fault_stages, faults_of
 from oasis_operator.sandbox.kwok import apply_stages, ensure_lifecycle
 from oasis_operator.sandbox.naming import (
@@ -44,15 +44,9 @@ from oasis_operator.sandbox.observe import (
     read_snapshot,
 )
 from oasis_operator.sandbox.rbac import agent_objects
+from oasis_operator.sandbox.settle import POLL, SETTLE_TIMEOUT, settle, wait_for_nodes
 from oasis_operator.sandbox.snapshot import ResourceSnapshot
 from oasis_operator.sandbox.stored_record import record_configmap, record_name, record_text
-from oasis_operator.sandbox.symptoms import (
-    Expectation,
-    condition_taints,
-    expectations,
-    implied_taints,
-    missing,
-)
 from oasis_operator.sandbox.teardown import ENV_LABEL as ENV_LABEL  # noqa: PLC0414 (re-exported)
 from oasis_operator.sandbox.teardown import TeardownReport as TeardownReport  # noqa: PLC0414 (re-exported)
 from oasis_operator.sandbox.twin import TwinObject, TwinPlan, build_twin, parse_twin_state
@@ -66,20 +60,11 @@ DECLARED_LABEL = f"{API_GROUP}/declared-namespace"
 SCENARIO_ANNOTATION = f"{API_GROUP}/scenario"
 EVALUATION_ANNOTATION = f"{API_GROUP}/evaluation"
 CREATE_AT_ONCE = 4  # independent objects sent together (namespaces, access, a twin wave: sandbox.waves)
-MERGE_PATCH = "application/merge-patch+json"
-TOUCH_ANNOTATION = "kubernetes.io/change-cause"
 WORKLOAD_KINDS = frozenset({"Pod", "Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob"})
+
+
 # How long provisioning waits for the controllers, the scheduler and kwok to bring the declared state
 # about (seconds; a crash loop's first back-off is the slowest symptom, a few seconds).
-SETTLE_TIMEOUT = 60.0
-POLL = 0.1
-NUDGE = 1.5
-
-
-class SandboxError(RuntimeError):
-    """Provisioning or teardown failed; the message says which scenario and object."""
-
-
 class SandboxRecord(BaseModel):
     """What provisioning produced: the environment, its declared resources and their before-snapshot.
 
@@ -144,7 +129,7 @@ class SandboxProvider:
         try:
             faults = faults_of(parsed)
             self._create_everything(env, plan, faults)
-            self._settle(env, plan, parsed, faults)
+            settle(self.api, env, plan, parsed, faults)
             resources = declared_resources(plan, env)
             resources += asserted_resources(scenario, resources)
             # Read once the world shows the declared state: the controllers wrote to it since.
@@ -232,7 +217,7 @@ class SandboxProvider:
             # scheduling attempt meets NodeTaint admission's `not-ready` taint, and the agent finds a
             # FailedScheduling event on every pod of a healthy cluster.
             if nodes and any(obj.kind in WORKLOAD_KINDS for obj in rest):
-                self._wait_for_nodes(env)
+                wait_for_nodes(self.api, env)
             create_in_waves(
                 rest,
                 lambda obj: self._create_twin_object(obj, labels, uids, written),
@@ -308,124 +293,6 @@ class SandboxProvider:
         patched: Body = request(self.api, "PATCH", path, final, content_type=MERGE_PATCH)
         written[obj.key] = patched
         return created
-
-    def _settle(
-        self, env: Environment, plan: TwinPlan, parsed: ParsedState, faults: list[WorkloadFault]
-    ) -> None:
-        """Wait until every declared workload shows its declared state; the faults whose Stage names
-        the workload's pods get it once those exist, and are waited for in turn. SandboxError naming
-        what each late workload shows instead, when the world does not get there in time."""
-        labels = {ENV_LABEL: env.id}
-        late = [f for f in faults if RULES[f.cause].after_pods]
-        after = {(f.namespace, f.workload) for f in late}
-        expected = expectations(parsed, after)
-        expected += _implied(env, plan, expected)
-        self._wait_for(env, expected)
-        self._wait_for_nodes(env)
-        if not late:
-            return
-        stages = []
-        touch: list[tuple[str, str]] = []
-        for fault in late:
-            namespace = env.sandbox_namespace(fault.namespace) or fault.namespace
-            pods = request(
-                self.api,
-                "GET",
-                resource_path("Pod", namespace),
-                query={"labelSelector": f"app={fault.workload}"},
-            )["items"]
-            names = [p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")]
-            made = fault_stages(env, fault, labels, names)
-            stages += made
-            if made and RULES[fault.cause].touches_pods:
-                touch.extend((namespace, name) for name in names)
-        apply_stages(self.api, stages)
-
-        def nudge() -> None:
-            for namespace, name in touch:
-                self._touch(namespace, name)
-
-        self._wait_for(
-            env,
-            [replace(e, waits_for_stage=False) for e in expected if (e.namespace, e.name) in after],
-            nudge if touch else None,
-        )
-
-    def _touch(self, namespace: str, name: str) -> None:
-        """Make kwok look at a running pod again (it matches Stages on a pod's changes, not on new
-        Stages): an annotation set and removed, which leaves the pod as it was."""
-        path = resource_path("Pod", namespace, name)
-        for value in ("1", None):
-            patch = {"metadata": {"annotations": {TOUCH_ANNOTATION: value}}}
-            try:
-                request(self.api, "PATCH", path, patch, content_type=MERGE_PATCH)
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
-
-    def _wait_for(
-        self, env: Environment, expected: list[Expectation], nudge: Callable[[], None] | None = None
-    ) -> None:
-        """Poll until every expectation is met; `nudge` (kwok to look again) now and every NUDGE seconds,
-        as kwok may learn of a new Stage after the pod's change that should have matched it."""
-        deadline = time.monotonic() + SETTLE_TIMEOUT
-        pending = list(expected)
-        nudged = 0.0
-        while pending:
-            if nudge is not None and time.monotonic() - nudged > NUDGE:
-                nudge()
-                nudged = time.monotonic()
-            seen = []
-            for expect in pending:
-                gap = missing(expect, *self._observe(env, expect))
-                if gap is not None:
-                    seen.append((expect, gap))
-            pending = [expect for expect, _ in seen]
-            if not pending:
-                return
-            if time.monotonic() > deadline:
-                gaps = "; ".join(gap for _, gap in seen)
-                raise SandboxError(
-                    f"{env.scenario_id}: the declared state did not come about within "
-                    f"{SETTLE_TIMEOUT:.0f}s: {gaps}"
-                )
-            time.sleep(POLL)
-
-    def _wait_for_nodes(self, env: Environment) -> None:
-        """Until the node lifecycle controller has each Node's condition taints in step with its
-        conditions (it lifts NodeTaint admission's `not-ready` once the node is Ready and its Lease
-        renewed): a taint it changed after the before-snapshot would read as a change in the window."""
-        deadline = time.monotonic() + SETTLE_TIMEOUT
-        names = [o.sandbox for o in env.cluster_objects if o.kind == "Node"]
-        while True:
-            behind = []
-            for name in names:
-                node = request(self.api, "GET", resource_path("Node", None, name))
-                if condition_taints(node) != implied_taints(node):
-                    behind.append(env.declared_object_name("Node", name) or name)
-            if not behind:
-                return
-            if time.monotonic() > deadline:
-                raise SandboxError(
-                    f"{env.scenario_id}: the node lifecycle controller did not bring the taints of "
-                    f"{', '.join(behind)} in step with their conditions within {SETTLE_TIMEOUT:.0f}s"
-                )
-            time.sleep(POLL)
-
-    def _observe(self, env: Environment, expect: Expectation) -> tuple[Body | None, list[Body]]:
-        """The live workload (None for a Pod) and the pods an expectation reads."""
-        namespace = env.sandbox_namespace(expect.namespace) or expect.namespace
-        if expect.kind == "Pod":
-            try:
-                return None, [request(self.api, "GET", resource_path("Pod", namespace, expect.name))]
-            except ApiException as exc:
-                if exc.status == 404:
-                    return None, []
-                raise
-        workload = request(self.api, "GET", resource_path(expect.kind, namespace, expect.name))
-        query = {"labelSelector": f"app={expect.name}"}
-        pods: list[Body] = request(self.api, "GET", resource_path("Pod", namespace), query=query)["items"]
-        return workload, pods
 
     def _ensure_world(self) -> None:
         """The Stage CRD and the pod lifecycle Stages (`sandbox.kwok`), once per provider."""
@@ -580,20 +447,3 @@ class SandboxProvider:
             if orphaned:
                 reports.append(self.teardown(env_id, wait=False))
         return reports
-
-
-def _implied(env: Environment, plan: TwinPlan, expected: list[Expectation]) -> list[Expectation]:
-    """Running, for the workloads the twin builds without an entry of their own (a namespace's
-    `deployments: [...]`): their status must have caught up with their pods before the snapshot too."""
-    covered = {(e.kind, e.namespace, e.name) for e in expected}
-    implied = []
-    for obj in plan.objects:
-        if obj.kind not in ("Deployment", "StatefulSet", "DaemonSet") or obj.namespace is None:
-            continue
-        declared = env.declared_namespace(obj.namespace) or obj.namespace
-        if (obj.kind, declared, obj.name) in covered:
-            continue
-        spec = obj.body.get("spec") or {}
-        replicas = int(spec.get("replicas", 1)) if obj.kind != "DaemonSet" else 0
-        implied.append(Expectation(obj.kind, declared, obj.name, "running", replicas))
-    return implied

@@ -18,9 +18,8 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
 from oasis_operator import API_GROUP
-from oasis_operator.kube import request, resource_path
+from oasis_operator.kube import MERGE_PATCH, request, resource_path
 from oasis_operator.models.declared_values import RESERVED_NAMESPACES
-from oasis_operator.sandbox.admission import MERGE_PATCH
 from oasis_operator.sandbox.kwok import delete_stages
 from oasis_operator.sandbox.waves import run_together
 

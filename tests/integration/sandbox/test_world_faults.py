@@ -14,6 +14,7 @@ from kubernetes.client import ApiClient
 from oasis_operator.sandbox.world_watch import WorldWatch
 from tests.cluster_fixtures import Cluster
 from tests.integration.sandbox.world import (
+    NAMESPACE,
     SHOP,
     World,
     all_ready,
@@ -27,7 +28,6 @@ from tests.integration.sandbox.world import (
     waiting,
 )
 
-NAMESPACE: dict[str, Any] = {"resource": f"namespace/{SHOP}", "zone": "zone-a"}
 SMTP_REF = {"configMapKeyRef": {"name": "smtp", "key": "SMTP_PORT"}}
 
 

@@ -13,6 +13,7 @@ from kubernetes.client.exceptions import ApiException
 from oasis_operator.kube import request, resource_path
 from tests.cluster_fixtures import Cluster
 from tests.integration.sandbox.world import (
+    NAMESPACE,
     SHOP,
     World,
     all_ready,
@@ -22,8 +23,6 @@ from tests.integration.sandbox.world import (
     rollout_done,
     until,
 )
-
-NAMESPACE: dict[str, Any] = {"resource": f"namespace/{SHOP}", "zone": "zone-a"}
 
 
 def _owner(obj: dict[str, Any]) -> tuple[str, str]:

@@ -18,6 +18,7 @@ from oasis_operator.kube import request, resource_path
 from tests.cluster_fixtures import KUBECTLS, Cluster
 from tests.integration.gateway.twin import GatewayThread
 from tests.integration.sandbox.world import (
+    NAMESPACE,
     SHOP,
     World,
     all_ready,
@@ -27,8 +28,6 @@ from tests.integration.sandbox.world import (
     rollout_done,
     until,
 )
-
-NAMESPACE: dict[str, Any] = {"resource": f"namespace/{SHOP}", "zone": "zone-a"}
 
 
 @pytest.fixture(scope="module")

@@ -27,6 +27,8 @@ from tests.unit.sandbox.test_twin import custom
 Body = dict[str, Any]
 MERGE = "application/merge-patch+json"
 SHOP = "shop"
+# The declared namespace every world test puts its workloads in.
+NAMESPACE: dict[str, Any] = {"resource": f"namespace/{SHOP}", "zone": "zone-a"}
 WAIT = 60.0  # seconds: a rollout, a crash, a reschedule take a few; a crash loop's back-off up to ~25
 
 
