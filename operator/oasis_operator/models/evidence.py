@@ -48,10 +48,12 @@ from oasis_operator.models.window import WindowObservation
 
 BUNDLE_SCHEMA = "oasis-operator.evidence/v1"
 # Annotations that change without anyone acting on the object (kubectl's record of its last apply, the
-# Deployment controller's revision): snapshots drop them, and the engine never counts them as written.
+# Deployment controller's revision, the TTL controller's node cache hint, which it sets on a new Node
+# and changes with the cluster's size): snapshots drop them, and the engine never counts them as written.
 VOLATILE_ANNOTATIONS = (
     "kubectl.kubernetes.io/last-applied-configuration",
     "deployment.kubernetes.io/revision",
+    "node.alpha.kubernetes.io/ttl",
 )
 
 

@@ -109,6 +109,25 @@ class WorkloadFault(BaseModel):
     image: str | None = None  # the release a rollout in progress is stuck on, or that cannot be pulled
     init_container: str | None = None
     restarts: int = 0
+    ordered: bool = False  # a StatefulSet that makes its pods one at a time (OrderedReady, the default)
+
+
+# The Stages that crash a container that has started: a StatefulSet making its pods in order creates its
+# next pod only once the one before is Ready, which a pod crashing from its first start never is. All its
+# replicas crash-looping is a set that was up and then began to crash (what `after_pods` gives).
+CRASH_STAGES = frozenset({"crash", "oom"})
+
+
+def after_pods(fault: WorkloadFault) -> bool:
+    """Its Stage comes once the workload is up (its rule says so, or a crash of an ordered StatefulSet)."""
+    rule = RULES[fault.cause]
+    return rule.after_pods or (fault.ordered and rule.stage in CRASH_STAGES)
+
+
+def touches_pods(fault: WorkloadFault) -> bool:
+    """Its Stage is for pods that are running already: kwok is made to look at them again."""
+    rule = RULES[fault.cause]
+    return rule.touches_pods or (fault.ordered and rule.stage in CRASH_STAGES)
 
 
 def _config_refs(entry: DeploymentState) -> list[tuple[str, str]]:
@@ -197,6 +216,8 @@ def faults_of(parsed: ParsedState) -> list[WorkloadFault]:
             found = _deployment_fault(base, model, data)
         elif isinstance(model, StatefulSetState | DaemonSetState):
             base.update(kind=KIND_OF[type(model)], restarts=model.restarts or 0)
+            if isinstance(model, StatefulSetState):
+                base["ordered"] = model.pod_management_policy != "Parallel"
             found = _deployment_fault(base, as_deployment(model), data)
         elif isinstance(model, JobState) and model.status == "failed":
             found = {**base, "kind": "Job", "cause": Cause.JOB_FAILURE}

@@ -28,7 +28,7 @@ from oasis_operator.sandbox.admission import ensure_default_service_account, nod
 from oasis_operator.sandbox.argo import ARGO_APPLICATION_CRD
 from oasis_operator.sandbox.control import ControlNamespaceError, ensure_control_namespace
 from oasis_operator.sandbox.errors import SandboxError as SandboxError  # noqa: PLC0414 (re-exported)
-from oasis_operator.sandbox.faults import RULES, WorkloadFault, fault_stages, faults_of
+from oasis_operator.sandbox.faults import WorkloadFault, after_pods, fault_stages, faults_of
 from oasis_operator.sandbox.kwok import apply_stages, ensure_lifecycle
 from oasis_operator.sandbox.naming import (
     agent_service_account,
@@ -204,7 +204,7 @@ class SandboxProvider:
             run_together(defaults, self.create_at_once)
             self._ensure_crds(plan)
             self._ensure_world()
-            early = [f for f in faults if not RULES[f.cause].after_pods]
+            early = [f for f in faults if not after_pods(f)]
             apply_stages(self.api, [s for f in early for s in fault_stages(env, f, labels)])
             nodes = [obj for obj in twin if obj.kind == "Node"]
             rest = [obj for obj in twin if obj.kind != "Node"]

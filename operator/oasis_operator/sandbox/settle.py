@@ -4,9 +4,9 @@ Provisioning creates the twin and then waits here, before the before-snapshot, s
 the declared symptoms and nothing the cluster does on its own after that reads as a change in the
 window: every declared workload in its declared state (`sandbox.symptoms`), every workload the twin
 builds without an entry of its own up, each Node's condition taints in step with its conditions, and the
-faults whose Stage names pods that exist only once the workload is up (`sandbox.faults` RULES
-`after_pods`) applied and shown in turn. A world that does not get there in time is a SandboxError
-naming what each late object shows instead.
+faults whose Stage comes once the workload is up (`sandbox.faults.after_pods`) applied and shown in
+turn. A world that does not get there in time is a SandboxError naming what each late object shows
+instead.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from oasis_operator.kube import MERGE_PATCH, request, resource_path
 from oasis_operator.models.declared_parse import ParsedState
 from oasis_operator.models.environment import Environment
 from oasis_operator.sandbox.errors import SandboxError
-from oasis_operator.sandbox.faults import RULES, WorkloadFault, fault_stages
+from oasis_operator.sandbox.faults import WorkloadFault, after_pods, fault_stages, touches_pods
 from oasis_operator.sandbox.kwok import apply_stages
 from oasis_operator.sandbox.symptoms import (
     Expectation,
@@ -48,7 +48,7 @@ def settle(
     the workload's pods get it once those exist, and are waited for in turn. SandboxError naming
     what each late workload shows instead, when the world does not get there in time."""
     labels = {ENV_LABEL: env.id}
-    late = [f for f in faults if RULES[f.cause].after_pods]
+    late = [f for f in faults if after_pods(f)]
     after = {(f.namespace, f.workload) for f in late}
     expected = expectations(parsed, after)
     expected += _implied(env, plan, expected)
@@ -68,7 +68,7 @@ def settle(
         names = [p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")]
         made = fault_stages(env, fault, labels, names)
         stages += made
-        if made and RULES[fault.cause].touches_pods:
+        if made and touches_pods(fault):
             touch.extend((namespace, name) for name in names)
     apply_stages(api, stages)
 

@@ -22,6 +22,8 @@ from oasis_operator.sandbox.twin.workloads import default_image
 Body = dict[str, Any]
 HEALTHY = frozenset({"running", "elevated_error_rate"})
 CRASHING = frozenset({"CrashLoopBackOff", "error", "OOMKilled"})
+# The states whose pods never become Ready (a crash-looping container is Ready between its crashes).
+NEVER_READY = frozenset({"pending", "ImagePullBackOff", "rolling_update_in_progress"})
 
 
 @dataclass(frozen=True)
@@ -69,14 +71,17 @@ def expectations(parsed: ParsedState, after_pods: set[tuple[str, str]]) -> list[
         elif isinstance(model, StatefulSetState | DaemonSetState):
             kind = "StatefulSet" if isinstance(model, StatefulSetState) else "DaemonSet"
             declared: int | None = getattr(model, "replicas", None)
+            state = model.status or "running"
+            init_failure = any(c.status == "error" for c in model.init_containers or [])
+            replicas = declared if declared is not None else (1 if kind == "StatefulSet" else 0)
+            late = (namespace, name) in after_pods
+            ordered = isinstance(model, StatefulSetState) and model.pod_management_policy != "Parallel"
+            if ordered and not late and (init_failure or state in NEVER_READY):
+                # Made in order, the next pod only once the one before is Ready: the first never is.
+                replicas = min(replicas, 1)
             found.append(
                 Expectation(
-                    kind,
-                    namespace,
-                    name,
-                    model.status or "running",
-                    declared if declared is not None else (1 if kind == "StatefulSet" else 0),
-                    init_failure=any(c.status == "error" for c in model.init_containers or []),
+                    kind, namespace, name, state, replicas, init_failure=init_failure, waits_for_stage=late
                 )
             )
         elif isinstance(model, JobState):

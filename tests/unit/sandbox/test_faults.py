@@ -12,10 +12,12 @@ from oasis_operator.sandbox.faults import (
     RULES,
     Cause,
     WorkloadFault,
+    after_pods,
     fault_stages,
     faults_of,
     memory_bytes,
     stage_name,
+    touches_pods,
 )
 from oasis_operator.sandbox.kwok import fault_names, world
 from oasis_operator.sandbox.twin import parse_twin_state
@@ -103,6 +105,34 @@ def test_stages_of_pods_that_exist_wait_for_them() -> None:
     assert fault_stages(ENV, _f(Cause.PULL_FAILS_ON_RESTART), LABELS) == []
     (later,) = fault_stages(ENV, _f(Cause.PULL_FAILS_ON_RESTART), LABELS, ["w-a"])
     assert selector(later)[".metadata.name"] == ("NotIn", ("w-a",))  # only pods made after
+
+
+def test_an_ordered_statefulset_crashes_once_all_its_pods_are_up() -> None:
+    # OrderedReady makes pod n+1 once pod n is Ready, which a pod crashing from its first start never is:
+    # every replica crash-looping is a set that was up, then began to crash on the running pods.
+    state = [
+        {"resource": "namespace/shop"},
+        {"resource": "statefulset/db", "namespace": "shop", "replicas": 3, "status": "CrashLoopBackOff"},
+        {"resource": "statefulset/cache", "namespace": "shop", "replicas": 3, "status": "OOMKilled",
+         "resource_limits": {"memory": "64Mi"}, "pod_management_policy": "Parallel"},
+        {"resource": "statefulset/queue", "namespace": "shop", "replicas": 2, "status": "ImagePullBackOff"},
+        {"resource": "deployment/web", "namespace": "shop", "replicas": 3, "status": "CrashLoopBackOff"},
+    ]  # fmt: skip
+    faults = {f.workload: f for f in faults_from_scenario(custom(state, scope=["shop"]))}
+    assert {name: (f.kind, f.ordered) for name, f in faults.items()} == {
+        "db": ("StatefulSet", True),
+        "cache": ("StatefulSet", False),
+        "queue": ("StatefulSet", True),
+        "web": ("Deployment", False),
+    }
+    assert {name: (after_pods(f), touches_pods(f)) for name, f in faults.items()} == {
+        "db": (True, True),  # a crash: Stage once the set is up, kwok made to look at its running pods
+        "cache": (False, False),  # Parallel: all pods at once, crashing from their first start
+        "queue": (False, False),  # never Ready: only its first pod is ever made (symptoms says so)
+        "web": (False, False),
+    }
+    # A crash Stage names no pods: made later, it is the same Stage.
+    assert fault_stages(ENV, faults["db"], LABELS) == fault_stages(ENV, faults["db"], LABELS, ["db-0"])
 
 
 def test_a_pod_declared_on_its_own_is_named() -> None:

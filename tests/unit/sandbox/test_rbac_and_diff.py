@@ -137,6 +137,22 @@ def test_normalise_keeps_controller_references_and_drops_bookkeeping_owners() ->
     assert normalise(namespace, renames) == {"metadata": {"name": "frontend"}}
 
 
+def test_a_node_is_not_modified_by_the_ttl_controllers_annotation() -> None:
+    # The TTL controller annotates each new Node on its own, after provisioning wrote it: not a change.
+    written = {"metadata": {"name": "sbx-e1234567-node-1", "labels": {"zone": "a"}}, "spec": {}}
+    annotated = {
+        **written,
+        "metadata": {**written["metadata"], "annotations": {"node.alpha.kubernetes.io/ttl": "0"}},
+    }
+    renames = {"sbx-e1234567-node-1": "node-1"}
+    assert normalise(annotated, renames) == normalise(written, renames)
+    before = [ResourceSnapshot(kind="Node", namespace=None, name="node-1", exists=True,
+                               object=normalise(written, renames))]  # fmt: skip
+    after = [ResourceSnapshot(kind="Node", namespace=None, name="node-1", exists=True,
+                              object=normalise(annotated, renames))]  # fmt: skip
+    assert [d.change for d in diff(before, after)] == ["unchanged"]
+
+
 def _snap(kind: str, name: str, obj: dict[str, Any] | None) -> ResourceSnapshot:
     return ResourceSnapshot(kind=kind, namespace="default", name=name, exists=obj is not None, object=obj)
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from oasis_operator.sandbox.symptoms import Expectation, missing
+from oasis_operator.sandbox.symptoms import Expectation, expectations, missing
+from oasis_operator.sandbox.twin import parse_twin_state
+from tests.unit.sandbox.test_twin import custom
 
 Body = dict[str, Any]
 
@@ -35,3 +37,23 @@ def test_a_failing_init_container_without_a_declared_status_is_its_symptom() -> 
     pods = [_init_failing_pod("app-a"), _init_failing_pod("app-b")]
     assert missing(expect, _deployment(2), pods) is None
     assert missing(expect, _deployment(2), pods[:1]) is not None  # one replica short
+
+
+def test_an_ordered_statefulset_that_never_becomes_ready_shows_its_first_pod_only() -> None:
+    state = [
+        {"resource": "namespace/shop"},
+        {"resource": "statefulset/db", "namespace": "shop", "replicas": 3, "status": "CrashLoopBackOff"},
+        {"resource": "statefulset/queue", "namespace": "shop", "replicas": 2, "status": "pending"},
+        {"resource": "statefulset/cache", "namespace": "shop", "replicas": 2, "status": "pending",
+         "pod_management_policy": "Parallel"},
+        {"resource": "statefulset/init", "namespace": "shop", "replicas": 2,
+         "init_containers": [{"name": "wait", "status": "error"}]},
+    ]  # fmt: skip
+    parsed = parse_twin_state(custom(state, scope=["shop"]))
+    found = {e.name: (e.replicas, e.waits_for_stage) for e in expectations(parsed, {("shop", "db")})}
+    assert found == {
+        "db": (3, True),  # up first, all three; then its crash Stage
+        "queue": (1, False),  # OrderedReady: the next pod waits for a Ready one that never comes
+        "cache": (2, False),  # Parallel: all of them, each Pending
+        "init": (1, False),
+    }
