@@ -16,7 +16,7 @@ import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 from aiohttp import web
 
@@ -27,6 +27,7 @@ from oasis_operator.gateway.guards import Refusal, impersonation_refusal, refusa
 from oasis_operator.gateway.protowire import rewrite_protobuf
 from oasis_operator.gateway.recorder import Completion, RecordUnavailableError
 from oasis_operator.gateway.requestinfo import RequestInfo
+from oasis_operator.gateway.scheduling import MARKER, own_nodes_text
 from oasis_operator.gateway.state import EnvState
 from oasis_operator.gateway.status import forbidden_message, not_found, not_found_named, status_document
 from oasis_operator.gateway.upstream import (
@@ -44,6 +45,7 @@ from oasis_operator.gateway.virtual import (
     provider_object_filter,
     single_object,
 )
+from oasis_operator.sandbox.twin.resources import POOL_KEY
 
 Keep = Callable[[dict[str, Any]], bool]
 # The record sequence number of the request being answered (each request runs in its own task).
@@ -261,7 +263,8 @@ class KubeProxy:
                     if line is None:
                         open_streams -= 1
                         continue
-                    out = self._watch_line(state, line, keep)
+                    own_nodes = await self._own_nodes(state) if MARKER.encode() in line else None
+                    out = self._watch_line(state, line, keep, own_nodes)
                     if out:
                         await response.write(out)
                         size += len(out)
@@ -284,6 +287,7 @@ class KubeProxy:
         content_type: str,
         keep: Keep | None,
         named: RequestInfo | None = None,
+        own_nodes: tuple[int, int] | None = None,
     ) -> tuple[int, bytes]:
         if not _is_text(content_type):
             return code, raw  # protobuf OpenAPI documents and the like carry no names; pass them intact
@@ -301,6 +305,8 @@ class KubeProxy:
                     doc, code = not_found_named(named), 404
                 text = json.dumps(state.names.response_document(doc, keep), separators=(",", ":"))
         text = state.names.declared_text(text)
+        if own_nodes is not None:
+            text = own_nodes_text(text, *own_nodes)
         return code, text.encode()
 
     async def _finish(
@@ -312,7 +318,10 @@ class KubeProxy:
         raw: bytes,
         keep: Keep | None = None,
     ) -> Outcome:
-        code, body = self._rewrite(state, code, raw, content_type, keep, request.get(NAMED_GET_KEY))
+        own_nodes = await self._own_nodes(state) if MARKER.encode() in raw else None
+        code, body = self._rewrite(
+            state, code, raw, content_type, keep, request.get(NAMED_GET_KEY), own_nodes
+        )
         if _is_text(content_type):
             route = door_tail(request)
             body = state.response_hook("kubernetes", route, body.decode()).encode()
@@ -338,7 +347,8 @@ class KubeProxy:
         size = 0
         try:
             async for line in upstream_resp.content:
-                out = self._watch_line(state, line, keep)
+                own_nodes = await self._own_nodes(state) if MARKER.encode() in line else None
+                out = self._watch_line(state, line, keep, own_nodes)
                 if out:
                     await response.write(out)
                     size += len(out)
@@ -347,7 +357,22 @@ class KubeProxy:
             pass  # the agent hung up; the record notes how much it received
         return Outcome(response, 200, size)
 
-    def _watch_line(self, state: EnvState, line: bytes, keep: Keep | None) -> bytes:
+    async def _own_nodes(self, state: EnvState) -> tuple[int, int]:
+        """The environment's own nodes, and how many of them are cordoned now (`gateway.scheduling`)."""
+        own = len(state.names.sandbox_objects("Node"))
+        selector = quote(f"{POOL_KEY}={state.env.id}")
+        headers = [("Accept", "application/json"), ("Accept-Encoding", "identity")]
+        async with self.upstream.request(
+            "GET", f"/api/v1/nodes?labelSelector={selector}", headers, None
+        ) as resp:
+            if resp.status != 200:
+                return own, 0
+            nodes = json.loads(await resp.read()).get("items") or []
+        return own, sum(1 for n in nodes if (n.get("spec") or {}).get("unschedulable"))
+
+    def _watch_line(
+        self, state: EnvState, line: bytes, keep: Keep | None, own_nodes: tuple[int, int] | None = None
+    ) -> bytes:
         if not line.strip():
             return b""
         try:
@@ -361,7 +386,10 @@ class KubeProxy:
         doc = state.names.response_document(event, keep)
         if isinstance(obj, dict) and obj.get("kind") == "Table" and not doc["object"].get("rows"):
             return b""
-        return (state.names.declared_text(json.dumps(doc, separators=(",", ":"))) + "\n").encode()
+        text = state.names.declared_text(json.dumps(doc, separators=(",", ":")))
+        if own_nodes is not None:
+            text = own_nodes_text(text, *own_nodes)
+        return (text + "\n").encode()
 
 
 def _stream_opened(request: web.Request, state: EnvState) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from kubernetes.client import ApiClient
 
-from oasis_operator.kube import request, resource_path
+from oasis_operator.kube import MERGE_PATCH, request, resource_path
 from tests.cluster_fixtures import KUBECTLS, Cluster
 from tests.integration.gateway.twin import GatewayThread
 from tests.integration.sandbox.world import (
@@ -189,6 +189,9 @@ def test_an_agents_workload_never_lands_on_another_environments_nodes(
                 },
             },
         }  # fmt: skip
+        # B's agent cordoned its node: for A's pods it is one more node of someone else's.
+        cordon = {"spec": {"unschedulable": True}}
+        request(api, "PATCH", resource_path("Node", None, b.node("node-1")), cordon, content_type=MERGE_PATCH)
         applied = kubectl("apply", "-f", "-", stdin=json.dumps(manifest))
         assert applied.returncode == 0, applied.stderr
         until(
@@ -201,6 +204,28 @@ def test_an_agents_workload_never_lands_on_another_environments_nodes(
         )
         assert _node_of(a, "burst") == {a.node("node-1"), "-"}
         assert _node_of(b, "web") == {b.node("node-1")}
+        # The scheduler weighed every node of the plane; the agent reads of its own node only.
+        waiting = next(p for p in a.pods("burst") if condition(p, "PodScheduled") == "False")
+        plane = next(c["message"] for c in waiting["status"]["conditions"] if c["type"] == "PodScheduled")
+        assert not plane.startswith("0/1 "), plane  # B's node (at least) is in the scheduler's count
+        own = (
+            "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
+            "1 No preemption victims found for incoming pod."
+        )
+        name = waiting["metadata"]["name"]
+        shown = json.loads(kubectl("get", "pod", name, "-n", SHOP, "-o", "json").stdout)
+        assert [c["message"] for c in shown["status"]["conditions"] if c["type"] == "PodScheduled"] == [own]
+        selector = f"involvedObject.name={name},reason=FailedScheduling"
+        events = kubectl("get", "events", "-n", SHOP, "--field-selector", selector, "-o", "json")
+        assert {e["message"] for e in json.loads(events.stdout)["items"]} == {own}
+        described = kubectl("describe", "pod", name, "-n", SHOP).stdout
+        assert own in described, described
+        assert "untolerated" not in described
+        assert "were unschedulable" not in described
+        uncordon = {"spec": {"unschedulable": None}}
+        request(
+            api, "PATCH", resource_path("Node", None, b.node("node-1")), uncordon, content_type=MERGE_PATCH
+        )
         # A pod that names B's node (its sandbox name, as if guessed) does not get there either.
         pinned = {
             "apiVersion": "v1",
