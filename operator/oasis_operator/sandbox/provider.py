@@ -213,16 +213,28 @@ class SandboxProvider:
                 lambda obj: self._create_twin_object(obj, labels, uids, written),
                 self.create_at_once,
             )
+
+            def create_all(objects: list[TwinObject]) -> None:
+                create_in_waves(
+                    objects,
+                    lambda obj: self._create_twin_object(obj, labels, uids, written),
+                    self.create_at_once,
+                )
+
+            workloads = [obj for obj in rest if obj.kind in WORKLOAD_KINDS]
+            if not (nodes and workloads):
+                create_all(rest)
+                return
             # The nodes as long-registered ones, before any pod is scheduled: otherwise every pod's first
             # scheduling attempt meets NodeTaint admission's `not-ready` taint, and the agent finds a
-            # FailedScheduling event on every pod of a healthy cluster.
-            if nodes and any(obj.kind in WORKLOAD_KINDS for obj in rest):
-                wait_for_nodes(self.api, env)
-            create_in_waves(
-                rest,
-                lambda obj: self._create_twin_object(obj, labels, uids, written),
-                self.create_at_once,
+            # FailedScheduling event on every pod of a healthy cluster. What makes no pods is created
+            # meanwhile (the quotas and limit ranges among it stay before the workloads they constrain).
+            others = [obj for obj in rest if obj.kind not in WORKLOAD_KINDS]
+            waiting = functools.partial(wait_for_nodes, self.api, env)
+            run_together(
+                [waiting, functools.partial(create_all, others)], 2 if self.create_at_once > 1 else 1
             )
+            create_all(workloads)
 
         # The agent's access and the twin admit nothing of each other: they are built side by side.
         run_together([agent_access, twin_objects], 2 if self.create_at_once > 1 else 1)
