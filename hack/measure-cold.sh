@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Measure a cold `make test` (or `make demo`'s install, `deps`) the way the README's figures are taken: a
+# Measure a cold `make test` (or `make demo`, or its install alone, `deps`) the way the README's figures are taken: a
 # fresh clone of this checkout's HEAD commit, every cache the build and the tests use pointed at a new
 # empty directory, the machine's own caches left as they are, `/usr/bin/time -v` around the command.
 #
-#   sudo hack/measure-cold.sh [test|deps|test-deps] [--without-machine-go]
+#   sudo hack/measure-cold.sh [test|demo|deps|test-deps] [--without-machine-go]
 #
 #   --without-machine-go   hide the machine's Go (/usr/local/go, /usr/lib/go*, go on PATH) so the pinned
 #                          toolchain is fetched as on a fresh Debian 12 (runs the command under bubblewrap)
@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 TARGET="${1:-test}"
 HIDE_GO=0; [ "${2:-}" = --without-machine-go ] && HIDE_GO=1
-case "$TARGET" in test|deps|test-deps) ;; *) echo "measure-cold: target is test, deps or test-deps" >&2; exit 2 ;; esac
+case "$TARGET" in test|demo|deps|test-deps) ;; *) echo "measure-cold: target is test, demo, deps or test-deps" >&2; exit 2 ;; esac
 
 WORK="$(mktemp -d /var/tmp/oasis-cold.XXXXXX)"
 # mktemp makes it 0700: the command agents of the tests run as an unprivileged user and must reach the
@@ -47,9 +47,12 @@ set +e
 rc=$?
 set -e
 echo "measure-cold: ended $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg), exit $rc" >&2
+# The demo leaves its control plane, operator and agents running for a look around: stopped here.
+[ "$TARGET" != demo ] || make -C "$WORK/clone" demo-down >>"$WORK/make.log" 2>&1 || true
 echo "--- summary (full log: $WORK/make.log)"
 grep -E '^install-(deps|go): (.*done in|for make|  - |no Go)|^build-kube: Go:' "$WORK/make.log" || true
 grep -E '^=+ .*(passed|failed).* in [0-9.]+s' "$WORK/make.log" | tail -1 || true
+grep -E '^(== demo-|safety: )' "$WORK/make.log" || true
 grep -E 'Elapsed \(wall clock\)|Maximum resident set size' "$WORK/make.log" | tail -2 || true
 echo "kept: $WORK"
 exit "$rc"
