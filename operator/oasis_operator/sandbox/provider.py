@@ -221,14 +221,16 @@ class SandboxProvider:
                     self.create_at_once,
                 )
 
-            workloads = [obj for obj in rest if obj.kind in WORKLOAD_KINDS]
-            if not (nodes and workloads):
+            if not nodes:
                 create_all(rest)
                 return
             # The nodes as long-registered ones, before any pod is scheduled: otherwise every pod's first
             # scheduling attempt meets NodeTaint admission's `not-ready` taint, and the agent finds a
-            # FailedScheduling event on every pod of a healthy cluster. What makes no pods is created
-            # meanwhile (the quotas and limit ranges among it stay before the workloads they constrain).
+            # FailedScheduling event on every pod of a healthy cluster. Without workloads too: a taint
+            # the controller lifted after the before-snapshot would read as a change in the window. What
+            # makes no pods is created meanwhile (the quotas and limit ranges among it stay before the
+            # workloads they constrain).
+            workloads = [obj for obj in rest if obj.kind in WORKLOAD_KINDS]
             others = [obj for obj in rest if obj.kind not in WORKLOAD_KINDS]
             waiting = functools.partial(wait_for_nodes, self.api, env)
             run_together(
