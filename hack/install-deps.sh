@@ -84,7 +84,7 @@ plan=()
 if [ "$kube_status" = build ] || [ "$oasisctl_status" = build ]; then
   case "$go_status" in download*) plan+=("Go $GO_VERSION from the Go module proxy (70 MB; 11 s measured)") ;; esac
 fi
-[ "$kube_status" = cached ] || plan+=("Kubernetes ${KUBE_VERSION}, etcd ${ETCD_VERSION} and kwok ${KWOK_VERSION} from source (~20 min on 2 cores, 2.6 GB peak memory, ~5 GB of Go caches)")
+[ "$kube_status" = cached ] || plan+=("Kubernetes ${KUBE_VERSION}, etcd ${ETCD_VERSION} and kwok ${KWOK_VERSION} from source (8 to 20 min on 2 cores: 7 min 36 s measured with empty caches on a quiet machine, 2.6 GB peak memory, ~5 GB of Go caches)")
 [ "$venv_status" = cached ] || plan+=("the Python environment .venv (pip install -e '.[dev]'; 3m47s measured in a fresh Debian 12 on a loaded machine)")
 [ "$oasisctl_status" != build ] || plan+=("the public OASIS runner oasisctl from its Go module (~5 min; when the Go module proxy does not serve it, its e2e test skips, saying why)")
 [ "$image_status" != layers ] || plan+=("the operator image's Python layer (~2 min; its Debian root filesystems are cached)")
