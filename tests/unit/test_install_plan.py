@@ -38,7 +38,7 @@ def test_the_demo_plan_names_the_kubernetes_build_and_nothing_only_tests_use(tmp
     release = pinned()
     assert f"for make demo, will install or build (cached afterwards in {tmp_path})" in plan
     kwok = read_pins()["KWOK_VERSION"]
-    build = f"Kubernetes {release.kubernetes}, etcd {release.etcd} and kwok {kwok} from source (8 to 20 min on 2 cores"
+    build = f"Kubernetes {release.kubernetes}, etcd {release.etcd} and kwok {kwok} from source (8 to 20 min"
     assert build in plan
     for only_tests in ("operator image", "oasisctl", "chromium"):
         assert only_tests not in plan

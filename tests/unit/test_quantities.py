@@ -1,19 +1,25 @@
-"""One quantity parser: every place that reads a Kubernetes quantity uses the client's `parse_quantity`
-(sandbox/faults.py aside, being replaced), so any valid quantity an agent or a scenario writes is read as
-its value, and text that is no quantity is refused the same way everywhere."""
+"""One quantity parser: every place that reads a Kubernetes quantity uses the client's `parse_quantity`,
+and kwok's Stage selectors read one with the client's suffix table (sandbox/faults.py), so any valid
+quantity an agent or a scenario writes is read as its value, and text that is no quantity is refused the
+same way everywhere."""
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
+from kubernetes.utils import parse_quantity
 
 from oasis_operator.agents.reference.expert.nodes import millicores
 from oasis_operator.agents.reference.expert.telemetry import quantity as agent_memory
 from oasis_operator.engine.recipes import _number
 from oasis_operator.gateway.apis.metrics import quantity as metric_value
 from oasis_operator.gateway.apis.usage import cpu_millis as _cpu_millis
+from oasis_operator.sandbox.faults import JQ_QUANTITY, memory_at_most
 
 OPERATOR = Path(__file__).resolve().parents[2] / "operator" / "oasis_operator"
 
@@ -57,8 +63,44 @@ def test_metric_values_keep_their_own_units_beside_quantities() -> None:
 def test_no_hand_written_units_table_is_left() -> None:
     tables = re.compile(r"[\"'](Ki|Mi)[\"']\s*:")
     found = [
-        str(path.relative_to(OPERATOR))
-        for path in OPERATOR.rglob("*.py")
-        if tables.search(path.read_text()) and path.name != "faults.py"
+        str(path.relative_to(OPERATOR)) for path in OPERATOR.rglob("*.py") if tables.search(path.read_text())
     ]
     assert found == []
+
+
+KWOK_CORPUS = ["1k", "3T", "2Gi", "1.5G", "256Mi", "4", "1Ei", "1E", "500m", "1e3", ".5Gi", "+1Mi", "12u"]
+
+
+@pytest.mark.parametrize("text", [*KWOK_CORPUS, "lots", "1KiB", "ki", "", "1.2.3Mi"])
+def test_kwok_selectors_read_a_quantity_as_the_client_does(text: str) -> None:
+    """The jq kwok evaluates in a fault's Stage selector (`JQ_QUANTITY`) gives the client's value, and
+    null for text that is no quantity (jq is installed by `hack/install-deps.sh test`)."""
+    jq = shutil.which("jq")
+    assert jq is not None, "jq is missing: hack/install-deps.sh test installs it"
+    run = subprocess.run(
+        [jq, "-c", f"{JQ_QUANTITY} quantity"],
+        input=json.dumps(text),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    try:
+        expected: float | None = float(parse_quantity(text))  # type: ignore[no-untyped-call]
+    except ValueError:
+        expected = None
+    read = json.loads(run.stdout)
+    assert (read is None and expected is None) or read == pytest.approx(expected, rel=1e-12)
+
+
+def test_an_oom_stage_selects_by_value_whatever_the_suffix() -> None:
+    """The OOM Stage's selector (limit at most 256Mi) holds for 256Mi, 0.25Gi and 268435456, not 1Gi."""
+    jq = shutil.which("jq")
+    assert jq is not None, "jq is missing: hack/install-deps.sh test installs it"
+    key = memory_at_most(256 * 1024**2)["key"]
+    cases = [("256Mi", True), ("0.25Gi", True), ("268435456", True), ("1Gi", False), ("1Ei", False)]
+    for limit, selected in cases:
+        pod = {"spec": {"containers": [{"resources": {"limits": {"memory": limit}}}]}}
+        run = subprocess.run(
+            [jq, "-c", key], input=json.dumps(pod), capture_output=True, text=True, check=True
+        )
+        assert json.loads(run.stdout) is selected, limit

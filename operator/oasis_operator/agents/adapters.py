@@ -70,14 +70,35 @@ def utf8_text(raw: bytes, what: str = "the answer") -> str:
         ) from None
 
 
+class TooDeepError(ValueError):
+    """The agent's answer nests deeper than a JSON document can be read (Python's recursion limit)."""
+
+
+def answer_json(raw: bytes, what: str = "the answer") -> Any:
+    """`raw` read as a UTF-8 JSON document; NotUtf8Error, ValueError or TooDeepError naming the fault."""
+    try:
+        return json.loads(utf8_text(raw, what))
+    except RecursionError:
+        raise TooDeepError(
+            f"{what} nests JSON arrays or objects too deeply to be read; answer with a flatter document"
+        ) from None
+
+
 class AgentAdapter(Protocol):
     async def identity(self) -> IdentityDocument: ...
 
     async def run(self, request: AgentRequest, time_limit: float) -> AgentOutcome: ...
 
 
-def _parse_response(raw: Any) -> AgentResponse:
-    return AgentResponse.model_validate(raw)
+def parse_response(raw: bytes) -> AgentResponse:
+    """The agent's answer as a response; ValidationError or ValueError (TooDeepError, NotUtf8Error, ...)."""
+    document = answer_json(raw)
+    try:
+        return AgentResponse.model_validate(document)
+    except RecursionError:
+        raise TooDeepError(
+            "the answer nests JSON arrays or objects too deeply to be read; answer with a flatter document"
+        ) from None
 
 
 def protocol_error_text(exc: ValidationError | ValueError) -> str:
@@ -122,7 +143,7 @@ class HttpAdapter:
             raise AgentUnreachableError(f"the agent's URL {self.url!r} is not a valid URL") from exc
         except (aiohttp.ClientConnectionError, TimeoutError) as exc:
             raise AgentUnreachableError(f"{self.url}: {type(exc).__name__}: {exc}") from exc
-        return IdentityDocument.model_validate(json.loads(utf8_text(raw, "the identity document")))
+        return IdentityDocument.model_validate(answer_json(raw, "the identity document"))
 
     async def run(self, request: AgentRequest, time_limit: float) -> AgentOutcome:
         started = time.monotonic()
@@ -138,7 +159,7 @@ class HttpAdapter:
                 if resp.status >= 400:
                     body_text = raw[:500].decode("utf-8", "replace")
                     return fault("transport", f"HTTP {resp.status}: {body_text}", time.monotonic() - started)
-                response = _parse_response(json.loads(utf8_text(raw)))
+                response = parse_response(raw)
         except TimeoutError:
             return fault("timeout", f"no answer within {time_limit:.0f}s", time.monotonic() - started)
         except aiohttp.InvalidURL:
@@ -231,7 +252,7 @@ class CommandAdapter:
             out, _err, code, timed_out = await _run(command, env, b"", 30.0, cwd)
         document: Any = None
         if code == 0 and not timed_out:
-            with contextlib.suppress(ValueError):
+            with contextlib.suppress(ValueError, RecursionError):
                 document = json.loads(out)
         if isinstance(document, dict) and "identity" in document:
             # An identity document it is: a wrong field is the agent's protocol error (ValidationError,
@@ -255,7 +276,7 @@ class CommandAdapter:
         if code != 0:
             return fault("exit", f"exited with status {code}", seconds, tail)
         try:
-            response = _parse_response(json.loads(utf8_text(out)))
+            response = parse_response(out)
         except (ValidationError, ValueError) as exc:
             return _protocol_error(exc, started, tail)
         return AgentOutcome(response=response, seconds=seconds, stderr_tail=tail)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import secrets
 import time
 from typing import Any
@@ -19,12 +18,11 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 from pydantic import ValidationError
 
-from oasis_operator.agents.adapters import MAX_ANSWER, fault, protocol_error_text, utf8_text
+from oasis_operator.agents.adapters import MAX_ANSWER, fault, parse_response, protocol_error_text
 from oasis_operator.agents.job import build_agent_inputs, build_agent_job
 from oasis_operator.agents.protocol import (
     AgentOutcome,
     AgentRequest,
-    AgentResponse,
     IdentityDocument,
 )
 from oasis_operator.kube import request, resource_path
@@ -124,8 +122,7 @@ class JobAdapter:
                 seconds,
             )
         try:
-            document = json.loads(utf8_text(log))
-            return AgentOutcome(response=AgentResponse.model_validate(document), seconds=seconds)
+            return AgentOutcome(response=parse_response(log), seconds=seconds)
         except (ValidationError, ValueError) as exc:
             return fault("protocol", protocol_error_text(exc), seconds)
 

@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
 from kubernetes.utils import parse_quantity
+from kubernetes.utils.quantity import _BINARY_PREFIXES as _QUANTITY_BINARY
+from kubernetes.utils.quantity import _EXPONENTS as _QUANTITY_EXPONENTS
 from pydantic import BaseModel, ConfigDict
 
 from oasis_operator.models.declared_parse import ParsedState, split_resource
@@ -255,20 +258,33 @@ def memory_bytes(quantity: str | None) -> int:
     return int(parse_quantity(str(quantity)))  # type: ignore[no-untyped-call]
 
 
-# jq (kwok's selector language): a quantity string in bytes, for the suffixes memory is written with.
-_JQ_BYTES = (
-    'def bytes: (tostring | capture("^(?<n>[0-9.]+)(?<u>[A-Za-z]*)$")) as $c | ($c.n | tonumber) * '
-    '({"": 1, "k": 1000, "M": 1000000, "G": 1000000000, "T": 1000000000000, "P": 1000000000000000, '
-    '"Ki": 1024, "Mi": 1048576, "Gi": 1073741824, "Ti": 1099511627776, "Pi": 1125899906842624}'
-    "[$c.u] // 0);"
-)
+def _jq_quantity() -> str:
+    """jq (kwok's selector language) defining `quantity`: a quantity string as its value, read as
+    `kubernetes.utils.parse_quantity` reads it. The suffix table is the client's own (base 1000: n u m k
+    M G T P E, base 1024: Ki Mi Gi Ti Pi Ei), so kwok and the operator read every quantity the API
+    server accepts alike; the number is jq's (decimals and exponents, `1.5Gi`, `1e3`). Text that is no
+    quantity is null (the API server refuses it before kwok sees a pod anyway)."""
+    scale = {"": "1"}
+    for suffix, exponent in _QUANTITY_EXPONENTS.items():
+        scale[suffix] = f"{Decimal(1000) ** exponent}"
+        if suffix in _QUANTITY_BINARY:
+            scale[f"{suffix}i"] = f"{Decimal(1024) ** exponent}"
+    table = ", ".join(f'"{suffix}": {value}' for suffix, value in sorted(scale.items()))
+    return (
+        'def quantity: (tostring | [capture("^(?<n>[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?)'
+        '(?<u>[A-Za-z]*)$")] | first) as $c | if $c == null then null else '
+        f"({{{table}}}[$c.u]) as $s | if $s == null then null else ($c.n | tonumber) * $s end end;"
+    )
+
+
+JQ_QUANTITY = _jq_quantity()
 
 
 def memory_at_most(limit_bytes: int) -> Body:
     """Pods whose main container's memory limit is at most `limit_bytes` (none set: no such limit)."""
     key = (
-        f"{_JQ_BYTES} (.spec.containers[0].resources.limits.memory // null) as $m | "
-        f"$m != null and ($m | bytes) <= {limit_bytes}"
+        f"{JQ_QUANTITY} (.spec.containers[0].resources.limits.memory // null) as $m | "
+        f"$m != null and ($m | quantity) as $b | $b != null and $b <= {limit_bytes}"
     )
     return expression(key, "In", ["true"])
 

@@ -174,6 +174,8 @@ def http_agent() -> Iterator[str]:
             return web.Response(
                 body='{"final_answer": "caf\xe9"}'.encode("latin-1"), content_type="application/json"
             )
+        if body["prompt"] == "deep":  # JSON nested past the parser's recursion limit
+            return web.Response(body=b"[" * 200_000 + b"]" * 200_000, content_type="application/json")
         if body["prompt"] == "drip":  # one byte at a time, never done in time
             drip = web.StreamResponse()
             await drip.prepare(request)
@@ -254,6 +256,12 @@ def test_an_agent_http_500_is_one_warning_naming_the_status_without_a_traceback(
     assert "Traceback" not in caplog.text
 
 
+DEEP = (
+    "the agent's answer is not valid: the answer nests JSON arrays or objects too deeply to be read; "
+    "answer with a flatter document"
+)
+
+
 @pytest.mark.parametrize(
     ("prompt", "limit", "kind", "error"),
     [
@@ -266,8 +274,9 @@ def test_an_agent_http_500_is_one_warning_naming_the_status_without_a_traceback(
             "the agent's answer is not valid: the answer is not UTF-8 text (byte 0xe9 at offset 21); "
             "answer with UTF-8-encoded JSON",
         ),
+        ("deep", 10, "protocol", DEEP),
     ],
-    ids=["late", "dripping", "non-utf8"],
+    ids=["late", "dripping", "non-utf8", "too-deep"],
 )
 def test_an_expected_agent_fault_is_one_warning_line_and_a_clear_outcome(
     http_agent: str, caplog: pytest.LogCaptureFixture, prompt: str, limit: float, kind: str, error: str
@@ -281,6 +290,16 @@ def test_an_expected_agent_fault_is_one_warning_line_and_a_clear_outcome(
     assert [(r.levelno, r.getMessage()) for r in lines] == [
         (logging.WARNING, f"agent call failed kind={kind} error={error}")
     ]
+    assert all(r.exc_info is None and r.exc_text is None for r in caplog.records)
+
+
+def test_a_command_agent_answering_too_deeply_nested_json_is_a_protocol_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    body = "print('[' * 200000 + ']' * 200000)"
+    with caplog.at_level(logging.INFO):
+        outcome = asyncio.run(CommandAdapter(script(tmp_path, body)).run(REQUEST, 30))
+    assert (outcome.error_kind, outcome.error, outcome.response) == ("protocol", DEEP, None)
     assert all(r.exc_info is None and r.exc_text is None for r in caplog.records)
 
 

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from oasis_operator.agents.reference.expert.observe import Obj, Seen
+from oasis_operator.agents.reference.expert.observe import Obj, Seen, millicores
 
 # How much a finding explains: a cause explains a failure, a symptom shows one, context informs.
 CAUSE, SYMPTOM, CONTEXT = 3, 2, 1
@@ -95,9 +95,7 @@ def _pod(ns: str, pod: Obj) -> list[Finding]:
         if cond.get("reason") == "Unschedulable"
     )
     cpu = str((pod.get("usage") or {}).get("cpu") or "")
-    if (cpu.endswith("n") and int(cpu[:-1] or 0) > 1_500_000_000) or (
-        cpu.endswith("m") and int(cpu[:-1]) > 1500
-    ):
+    if (millicores(cpu) or 0) > 1500:
         out.append(
             Finding(CONTEXT, f"pod/{name}", f"pod {name} is using a lot of CPU ({cpu})", "kubectl top")
         )

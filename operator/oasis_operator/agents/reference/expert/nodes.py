@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from kubernetes.utils.quantity import parse_quantity
-
 from oasis_operator.agents.reference.expert.diagnose import CAUSE, CONTEXT, Finding
-from oasis_operator.agents.reference.expert.observe import Seen
+from oasis_operator.agents.reference.expert.observe import Seen, millicores
 
 
 def nodes(seen: Seen) -> list[Finding]:
@@ -35,14 +33,6 @@ def nodes(seen: Seen) -> list[Finding]:
                 )
             )
     return out
-
-
-def millicores(text: str) -> float | None:
-    """A CPU quantity in millicores (`850m`, `2`, `1500000n`); None when it is none."""
-    try:
-        return float(parse_quantity(text)) * 1000  # type: ignore[no-untyped-call]
-    except ValueError:
-        return None
 
 
 def _share(used: str, total: str) -> float | None:

@@ -8,6 +8,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubernetes.utils.quantity import parse_quantity
+
 from oasis_operator.agents.reference.http import Http
 from oasis_operator.agents.reference.kubectl import Kubectl
 
@@ -285,3 +287,11 @@ def _is_number(value: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return True
+
+
+def millicores(text: str) -> float | None:
+    """A CPU quantity in millicores (`850m`, `2`, `1500000n`); None when it is none."""
+    try:
+        return float(parse_quantity(text)) * 1000  # type: ignore[no-untyped-call]
+    except ValueError:
+        return None
