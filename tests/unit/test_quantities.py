@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from kubernetes.utils import parse_quantity
 
-from oasis_operator.agents.reference.expert.nodes import millicores
+from oasis_operator.agents.reference.expert.observe import millicores
 from oasis_operator.agents.reference.expert.telemetry import quantity as agent_memory
 from oasis_operator.engine.recipes import _number
 from oasis_operator.gateway.apis.metrics import quantity as metric_value

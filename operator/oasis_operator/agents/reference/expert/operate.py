@@ -9,8 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from oasis_operator.agents.reference.expert.nodes import millicores
-from oasis_operator.agents.reference.expert.observe import Obj
+from oasis_operator.agents.reference.expert.observe import Obj, millicores
 from oasis_operator.agents.reference.inventory import failing_pods
 from oasis_operator.agents.reference.kubectl import Kubectl
 
