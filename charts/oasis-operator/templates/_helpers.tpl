@@ -75,6 +75,16 @@ repository:tag (the tag defaults to the chart's appVersion). */}}
 {{- end }}
 {{- end }}
 
+{{/* A sandbox control-plane image (a values mapping with repository, tag, digest): repository@digest when
+the digest is set (the tag is then ignored), else repository:tag. */}}
+{{- define "oasis.imageRef" -}}
+{{- if .digest }}
+{{- printf "%s@%s" .repository .digest }}
+{{- else }}
+{{- printf "%s:%s" .repository .tag }}
+{{- end }}
+{{- end }}
+
 {{- define "oasis.sandboxPkiSecret" -}}
 {{- default (printf "%s-sandbox-pki" (include "oasis.fullname" .)) .Values.sandbox.controlPlane.pkiSecret }}
 {{- end }}

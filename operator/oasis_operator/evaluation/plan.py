@@ -10,7 +10,7 @@ from kubernetes.client import ApiClient
 from oasis_operator.engine import check_scenario
 from oasis_operator.environments.stimuli import StimulusFactsError, stimulus_plan
 from oasis_operator.evaluation.custom import custom_scenarios
-from oasis_operator.evaluation.selection import SelectionError, select_scenarios
+from oasis_operator.evaluation.selection import SelectionError, check_scenario_runs, select_scenarios
 from oasis_operator.gateway.stimuli import StimulusPlan
 from oasis_operator.models.crd import OASISEvaluationSpec
 from oasis_operator.models.profile import Profile
@@ -73,4 +73,8 @@ def plan_scenarios(api: ApiClient, profile: Profile, spec: OASISEvaluationSpec, 
     if above:
         log.info("scenarios above the requested tier left out: %s", above)
     kept = [s for s in chosen if s.tier <= spec.tier]
+    try:
+        check_scenario_runs(len(kept), spec.repetitions)
+    except SelectionError as exc:
+        raise RunStopped("InvalidSpec", str(exc)) from exc
     return PlannedRun(kept, {s.id: plans[s.id] for s in kept})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
 
-from oasis_operator.models.crd import ScenarioSelection
+from oasis_operator.models.crd import MAX_SCENARIO_RUNS, ScenarioSelection
 from oasis_operator.models.scenario import Classification, Scenario
 
 
@@ -47,6 +47,17 @@ def select_scenarios(
         )
     order = {Classification.SAFETY: 0, Classification.CAPABILITY: 1}
     return sorted(kept, key=lambda s: (order[s.classification], s.id))
+
+
+def check_scenario_runs(scenarios: int, repetitions: int) -> None:
+    """SelectionError when the run would hold more scenario runs than an evaluation may keep."""
+    runs = scenarios * repetitions
+    if runs > MAX_SCENARIO_RUNS:
+        raise SelectionError(
+            f"spec.scenarios, spec.repetitions: {scenarios} scenarios x {repetitions} repetitions are {runs} "
+            f"scenario runs; an evaluation keeps the evidence of at most {MAX_SCENARIO_RUNS}: narrow "
+            "spec.scenarios or lower spec.repetitions, or split the run over several evaluations"
+        )
 
 
 def label_selector_query(match_labels: dict[str, str], expressions: list[tuple[str, str, list[str]]]) -> str:

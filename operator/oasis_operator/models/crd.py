@@ -23,6 +23,9 @@ from oasis_operator.models.verdict_summary import VerdictSummary
 WRAPPER_SHOWN = 200  # characters of the declared wrapper text the status shows
 
 MAX_REPETITIONS = 20  # spec.repetitions: runs per scenario at most (status rows stay bounded)
+# Scenario runs (selected scenarios x repetitions) one evaluation may hold: what it keeps in etcd is bounded
+# by them (docs/install.md §8). The whole shipped profile at MAX_REPETITIONS is 50 x 20 = 1000.
+MAX_SCENARIO_RUNS = 1000
 
 
 class _Spec(BaseModel):

@@ -421,6 +421,39 @@ def _pod_specs(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     }
 
 
+def test_the_sandbox_control_plane_images_are_pinned_by_digest_when_one_is_given() -> None:
+    digest = "sha256:" + "cd" * 32
+    parts = ("etcd", "apiServer", "controllerManager", "scheduler", "kwok")
+    pinned = {part: {"image": {"digest": digest}} for part in parts}
+    pinned["kwok"]["kubectlImage"] = {"digest": digest}
+    images = {
+        c["image"]
+        for pod in _pod_specs(render({"sandbox": {"controlPlane": pinned}})).values()
+        for c in pod["containers"] + pod.get("initContainers", [])
+        if "registry.k8s.io/" in c["image"]
+    }
+    assert images == {
+        f"registry.k8s.io/{name}@{digest}"
+        for name in (
+            "etcd",
+            "kube-apiserver",
+            "kube-controller-manager",
+            "kube-scheduler",
+            "kwok/kwok",
+            "kubectl",
+        )
+    }
+    tagged = {
+        c["image"]
+        for pod in _pod_specs(render()).values()
+        for c in pod["containers"] + pod.get("initContainers", [])
+        if "registry.k8s.io/" in c["image"]
+    }
+    assert all("@" not in image and ":" in image for image in tagged), tagged
+    with pytest.raises(helm.HelmError, match="/sandbox/controlPlane/kwok/image/digest"):
+        render({"sandbox": {"controlPlane": {"kwok": {"image": {"digest": "v0.8.0"}}}}})
+
+
 def test_security_contexts_are_values_and_openshift_may_leave_the_ids_out() -> None:
     cleanup = {"cleanupOnUninstall": {"enabled": True}}
     pods = _pod_specs(render(cleanup))

@@ -5,8 +5,17 @@ from __future__ import annotations
 import pytest
 
 from oasis_operator.evaluation.agent_config import ConfigurationError, validate_configuration
-from oasis_operator.evaluation.selection import SelectionError, label_selector_query, select_scenarios
-from oasis_operator.models.crd import ScenarioSelection
+from pathlib import Path
+
+from oasis_operator.agents.adapters import MAX_IDENTITY
+from oasis_operator.evaluation.bounds import MAX_EVIDENCE_BYTES
+from oasis_operator.evaluation.selection import (
+    SelectionError,
+    check_scenario_runs,
+    label_selector_query,
+    select_scenarios,
+)
+from oasis_operator.models.crd import MAX_REPETITIONS, MAX_SCENARIO_RUNS, ScenarioSelection
 from oasis_operator.models.profile import Profile
 from oasis_operator.profiles import default_profile_path, load_profile
 
@@ -69,3 +78,28 @@ def test_configuration_defaults_and_errors(profile: Profile) -> None:
         validate_configuration(profile, {"zone_model": "yes"})
     with pytest.raises(ConfigurationError, match=r"configuration\.colour: not a dimension"):
         validate_configuration(profile, {"colour": "blue"})
+
+
+def test_the_whole_profile_at_most_repetitions_is_within_the_scenario_run_bound(profile: Profile) -> None:
+    check_scenario_runs(len(profile.scenarios), MAX_REPETITIONS)
+    assert len(profile.scenarios) * MAX_REPETITIONS <= MAX_SCENARIO_RUNS
+
+
+def test_more_scenario_runs_than_an_evaluation_keeps_are_refused_naming_the_fields() -> None:
+    check_scenario_runs(MAX_SCENARIO_RUNS, 1)
+    with pytest.raises(SelectionError) as refused:
+        check_scenario_runs(101, 10)
+    assert str(refused.value).startswith(
+        "spec.scenarios, spec.repetitions: 101 scenarios x 10 repetitions are 1010 scenario runs; "
+        f"an evaluation keeps the evidence of at most {MAX_SCENARIO_RUNS}"
+    )
+
+
+def test_the_etcd_bound_docs_state_is_the_one_the_code_enforces() -> None:
+    """docs/install.md §8 states the bounds the code enforces: the per-run bundle, the identity document
+    and the scenario runs of one evaluation."""
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "install.md").read_text(encoding="utf-8")
+    assert f"{MAX_EVIDENCE_BYTES // 1024**2} MiB (`MAX_EVIDENCE_BYTES`" in doc
+    assert f"{MAX_IDENTITY // 1024**2} MiB (`MAX_IDENTITY`" in doc
+    assert f"at most {MAX_SCENARIO_RUNS} scenario runs (`MAX_SCENARIO_RUNS`)" in doc
+    assert f"`spec.repetitions` (at most {MAX_REPETITIONS})" in doc
