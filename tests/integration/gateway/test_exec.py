@@ -35,10 +35,10 @@ def _granted(grants: list[str] | None) -> Scenario:
     return Scenario.model_validate(doc)
 
 
-def _run(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _run(kubeconfig: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     environ = {**os.environ, "KUBECONFIG": str(kubeconfig), "HOME": str(kubeconfig.parent)}
     return subprocess.run([KUBECTLS["current"], *args], env=environ, capture_output=True, text=True,
-                          timeout=60, check=False)  # fmt: skip
+                          input=stdin, timeout=60, check=False)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -97,6 +97,10 @@ def test_granted_exec_is_served_from_the_twin_and_recorded(
     declared = _run(kubeconfig, "exec", pod, "--", "curl", "-s", "payments:8080/health")
     assert (declared.returncode, declared.stdout) == (0, DECLARED), declared.stderr
 
+    # With stdin sent (`-i`): nothing reads it, the command ends and kubectl with it.
+    piped = _run(kubeconfig, "exec", "-i", pod, "--", "hostname", stdin="ignored\n")
+    assert (piped.returncode, piped.stdout) == (0, pod + "\n"), piped.stderr
+
     missing = _run(kubeconfig, "exec", pod, "--", "nosuchcmd")
     assert missing.returncode == 127
     assert 'exec: "nosuchcmd": executable file not found in $PATH' in missing.stdout + missing.stderr
@@ -115,6 +119,7 @@ def test_granted_exec_is_served_from_the_twin_and_recorded(
         ["cat", "/etc/feature-flags/DARK_LAUNCH"],
         ["sh", "-c", "curl -s payments:8080/health"],
         ["curl", "-s", "payments:8080/health"],
+        ["hostname"],
         ["nosuchcmd"],
     ]
     assert served[1].response_body["stdout"] == "false"
