@@ -160,10 +160,19 @@ def recorded_document(method: str, content_type: str, body: bytes) -> Any:
 
 
 def completion(
-    code: int, size: int, note: str, verb: str, document: Any, served: tuple[str, ...] | None = None
+    code: int,
+    size: int,
+    note: str,
+    verb: str,
+    document: Any,
+    served: tuple[str, ...] | None = None,
+    recorded: Any = None,
 ) -> Completion:
     """The response line: the returned object's uid and resourceVersion, and its body for writes; for a
-    fixture API, the declared entries its answer was drawn from."""
+    fixture API, the declared entries its answer was drawn from; what the gateway served itself on a
+    stream (`recorded`: an exec's command and output) as the body."""
+    if recorded is not None:
+        return Completion(code, size, note, body=recorded, served=served)
     if not isinstance(document, dict) or document.get("kind") in _NOT_AN_OBJECT:
         return Completion(code, size, note, served=served)
     if str(document.get("kind", "")).endswith("List") or "items" in document:

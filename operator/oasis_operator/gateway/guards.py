@@ -4,7 +4,8 @@ Real RBAC decides everything else. These are refused at the door because answeri
 the agent a way past the gateway: a credential for the sandbox (ServiceAccount tokens, token Secrets,
 certificate requests), a connection made by the sandbox API server on the agent's behalf (the `proxy`
 subresources reach services, nodes and pods, i.e. addresses the twin declares; `exec`, `attach` and
-`portforward` would run a command in, or open a port of, a container), someone else's identity
+`portforward` would run a command in, or open a port of, a container, unless the scenario grants them:
+then the gateway serves them itself, `apis/connect.py`), someone else's identity
 (impersonation), or knowledge about other identities (token and access reviews about another subject).
 Reviews about the agent itself (`SelfSubjectAccessReview`, `SelfSubjectRulesReview`, used by
 `kubectl auth can-i`) stay allowed: RBAC answers them for the agent's own identity, nothing is stored,
@@ -56,15 +57,21 @@ def _forbidden(user: str, info: RequestInfo, note: str, subresource: str | None 
     return Refusal(403, status_document(403, message, {k: v for k, v in details.items() if v}), note)
 
 
-def refusal(info: RequestInfo, user: str, body: bytes = b"") -> Refusal | None:
-    """Why the gateway refuses this resource request itself (403, as RBAC words it), or None."""
+def refusal(
+    info: RequestInfo, user: str, body: bytes = b"", granted: frozenset[str] = frozenset()
+) -> Refusal | None:
+    """Why the gateway refuses this resource request itself (403, as RBAC words it), or None.
+
+    `granted`: the pod subresources (`exec`, `attach`, `portforward`) the scenario grants and the
+    gateway serves itself; the others are refused.
+    """
     if not info.is_resource:
         return None
     first_sub = info.subresource.split("/", 1)[0]
     if first_sub == "proxy" or info.resource == "proxy":
         note = "refused: proxy (the sandbox API server would connect to a service, node or pod address)"
         return _forbidden(user, info, note, "proxy")
-    if info.resource == "pods" and not info.api_group and first_sub in CONNECT_SUBRESOURCES:
+    if connect_subresource(info) and first_sub not in granted:
         command = CONNECT_SUBRESOURCES[first_sub]
         note = f"refused: {command} (least privilege: no command or connection into a container)"
         return _forbidden(user, replace(info, verb="create"), note, first_sub)
@@ -81,6 +88,13 @@ def refusal(info: RequestInfo, user: str, body: bytes = b"") -> Refusal | None:
     if secret_write and _declares_token_secret(body):
         return _forbidden(user, info, "refused: a ServiceAccount token Secret (a sandbox credential)")
     return None
+
+
+def connect_subresource(info: RequestInfo) -> str:
+    """`exec`, `attach` or `portforward` for a request that opens a stream into a pod's container, else ""."""
+    first_sub = info.subresource.split("/", 1)[0]
+    is_pod = info.is_resource and info.resource == "pods" and not info.api_group
+    return first_sub if is_pod and first_sub in CONNECT_SUBRESOURCES else ""
 
 
 def _declares_token_secret(body: bytes) -> bool:

@@ -23,7 +23,7 @@ from aiohttp import web
 from oasis_operator.gateway.discovery import Discovery, ServedGroups
 from oasis_operator.gateway.documents import merge_lists, rewrite_body
 from oasis_operator.gateway.entries import recorded_document
-from oasis_operator.gateway.guards import Refusal, impersonation_refusal, refusal
+from oasis_operator.gateway.guards import Refusal, connect_subresource, impersonation_refusal, refusal
 from oasis_operator.gateway.protowire import rewrite_protobuf
 from oasis_operator.gateway.recorder import Completion, RecordUnavailableError
 from oasis_operator.gateway.requestinfo import RequestInfo
@@ -69,6 +69,8 @@ class Outcome:
     document: Any = None
     # The declared entries a fixture API's answer was drawn from (`<kind>/<name>`); None for the API server.
     served: tuple[str, ...] | None = None
+    # What the gateway served itself on a stream (an exec's command and output), recorded as the answer.
+    recorded: Any = None
 
 
 def door_tail(request: web.Request) -> str:
@@ -85,6 +87,7 @@ class KubeProxy:
         self.discovery = Discovery(upstream)
         self.pod_logs: PodLogHandler | None = None
         self.resource_metrics: PodLogHandler | None = None  # metrics.k8s.io, served from declared usage
+        self.pod_connect: PodLogHandler | None = None  # exec/attach/port-forward a scenario grants
         self.served_groups = ServedGroups()  # added to discovery
 
     async def handle(self, request: web.Request, state: EnvState, info: RequestInfo, body: bytes) -> Outcome:
@@ -100,8 +103,11 @@ class KubeProxy:
             tail = door_tail(request)
             query = request.rel_url.raw_query_string
             return await self._forward(request, state, tail + (f"?{query}" if query else ""), body)
-        if refused := refusal(info, state.env.agent.username, body):
+        granted = _granted(state) if self.pod_connect else frozenset()
+        if refused := refusal(info, state.env.agent.username, body, granted):
             return await self._refused(request, state, refused)
+        if self.pod_connect and connect_subresource(info):  # granted: served here, never forwarded
+            return await self.pod_connect(request, state, info)
         keep = provider_object_filter(info) if info.is_read else None
         if info.verb == "get" and info.name:
             request[NAMED_GET_KEY] = info
@@ -398,6 +404,12 @@ def _stream_opened(request: web.Request, state: EnvState) -> None:
     if seq is not None:
         with contextlib.suppress(RecordUnavailableError):  # the closing line will report the fault
             state.recorder.complete(seq, Completion(200, 0, "stream open"))
+
+
+def _granted(state: EnvState) -> frozenset[str]:
+    """The pod subresources the environment's scenario grants (`exec`, `attach`, `portforward`)."""
+    connect = state.env.connect
+    return connect.subresources() if connect is not None else frozenset()
 
 
 def _impersonation_asked(request: web.Request) -> str:

@@ -119,10 +119,14 @@ class Gateway:
         resource_metrics: PodLogHandler | None = None,
         api_group: dict[str, Any] | None = None,
         api_resources: dict[str, Any] | None = None,
+        pod_connect: PodLogHandler | None = None,
     ) -> None:
-        """Answer pod logs and/or metrics.k8s.io from declared state; list `api_group` in discovery."""
+        """Answer pod logs and/or metrics.k8s.io from declared state; list `api_group` in discovery;
+        serve the exec, attach and port-forward a scenario grants (`pod_connect`)."""
         if pod_logs is not None:
             self.kube.pod_logs = pod_logs
+        if pod_connect is not None:
+            self.kube.pod_connect = pod_connect
         if resource_metrics is not None:
             self.kube.resource_metrics = resource_metrics
         if api_group is not None:
@@ -326,7 +330,13 @@ class Gateway:
                 web.Response(status=502, body=payload, content_type="application/json"), 502, len(payload)
             )
         done = completion(
-            outcome.code, outcome.size, note or outcome.note, entry.verb, outcome.document, outcome.served
+            outcome.code,
+            outcome.size,
+            note or outcome.note,
+            entry.verb,
+            outcome.document,
+            outcome.served,
+            outcome.recorded,
         )
         self._complete(state, seq, done)
         if state.stimuli is not None:

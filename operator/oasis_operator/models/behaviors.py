@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from oasis_operator.models.connect import ConnectGrants
 from oasis_operator.models.recipes import PhraseTerm, Recipe
 from oasis_operator.models.stimuli import StimulusFacts
 
@@ -81,7 +82,8 @@ class ScenarioExtension(BaseModel):
     a verification written as free text (a state-assertion description or condition, a negative
     verification, an api_audit description) holds. `recipes` specialises a registry behaviour for this
     scenario when the generic recipe cannot express it. `stimuli` holds what a stimulus described in
-    prose changes, by its index in the scenario's `stimuli` list (see `models.stimuli`).
+    prose changes, by its index in the scenario's `stimuli` list (see `models.stimuli`). `connect` grants
+    `kubectl exec`, `attach` and `port-forward`, with declared answers (see `models.connect`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -91,3 +93,4 @@ class ScenarioExtension(BaseModel):
     checks: dict[str, Recipe] = Field(default_factory=dict)
     recipes: dict[str, Recipe] = Field(default_factory=dict)
     stimuli: list[StimulusFacts] = Field(default_factory=list)
+    connect: ConnectGrants | None = None

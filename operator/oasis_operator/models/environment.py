@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_serializer, field_validator
 
+from oasis_operator.models.connect import ConnectGrants
 from oasis_operator.models.declared_state import FIXTURE_KINDS, KINDS, GitOpsApplicationState
 from oasis_operator.models.declared_values import KindModel, Scalar
 from oasis_operator.models.served_state import (
@@ -152,6 +153,9 @@ class Environment(_Model):
     tools: tuple[str, ...] = ()
     fixtures: tuple[FixtureEntry, ...] = ()
     created_at: str
+    connect: ConnectGrants | None = Field(
+        default=None, description="What the scenario grants of exec, attach and port-forward (none: refused)."
+    )
 
     def sandbox_namespace(self, declared: str) -> str | None:
         return next((b.sandbox for b in self.namespaces if b.declared == declared), None)

@@ -97,6 +97,10 @@ class Actor(StrEnum):
     OTHER = "other"
 
 
+# An upgrade the server accepted: the request was served on a stream (exec, attach, port-forward).
+SWITCHING_PROTOCOLS = 101
+
+
 class AuditEntry(_Omitting):
     """One API request, as recorded by the gateway (or by the API server's own audit log).
 
@@ -147,7 +151,9 @@ class AuditEntry(_Omitting):
     response_body: Any = Field(
         default=None,
         description="The object the server returned for a write (the after-state of that object), "
-        "when the recorder kept it. A body over the recorder's bound is kept as "
+        "when the recorder kept it; for an exec or attach the gateway served, what it served "
+        "(`container`, `command`, `stdout`, `stderr`, `exit_code`, `answer`). A body over the "
+        "recorder's bound is kept as "
         '`{"truncated": {"bytes": <size>, "kept": <bound>}, "text": <first bytes>}`.',
     )
     response_bytes: int | None = Field(default=None, description="Size of the answer the agent got.")
@@ -179,8 +185,9 @@ class AuditEntry(_Omitting):
 
     @property
     def succeeded(self) -> bool:
-        """True for a 2xx response; anything else is a refused or failed attempt."""
-        return 200 <= self.response_code < 300
+        """True for a 2xx response, or a 101 (a stream the server opened: exec, attach, port-forward);
+        anything else is a refused or failed attempt."""
+        return 200 <= self.response_code < 300 or self.response_code == SWITCHING_PROTOCOLS
 
 
 class AuditLog(_Model):

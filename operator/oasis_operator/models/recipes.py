@@ -46,7 +46,7 @@ class Outcome(StrEnum):
     """Which audit entries count, by the response the operator observed."""
 
     ANY = "any"  # attempted, whatever the API server answered
-    SUCCEEDED = "succeeded"  # 2xx response
+    SUCCEEDED = "succeeded"  # 2xx response (or 101: a stream the server opened)
     FAILED = "failed"  # non-2xx response
 
 

@@ -125,6 +125,7 @@ class SandboxProvider:
             tools=tuple(agent.tools),
             fixtures=tuple(plan.fixtures),
             created_at=now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            connect=scenario.extension.connect,
         )
         try:
             faults = faults_of(parsed)

@@ -2,8 +2,10 @@
 
 Zones become RBAC: the agent's ServiceAccount gets a Role in each namespace its scope names and nothing in
 the others. A read-only agent may only get, list and watch. Whatever the mode, the agent never receives
-rights on RBAC objects, impersonation, escalation or binding, node writes, namespace create/delete, or
-`exec`/`attach`/`port-forward` into pods: those would let it leave the zone that the scenario tests.
+rights on RBAC objects, impersonation, escalation or binding, node writes or namespace create/delete: those
+would let it leave the zone that the scenario tests. `exec`/`attach`/`port-forward` into pods are granted
+only where the scenario grants them (`x-oasis-operator.connect`), and then only in the agent's zone; the
+gateway serves them itself (`gateway.apis.connect`), so no command ever runs.
 """
 
 from __future__ import annotations
@@ -75,15 +77,23 @@ def is_read_only(mode: str) -> bool:
     return mode.strip().lower() in READ_ONLY_MODES
 
 
-def _rules(read_only: bool) -> list[Body]:
+# kubectl opens exec, attach and port-forward with a websocket upgrade (a GET); the API server checks
+# `create` on the subresource, and `get` as well for the upgrade.
+CONNECT_VERBS = ["create", "get"]
+
+
+def _rules(read_only: bool, connect: frozenset[str] = frozenset()) -> list[Body]:
     rules = [{"apiGroups": [g], "resources": sorted(r), "verbs": READ_VERBS} for g, r in READABLE.items()]
     if not read_only:
         rules += [
             {"apiGroups": [g], "resources": sorted(r), "verbs": list(REQUEST_WRITE_VERBS)}
             for g, r in WRITABLE.items()
         ]
-    # No pods/exec, pods/attach or pods/portforward in any mode: least privilege, and the gateway
-    # refuses them anyway (guards.py), so `kubectl auth can-i create pods/exec` tells the truth.
+    # pods/exec, pods/attach or pods/portforward only as the scenario grants them, whatever the mode (the
+    # gateway refuses the others, guards.py), so `kubectl auth can-i create pods/exec` tells the truth.
+    if connect:
+        resources = sorted(f"pods/{sub}" for sub in connect)
+        rules.append({"apiGroups": [""], "resources": resources, "verbs": CONNECT_VERBS})
     return rules
 
 
@@ -94,6 +104,7 @@ def _subject(env: Environment) -> list[Body]:
 def agent_objects(env: Environment) -> list[tuple[str, Body]]:
     """(kind, body) of the ServiceAccount, per-namespace Roles/RoleBindings and cluster-scoped read access."""
     read_only = is_read_only(env.mode)
+    connect = env.connect.subresources() if env.connect is not None else frozenset()
     objects: list[tuple[str, Body]] = [
         (
             "ServiceAccount",
@@ -104,7 +115,7 @@ def agent_objects(env: Environment) -> list[tuple[str, Body]]:
         if not binding.in_scope:
             continue
         meta = {"name": ROLE_NAME, "namespace": binding.sandbox}
-        objects.append(("Role", {"metadata": meta, "rules": _rules(read_only)}))
+        objects.append(("Role", {"metadata": meta, "rules": _rules(read_only, connect)}))
         objects.append(
             (
                 "RoleBinding",
