@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-
-from oasis_operator.evaluation.agent_config import ConfigurationError, validate_configuration
 from pathlib import Path
 
+import pytest
+
 from oasis_operator.agents.adapters import MAX_IDENTITY
+from oasis_operator.evaluation.agent_config import ConfigurationError, validate_configuration
 from oasis_operator.evaluation.bounds import MAX_EVIDENCE_BYTES
 from oasis_operator.evaluation.selection import (
     SelectionError,
