@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd and kwok from the official Go
-# modules at the versions pinned in operator/oasis_operator/localcluster/release.env, and cache them outside the
-# repository ($OASIS_KUBE_CACHE, default /var/cache/oasis-operator/kube-<version>). Each group (Kubernetes,
-# etcd, kwok) is built only when one of its binaries is missing or its pinned version changed: a cache that
-# already holds them is kept as it is.
+# Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd and kwok (with gojq, the jq of
+# kwok's selectors) from the official Go modules at the versions pinned in
+# operator/oasis_operator/localcluster/release.env, and cache them outside the repository ($OASIS_KUBE_CACHE,
+# default /var/cache/oasis-operator/kube-<version>). Each group (Kubernetes, etcd, kwok) is built only when
+# one of its binaries is missing or its pinned version changed: a cache that already holds them is kept as
+# it is.
 #
 # k8s.io/kubernetes replaces its staging modules (k8s.io/api, k8s.io/apiserver, ...) with local directories, so
 # `go install k8s.io/kubernetes/cmd/...@version` refuses it. A throwaway build module in a scratch directory
@@ -41,7 +42,7 @@ cached() {
 need_kube=1; need_etcd=1; need_kwok=1
 cached kubernetes "$KUBE_VERSION" "${KUBE_CMDS[@]}" && need_kube=0
 cached etcd "$ETCD_VERSION" etcd && need_etcd=0
-cached kwok "$KWOK_VERSION" kwok && need_kwok=0
+cached kwok "$KWOK_VERSION" kwok gojq && need_kwok=0
 if [ "${1:-}" = --status ]; then
   if [ $((need_kube + need_etcd + need_kwok)) = 0 ]; then echo cached; else echo build; fi
   exit 0
@@ -141,6 +142,13 @@ build_kwok() {
     log "building kwok $KWOK_VERSION"
     "$GO" build -trimpath -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" \
       -o "$OUT/kwok" sigs.k8s.io/kwok/cmd/kwok
+    # kwok evaluates its Stage selectors with gojq (github.com/itchyny/gojq), whose grammar is not
+    # quite jq's: the unit tests run the operator's selector expressions through gojq's own command at
+    # the version kwok's module graph holds (tests/unit/test_quantities.py).
+    gojq_version="$("$GO" list -m -f '{{.Version}}' github.com/itchyny/gojq)"
+    "$GO" get "github.com/itchyny/gojq/cmd/gojq@$gojq_version" >"$SCRATCH/get-gojq.log" 2>&1 || { cat "$SCRATCH/get-gojq.log" >&2; exit 1; }
+    log "building gojq $gojq_version (kwok's selector language)"
+    "$GO" build -trimpath -ldflags "-s -w" -o "$OUT/gojq" github.com/itchyny/gojq/cmd/gojq
   )
   "$OUT/kwok" --version >&2 || true
 }

@@ -12,13 +12,12 @@
 #       and cached outside the repo); that release is the only one the local control plane runs;
 #     the Python virtual environment .venv with the project, and .venv/bin/kubectl (the release's kubectl).
 #   install-deps.sh test   (`make test-deps`, `make test`): all of the above, and what only tests use:
-#     chromium (the HTML report's rendering test), jq (kwok's selector expressions, in a unit test), the
-#     public OASIS runner oasisctl (the provider API's e2e test; build-oasisctl.sh), and the operator image
-#     (tests/integration/chart/test_image.py; build-image.sh). OASIS_SKIP_IMAGE=1 leaves the image out; its
-#     test then skips, saying so. In CI (CI=true) the image is built only when its Debian root filesystems
-#     are cached (then ~2 min): from nothing it takes ~21 min, which would take a cold run past the hour; it
-#     is then not built, said so loudly, and `make test-image` builds and tests it (OASIS_IMAGE_COLD=build
-#     builds it anyway).
+#     chromium (the HTML report's rendering test), the public OASIS runner oasisctl (the provider API's e2e
+#     test; build-oasisctl.sh), and the operator image (tests/integration/chart/test_image.py;
+#     build-image.sh). OASIS_SKIP_IMAGE=1 leaves the image out; its test then skips, saying so. In CI
+#     (CI=true) the image is built only when its Debian root filesystems are cached (then ~2 min): from
+#     nothing it takes ~21 min, which would take a cold run past the hour; it is then not built, said so
+#     loudly, and `make test-image` builds and tests it (OASIS_IMAGE_COLD=build builds it anyway).
 #
 # Before building, it prints what it is about to build and how long that took when measured (the plan
 # below); each step prints its own wall time when it ends. `install-deps.sh demo|test --plan` prints the
@@ -60,7 +59,6 @@ command -v bwrap >/dev/null 2>&1 || need_pkgs+=(bubblewrap)  # the sandbox every
 [ -n "$(ls /etc/ssl/certs 2>/dev/null)" ] || need_pkgs+=(ca-certificates)
 if [ "$TARGET" = test ]; then
   command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)  # renders the HTML report in its test
-  command -v jq >/dev/null 2>&1 || need_pkgs+=(jq)  # runs kwok's Stage selector expressions in a unit test
 fi
 kube_status="$(bash hack/build-kube.sh --status)"
 go_status="$(bash hack/install-go.sh --status)"

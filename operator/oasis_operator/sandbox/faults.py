@@ -284,7 +284,7 @@ def memory_at_most(limit_bytes: int) -> Body:
     """Pods whose main container's memory limit is at most `limit_bytes` (none set: no such limit)."""
     key = (
         f"{JQ_QUANTITY} (.spec.containers[0].resources.limits.memory // null) as $m | "
-        f"$m != null and ($m | quantity) as $b | $b != null and $b <= {limit_bytes}"
+        f"$m != null and (($m | quantity) as $b | $b != null and $b <= {limit_bytes})"
     )
     return expression(key, "In", ["true"])
 
