@@ -87,7 +87,7 @@ def test_an_oom_stage_reads_the_memory_limit_so_raising_it_cures() -> None:
     (stage,) = fault_stages(ENV, _f(Cause.MEMORY_LIMIT, memory_limit="256Mi"), LABELS)
     keys = [k for k in selector(stage) if "limits.memory" in k]
     assert len(keys) == 1
-    assert keys[0].endswith("<= 268435456")
+    assert keys[0].endswith("<= 268435456)")
     assert "OOMKilled" in stage["spec"]["next"]["statusTemplate"]
 
 
