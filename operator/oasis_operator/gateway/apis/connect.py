@@ -36,7 +36,7 @@ from oasis_operator.gateway.apis.channels import (
 )
 from oasis_operator.gateway.apis.container_view import container_view, referenced, source_data
 from oasis_operator.gateway.apis.exec_shell import ExecResult, answer
-from oasis_operator.gateway.apis.logs import PodLogs, pick_container
+from oasis_operator.gateway.apis.logs import PodLogs, agent_may, pick_container
 from oasis_operator.gateway.kubeproxy import Outcome
 from oasis_operator.gateway.requestinfo import RequestInfo
 from oasis_operator.gateway.state import EnvState
@@ -59,7 +59,7 @@ class PodConnect:
     async def __call__(self, request: web.Request, state: EnvState, info: RequestInfo) -> Outcome:
         sub = info.subresource.split("/", 1)[0]
         sandbox_ns = state.names.sandbox_namespace(info.namespace)
-        if not await self._allowed(state, sandbox_ns, info.name, sub):
+        if not await agent_may(self.upstream, state, sandbox_ns, "create", sub, info.name):
             message = forbidden_message(
                 state.env.agent.username, "create", "pods", "", info.namespace, info.name, sub
             )
@@ -107,28 +107,6 @@ class PodConnect:
         }
         ws, size = await _stream(request, protocol, request.query, result, argv)
         return Outcome(ws, 101, size, note=SERVED_NOTE, recorded=served)
-
-    async def _allowed(self, state: EnvState, sandbox_ns: str, name: str, sub: str) -> bool:
-        env = state.env
-        review = {
-            "apiVersion": "authorization.k8s.io/v1",
-            "kind": "SubjectAccessReview",
-            "spec": {
-                "user": env.agent.username,
-                "groups": env.agent.groups,
-                "resourceAttributes": {
-                    "namespace": sandbox_ns,
-                    "verb": "create",
-                    "resource": "pods",
-                    "subresource": sub,
-                    "name": name,
-                },
-            },
-        }
-        _, decision = await self.upstream.post_json(
-            "/apis/authorization.k8s.io/v1/subjectaccessreviews", review
-        )
-        return isinstance(decision, dict) and bool(decision.get("status", {}).get("allowed"))
 
     async def _exec(
         self, state: EnvState, pod: dict[str, Any], info: RequestInfo, container: str, argv: tuple[str, ...]
