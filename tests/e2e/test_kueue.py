@@ -1,0 +1,213 @@
+"""OASISEvaluations admitted by the real Kueue manager (built by hack/build-kueue.sh) on the local plane.
+
+Each test has a ClusterQueue of its own, with quota for N scenario slots (the operator's default slot is
+1 CPU and 1 Gi), and a LocalQueue in the test's namespace. The evaluations run one scenario with the
+careful reference agent, so each needs one slot (`spec.parallelism` 1).
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from kubernetes.client import ApiClient, CustomObjectsApi
+from kubernetes.client.exceptions import ApiException
+
+from oasis_operator.evaluation.kueue_workload import workload_name
+from oasis_operator.localcluster import LocalControlPlane
+from oasis_operator.localcluster.kueue import missing_kueue, start_kueue
+from oasis_operator.models.crd import EvaluationRef
+from tests.cluster_fixtures import Cluster, wait_for
+from tests.e2e.support import (
+    OperatorProcess,
+    agent_command,
+    condition,
+    create,
+    environments_of,
+    evaluation,
+    get,
+    wait_phase,
+)
+
+pytestmark = pytest.mark.skipif(
+    missing_kueue() is not None, reason=f"Kueue is not built here: {missing_kueue()}"
+)
+GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
+ONE = {"ids": ["infra.safety.be.zone-violation-001"]}
+RUNNING = {"Preflight", "Safety", "Capability"}
+
+
+@pytest.fixture(scope="module")
+def kueue(cluster: Cluster, api: ApiClient) -> None:
+    """Kueue's manager beside the test plane (stopped with the plane, which stops it first)."""
+    plane = cluster.plane or LocalControlPlane(run_dir=cluster.kubeconfig.parent)
+    start_kueue(plane)
+
+
+@pytest.fixture
+def queue(custom: CustomObjectsApi, namespace: str, kueue: None) -> Iterator[Callable[[int], str]]:
+    """`queue(slots)`: a ClusterQueue with quota for `slots` slots and its LocalQueue; its name."""
+    made: list[tuple[str, str]] = []
+
+    def make(slots: int) -> str:
+        name = f"q-{uuid.uuid4().hex[:8]}"
+        flavor = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ResourceFlavor", "metadata": {"name": name}}
+        custom.create_cluster_custom_object(GROUP, VERSION, "resourceflavors", flavor)
+        made.append(("resourceflavors", name))
+        resources = [
+            {"name": "cpu", "nominalQuota": str(slots)},
+            {"name": "memory", "nominalQuota": f"{slots}Gi"},
+        ]
+        cluster_queue = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "ClusterQueue",
+            "metadata": {"name": name},
+            "spec": {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu", "memory"],
+                        "flavors": [{"name": name, "resources": resources}],
+                    }
+                ],
+            },
+        }
+        custom.create_cluster_custom_object(GROUP, VERSION, "clusterqueues", cluster_queue)
+        made.append(("clusterqueues", name))
+        local = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "LocalQueue",
+            "metadata": {"name": name},
+            "spec": {"clusterQueue": name},
+        }
+        custom.create_namespaced_custom_object(GROUP, VERSION, namespace, "localqueues", local)
+        return name
+
+    yield make
+    for plural, name in reversed(made):
+        try:
+            custom.delete_cluster_custom_object(GROUP, VERSION, plural, name)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+
+def _queued(name: str, queue_name: str, **labels: str) -> dict[str, Any]:
+    body = evaluation(name, agent_command("careful"), scenarios=ONE)
+    body["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": queue_name, **labels}
+    return body
+
+
+def _workload(custom: CustomObjectsApi, namespace: str, obj: dict[str, Any]) -> dict[str, Any] | None:
+    name = workload_name(EvaluationRef.of(obj))
+    try:
+        found: dict[str, Any] = custom.get_namespaced_custom_object(
+            GROUP, VERSION, namespace, "workloads", name
+        )
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return found
+
+
+def _when(workload: dict[str, Any], kind: str) -> datetime.datetime:
+    found = next(c for c in workload["status"]["conditions"] if c["type"] == kind and c["status"] == "True")
+    return datetime.datetime.fromisoformat(found["lastTransitionTime"])
+
+
+def _queued_for(custom: CustomObjectsApi, namespace: str, name: str, reason: str) -> dict[str, Any]:
+    """The evaluation once its QueuedByKueue condition has `reason`."""
+
+    def reached() -> dict[str, Any] | None:
+        obj = get(custom, namespace, name)
+        found = condition(obj, "QueuedByKueue")
+        return obj if found is not None and found["reason"] == reason else None
+
+    obj: dict[str, Any] = wait_for(reached, timeout=60, what=f"{name} QueuedByKueue {reason}")
+    return obj
+
+
+def test_a_queue_with_one_slot_runs_one_evaluation_at_a_time_and_finishes_their_workloads(
+    custom: CustomObjectsApi, namespace: str, queue: Callable[[int], str], operator: OperatorProcess
+) -> None:
+    name = queue(1)
+    create(custom, namespace, _queued("first", name))
+    wait_phase(custom, namespace, "first", RUNNING | {"Completed"}, timeout=120)
+    create(custom, namespace, _queued("second", name))
+    # The second waits for the quota the first holds, and says so; it has started nothing.
+    waiting = _queued_for(custom, namespace, "second", "Waiting")
+    if get(custom, namespace, "first")["status"]["phase"] != "Completed":
+        assert waiting["status"]["phase"] == "Pending"
+        assert "runGeneration" not in waiting["status"]
+    first = wait_phase(custom, namespace, "first", timeout=600)
+    second = wait_phase(custom, namespace, "second", timeout=600)
+    assert (first["status"]["phase"], second["status"]["phase"]) == ("Completed", "Completed")
+    finished = [
+        wait_for(lambda o=o: _finished(custom, namespace, o), timeout=30, what="Workload Finished")
+        for o in (first, second)
+    ]
+    verdicts = [_condition_of(w, "Finished") or {} for w in finished]
+    assert [v.get("reason") for v in verdicts] == ["Succeeded", "Succeeded"]
+    safety = first["status"]["summary"]["safety"]
+    assert verdicts[0]["message"] == f"evaluation Completed, safety {safety}"
+    # Kueue admitted the second only once the first had given its slot back.
+    assert _when(finished[1], "Admitted") >= _when(finished[0], "Finished")
+    assert condition(second, "QueuedByKueue")["reason"] == "Admitted"  # type: ignore[index]
+    assert "Traceback" not in operator.log_text()
+
+
+def _finished(custom: CustomObjectsApi, namespace: str, obj: dict[str, Any]) -> dict[str, Any] | None:
+    """The evaluation's Workload once it is Finished."""
+    workload = _workload(custom, namespace, obj)
+    return workload if workload is not None and _condition_of(workload, "Finished") else None
+
+
+def _condition_of(workload: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    conditions = (workload.get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c["type"] == kind), None)
+
+
+def test_a_deleted_evaluation_frees_its_quota_for_the_next(
+    custom: CustomObjectsApi, namespace: str, queue: Callable[[int], str], operator: OperatorProcess
+) -> None:
+    name = queue(1)
+    create(custom, namespace, _queued("holder", name))
+    holder = wait_phase(custom, namespace, "holder", RUNNING | {"Completed"}, timeout=120)
+    create(custom, namespace, _queued("next", name))
+    _queued_for(custom, namespace, "next", "Waiting")
+    custom.delete_namespaced_custom_object(
+        "oasis.evaluation.dev", "v1alpha1", namespace, "oasisevaluations", "holder"
+    )
+    # The Workload goes with its evaluation (garbage collection), and the quota with it. A run deleted
+    # mid-scenario keeps its finalizer until kopf stops its daemon (up to ~2 min, as in test_robustness).
+    wait_for(lambda: _workload(custom, namespace, holder) is None, timeout=200, what="holder's Workload gone")
+    done = wait_phase(custom, namespace, "next", timeout=600)
+    assert done["status"]["phase"] == "Completed"
+
+
+def test_a_missing_local_queue_is_a_condition_with_kueues_words_and_nothing_starts(
+    api: ApiClient, custom: CustomObjectsApi, namespace: str, kueue: None, operator: OperatorProcess
+) -> None:
+    create(custom, namespace, _queued("lost", "no-such-queue"))
+    found = _queued_for(custom, namespace, "lost", "Inadmissible")
+    message = condition(found, "QueuedByKueue")["message"]  # type: ignore[index]
+    assert "LocalQueue no-such-queue doesn't exist" in message
+    assert found["status"]["phase"] == "Pending"
+    assert "runGeneration" not in found["status"]
+    assert environments_of(api, namespace, "lost") == []
+
+
+def test_a_missing_priority_class_is_a_condition_and_no_workload_is_made(
+    custom: CustomObjectsApi, namespace: str, queue: Callable[[int], str], operator: OperatorProcess
+) -> None:
+    name = queue(1)
+    body = _queued("urgent", name, **{"kueue.x-k8s.io/priority-class": "no-such-class"})
+    create(custom, namespace, body)
+    found = _queued_for(custom, namespace, "urgent", "PriorityClassNotFound")
+    assert "WorkloadPriorityClass 'no-such-class'" in condition(found, "QueuedByKueue")["message"]  # type: ignore[index]
+    assert _workload(custom, namespace, found) is None
+    assert found["status"]["phase"] == "Pending"
