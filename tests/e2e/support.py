@@ -14,7 +14,8 @@ from typing import Any
 from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi
 
 from oasis_operator import API_GROUP, API_VERSION
-from oasis_operator.sandbox.provider import EVALUATION_ANNOTATION, SandboxProvider
+from oasis_operator.sandbox.inventory import EVALUATION_ANNOTATION
+from oasis_operator.sandbox.provider import SandboxProvider
 from tests.cluster_fixtures import VENV_BIN, Cluster, get_custom, wait_for
 
 PLURAL = "oasisevaluations"

@@ -175,3 +175,29 @@ def test_conditions_are_a_map_keyed_by_type(custom: CustomObjectsApi, namespace:
         "message": 'Duplicate value: {"type":"Ready"}',
         "field": "status.conditions[1]",
     }
+
+
+def test_managed_by_cannot_be_added_changed_or_removed_and_must_be_a_domain_path(
+    custom: CustomObjectsApi, namespace: str
+) -> None:
+    doc = yaml.safe_load((DATA / "evaluation-valid.yaml").read_text())
+    doc["metadata"] = {"name": "frozen"}
+    doc["spec"]["managedBy"] = "not a controller"
+    with pytest.raises(ApiException) as bad:
+        custom.create_namespaced_custom_object(API_GROUP, API_VERSION, namespace, PLURAL, doc)
+    assert bad.value.status == 422
+    assert "spec.managedBy" in json.loads(bad.value.body)["message"]
+
+    doc["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    custom.create_namespaced_custom_object(API_GROUP, API_VERSION, namespace, PLURAL, doc)
+    for change in ({"spec": {"managedBy": "example.com/other"}}, {"spec": {"managedBy": None}}):
+        with pytest.raises(ApiException) as refused:
+            _patch(custom, namespace, change)
+        assert refused.value.status == 422
+        assert "spec.managedBy is immutable" in json.loads(refused.value.body)["message"]
+
+    custom.delete_namespaced_custom_object(API_GROUP, API_VERSION, namespace, PLURAL, "frozen")
+    _create(custom, namespace)
+    with pytest.raises(ApiException) as added:
+        _patch(custom, namespace, {"spec": {"managedBy": "kueue.x-k8s.io/multikueue"}})
+    assert "cannot be added or removed after creation" in json.loads(added.value.body)["message"]

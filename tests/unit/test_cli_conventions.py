@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 GOLDEN_REPORT = REPO / "tests" / "unit" / "engine" / "fixtures" / "golden" / "report.json"
 KUBECTL = Path("/var/cache/oasis-operator/kube-1.37.2/bin/kubectl")
 # The commands that talk to the cluster as a user does (kubectl's flags and defaults).
-CLUSTER_COMMANDS = {"evaluate", "report get", "report list"}
+CLUSTER_COMMANDS = {"evaluate", "report get", "report list", "matrix apply", "matrix status"}
 # Servers given the sandbox cluster's admin kubeconfig (a credential of their own, no namespace to pick).
 SANDBOX_ADMIN = {"gateway serve", "provider-api serve", "containment probe"}
 

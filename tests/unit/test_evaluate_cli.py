@@ -37,9 +37,9 @@ def test_exit_code_follows_the_safety_verdict(safety: str | None, aborted: bool,
 
 
 def test_not_evaluated_has_its_own_exit_code_in_the_help() -> None:
-    from oasis_operator.cli import evaluate_cmds  # noqa: PLC0415 - the module docstring is the CLI help
+    from oasis_operator.cli import evaluate_cmds, verdict_codes  # noqa: PLC0415 - docstrings are the help
 
-    assert evaluate_cmds.EXIT_NOT_EVALUATED == 4
+    assert verdict_codes.EXIT_NOT_EVALUATED == 4
     assert "4  safety verdict NOT_EVALUATED" in (evaluate_cmds.__doc__ or "")
 
 

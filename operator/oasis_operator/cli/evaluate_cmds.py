@@ -37,12 +37,16 @@ from oasis_operator.cli.common import (
     write_output,
 )
 from oasis_operator.cli.report_cmds import REPORT_FORMATS, report_text
+from oasis_operator.cli.verdict_codes import (
+    EXIT_ERROR,
+    EXIT_PASS,
+    verdict_exit_code,
+)
 from oasis_operator.engine.ci import CiContext, parse_report
 from oasis_operator.evaluation.store import DocumentError, DocumentStore
 from oasis_operator.kube import request
 from oasis_operator.models.crd import OASISEvaluationSpec
 
-EXIT_PASS, EXIT_FAIL, EXIT_PROVIDER, EXIT_ERROR, EXIT_NOT_EVALUATED = 0, 1, 2, 3, 4
 TERMINAL = ("Completed", "Aborted", "Failed")
 PLURAL = "oasisevaluations"
 OUTPUT_FORMATS = ("name", *REPORT_FORMATS)
@@ -50,19 +54,6 @@ OUTPUT_FORMATS = ("name", *REPORT_FORMATS)
 
 class EvaluateError(Exception):
     """Anything that ends the command before a verdict (exit 3); the message says what to fix."""
-
-
-def verdict_exit_code(safety: str | None, aborted: bool) -> int:
-    """The exit code for a finished run's safety verdict."""
-    if safety == "FAIL":
-        return EXIT_FAIL
-    if safety == "PROVIDER_FAILURE" or (aborted and safety is not None):
-        return EXIT_PROVIDER
-    if safety == "PASS":
-        return EXIT_PASS
-    if safety == "NOT_EVALUATED":
-        return EXIT_NOT_EVALUATED
-    return EXIT_ERROR
 
 
 def load_manifest(path: Path | str, namespace: str | None) -> tuple[dict[str, Any], str | None]:

@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "gateway": "gateway_cmds",
     "containment": "containment_cmds",
     "evaluate": "evaluate_cmds",
+    "matrix": "matrix_cmds",
     "provider-api": "provider_api_cmds",
     "completion": "completion_cmds",
 }

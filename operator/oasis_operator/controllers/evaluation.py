@@ -25,7 +25,7 @@ from oasis_operator.evaluation.service import TERMINAL, EvaluationService
 from oasis_operator.kube import api_client
 from oasis_operator.logs import log_context
 from oasis_operator.metrics import EVALUATIONS_RUNNING, HANDLER_RUNS
-from oasis_operator.models.crd import EvaluationRef, OASISEvaluationStatus
+from oasis_operator.models.crd import EvaluationRef, OASISEvaluationStatus, runs_here
 from oasis_operator.profiles import default_profile_path, load_profile
 from oasis_operator.provider_api import ProviderApiServer, start_operator_provider_api
 from oasis_operator.status.conditions import spec_frozen_message
@@ -69,7 +69,14 @@ async def stop_services(memo: kopf.Memo, **_: Any) -> None:
         await sandboxes.stop()
 
 
-@kopf.daemon(*RESOURCE, cancellation_timeout=CANCELLATION_TIMEOUT)
+def managed_here(spec: kopf.Spec, **_: Any) -> bool:
+    """The `when` filter of every handler: this operator runs the evaluation unless `spec.managedBy`
+    names another controller (as for a Job); then it creates nothing, writes no status and adds no
+    finalizer."""
+    return runs_here(spec.get("managedBy"))
+
+
+@kopf.daemon(*RESOURCE, cancellation_timeout=CANCELLATION_TIMEOUT, when=managed_here)
 async def run_evaluation(body: kopf.Body, meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
     """Run (or resume) the evaluation to a terminal phase; returns at once for a finished one."""
 
@@ -122,7 +129,7 @@ async def run_evaluation(body: kopf.Body, meta: kopf.Meta, memo: kopf.Memo, **_:
             return
 
 
-@kopf.on.update(*RESOURCE, field="spec", **HANDLER_LIMITS)
+@kopf.on.update(*RESOURCE, field="spec", when=managed_here, **HANDLER_LIMITS)
 def refuse_spec_edit(
     body: kopf.Body, meta: kopf.Meta, status: kopf.Status, patch: kopf.Patch, **_: Any
 ) -> None:
@@ -136,7 +143,7 @@ def refuse_spec_edit(
     kopf.warn(body, reason="SpecFrozen", message=message)
 
 
-@kopf.on.delete(*RESOURCE, **HANDLER_LIMITS)
+@kopf.on.delete(*RESOURCE, when=managed_here, **HANDLER_LIMITS)
 async def tear_down(
     meta: kopf.Meta, memo: kopf.Memo, logger: logging.Logger | logging.LoggerAdapter[Any], **_: Any
 ) -> None:

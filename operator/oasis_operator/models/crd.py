@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from oasis_operator import API_GROUP
 from oasis_operator.models.agent_identity import AgentIdentity
 from oasis_operator.models.mutation import MutationStrategy
 from oasis_operator.models.profile import Finding
@@ -320,8 +321,31 @@ class MutationSpec(_Spec):
 MAX_TTL_SECONDS = 315360000  # ten years: longer is keeping it (leave the field out)
 
 
+MANAGED_BY_OPERATOR = f"{API_GROUP}/operator"
+"""`spec.managedBy` of an evaluation this operator runs (the same as leaving the field out)."""
+MANAGED_BY_MULTIKUEUE = "kueue.x-k8s.io/multikueue"
+"""`spec.managedBy` of an evaluation Kueue's MultiKueue dispatches to a worker cluster (docs/kueue.md)."""
+
+
+def runs_here(managed_by: str | None) -> bool:
+    """This operator runs an evaluation whose `spec.managedBy` is `managed_by`: empty or ours."""
+    return managed_by in (None, "", MANAGED_BY_OPERATOR)
+
+
+MANAGED_BY_PATTERN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+
+
 class OASISEvaluationSpec(_Spec):
     """What to evaluate and how: the profile, the agent, the scenarios and the run's limits."""
+
+    model_config = ConfigDict(
+        json_schema_extra=_cel(
+            "has(self.managedBy) == has(oldSelf.managedBy)",
+            "spec.managedBy is immutable: it cannot be added or removed after creation",
+            reason="FieldValueInvalid",
+            fieldPath=".managedBy",
+        )
+    )
 
     profile: ProfileRef
     tier: int = Field(default=1, ge=1, le=3)
@@ -351,6 +375,16 @@ class OASISEvaluationSpec(_Spec):
         description="Seconds after the run finished (Completed, Aborted or Failed) when the operator "
         "deletes the evaluation with its evidence and report ConfigMaps; 0 deletes it at once. Empty: "
         "the operator's default (chart value operator.ttlSecondsAfterFinished), which by default keeps it.",
+    )
+    managedBy: str | None = Field(
+        default=None,
+        max_length=63,
+        pattern=MANAGED_BY_PATTERN,
+        description="The controller that runs this evaluation, as for a Job: empty or "
+        f"'{MANAGED_BY_OPERATOR}' is this operator; any other value (such as '{MANAGED_BY_MULTIKUEUE}', "
+        "set for MultiKueue to dispatch it to a worker cluster) makes this operator leave it alone. "
+        "Immutable.",
+        json_schema_extra=_cel("self == oldSelf", "spec.managedBy is immutable", reason="FieldValueInvalid"),
     )
 
 

@@ -23,17 +23,17 @@ from oasis_operator.kube import MERGE_PATCH, apply_crds, request, resource_path,
 from oasis_operator.models.declared_parse import ParsedState
 from oasis_operator.models.environment import AgentServiceAccount, Environment
 from oasis_operator.models.scenario import Scenario
-from oasis_operator.sandbox import teardown
+from oasis_operator.sandbox import inventory, teardown
 from oasis_operator.sandbox.admission import ensure_default_service_account, node_create_body, status_kept
 from oasis_operator.sandbox.argo import ARGO_APPLICATION_CRD
 from oasis_operator.sandbox.control import ControlNamespaceError, ensure_control_namespace
 from oasis_operator.sandbox.errors import SandboxError as SandboxError  # noqa: PLC0414 (re-exported)
 from oasis_operator.sandbox.faults import WorkloadFault, after_pods, fault_stages, faults_of
+from oasis_operator.sandbox.inventory import EVALUATION_ANNOTATION, SCENARIO_ANNOTATION
 from oasis_operator.sandbox.kwok import apply_stages, ensure_lifecycle
 from oasis_operator.sandbox.naming import (
     agent_service_account,
     control_namespace,
-    environment_namespace_prefix,
     new_environment_id,
 )
 from oasis_operator.sandbox.observe import (
@@ -57,14 +57,10 @@ log = logging.getLogger(__name__)
 
 ROLE_LABEL = f"{API_GROUP}/sandbox-role"
 DECLARED_LABEL = f"{API_GROUP}/declared-namespace"
-SCENARIO_ANNOTATION = f"{API_GROUP}/scenario"
-EVALUATION_ANNOTATION = f"{API_GROUP}/evaluation"
 CREATE_AT_ONCE = 4  # independent objects sent together (namespaces, access, a twin wave: sandbox.waves)
 WORKLOAD_KINDS = frozenset({"Pod", "Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob"})
 
 
-# How long provisioning waits for the controllers, the scheduler and kwok to bring the declared state
-# about (seconds; a crash loop's first back-off is the slowest symptom, a few seconds).
 class SandboxRecord(BaseModel):
     """What provisioning produced: the environment, its declared resources and their before-snapshot.
 
@@ -391,74 +387,23 @@ class SandboxProvider:
     def _remaining(self, env_id: str) -> list[str]:
         return teardown.remaining(self.api, env_id, control_namespace(self.prefix))
 
+    # --- inventory (sandbox.inventory) ------------------------------------------------------------
     def environments(self) -> list[tuple[str, Body]]:
         """(env id, record ConfigMap) of every environment with a record in the control namespace."""
-        return sorted((i["metadata"]["labels"][ENV_LABEL], i) for i in self._control_items("ConfigMap"))
-
-    def _control_items(self, kind: str) -> list[Body]:
-        """The environments' objects of `kind` in the control namespace (none if it is not there)."""
-        path = resource_path(kind, control_namespace(self.prefix))
-        items: list[Body] = request(self.api, "GET", path, query={"labelSelector": ENV_LABEL})["items"]
-        return items
-
-    def _environment_objects(self) -> list[Body]:
-        """Every object of ours an environment id can be read from: its declared namespaces, and its
-        ServiceAccount and record in the control namespace. Teardown removes both last, after everything
-        else."""
-        query = {"labelSelector": ENV_LABEL}
-        found: list[Body] = request(self.api, "GET", resource_path("Namespace"), query=query)["items"]
-        return found + self._control_items("ServiceAccount") + self._control_items("ConfigMap")
+        return inventory.environments(self.api, self.prefix)
 
     def environments_of(
         self, evaluation: str, scenario_id: str | None = None, removing: bool = True
     ) -> list[str]:
-        """Environment ids with anything left for the evaluation (and scenario).
-
-        With `removing=False`, an environment whose namespaces are all terminating (and has nothing left
-        in the control namespace) is left out: its removal ran to its end (teardown deletes the
-        namespaces and the control objects last, after the pods, the storage finalizers and the
-        cluster-scoped objects), and only the namespace controller's sweep is left.
-        """
-        found: set[str] = set()
-        live: set[str] = set()
-        for item in self._environment_objects():
-            annotations = item["metadata"].get("annotations") or {}
-            if annotations.get(EVALUATION_ANNOTATION) != evaluation:
-                continue
-            if scenario_id is None or annotations.get(SCENARIO_ANNOTATION) == scenario_id:
-                env_id = item["metadata"]["labels"][ENV_LABEL]
-                found.add(env_id)
-                if not item["metadata"].get("deletionTimestamp"):
-                    live.add(env_id)
-        return sorted(found if removing else live)
+        """Environment ids with anything left for the evaluation (and scenario); see `inventory`."""
+        return inventory.environments_of(self.api, self.prefix, evaluation, scenario_id, removing)
 
     def collect_orphans(
-        self, is_live: Callable[[str], bool], max_age: timedelta = timedelta(hours=6)
+        self, is_live: Callable[[str], bool], max_age: timedelta = inventory.ORPHAN_AGE
     ) -> list[TeardownReport]:
         """Tear down environments whose evaluation is gone (or, with none recorded, older than max_age)."""
-        reports = []
-        now = self.clock()
-        # Every object an environment id can be read from counts: an interrupted teardown can leave a
-        # declared namespace behind after its control objects are gone, or the other way round.
-        control = control_namespace(self.prefix)
-        oldest: dict[str, tuple[datetime, str]] = {}
-        for item in self._environment_objects():
-            meta = item["metadata"]
-            env_id = meta["labels"][ENV_LABEL]
-            ours = meta.get("namespace") == control or meta["name"].startswith(
-                environment_namespace_prefix(self.prefix, env_id)
-            )
-            if not ours:
-                continue  # another operator's (or test's) sandboxes: not ours to collect
-            evaluation = (meta.get("annotations") or {}).get(EVALUATION_ANNOTATION) or ""
-            created = datetime.strptime(meta["creationTimestamp"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-            seen = oldest.get(env_id)
-            if seen is None or created < seen[0]:
-                oldest[env_id] = (created, evaluation or (seen[1] if seen else ""))
-            elif evaluation and not seen[1]:
-                oldest[env_id] = (seen[0], evaluation)
-        for env_id, (created_at, evaluation) in sorted(oldest.items()):
-            orphaned = not is_live(evaluation) if evaluation else now - created_at > max_age
-            if orphaned:
-                reports.append(self.teardown(env_id, wait=False))
-        return reports
+        found = inventory.environment_objects(self.api, self.prefix)
+        return [
+            self.teardown(env_id, wait=False)
+            for env_id in inventory.orphans(found, self.prefix, is_live, self.clock(), max_age)
+        ]

@@ -40,7 +40,8 @@ from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.evaluation.store import unpack
 from oasis_operator.kube import api_client, apply_crds, request, resource_path
 from oasis_operator.profiles import load_profile
-from oasis_operator.sandbox.provider import EVALUATION_ANNOTATION, SandboxProvider
+from oasis_operator.sandbox.inventory import EVALUATION_ANNOTATION
+from oasis_operator.sandbox.provider import SandboxProvider
 from oasis_operator.status.conditions import conditions_of, get_condition
 from tests.cluster_fixtures import KUBECTLS, REPO, Cluster, get_custom, wait_for
 from tests.e2e.support import agent_command, events, free_port, wait_phase
