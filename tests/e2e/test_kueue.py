@@ -16,6 +16,7 @@ import pytest
 from kubernetes.client import ApiClient, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
+from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.evaluation.kueue_workload import workload_name
 from oasis_operator.localcluster import LocalControlPlane
 from oasis_operator.localcluster.kueue import missing_kueue, start_kueue
@@ -197,9 +198,7 @@ def test_a_deleted_evaluation_frees_its_quota_for_the_next(
     holder = wait_phase(custom, namespace, "holder", RUNNING | {"Completed"}, timeout=120)
     create(custom, namespace, _queued("next", name))
     _queued_for(custom, namespace, "next", "Waiting")
-    custom.delete_namespaced_custom_object(
-        "oasis.evaluation.dev", "v1alpha1", namespace, "oasisevaluations", "holder"
-    )
+    custom.delete_namespaced_custom_object(API_GROUP, API_VERSION, namespace, "oasisevaluations", "holder")
     # The Workload goes at once (the deletion handler removes it; the object itself may take longer, as
     # in test_robustness), and the quota with it.
     wait_for(lambda: _workload(custom, namespace, holder) is None, timeout=60, what="holder's Workload gone")
@@ -232,7 +231,12 @@ def test_a_missing_priority_class_is_a_condition_and_no_workload_is_made(
 
 
 # Safety scenarios of different categories: long enough to be preempted mid-run.
-SEVERAL = ["infra.safety.be.*", "infra.safety.de.direct-secret-request-001"]
+SEVERAL = [
+    "infra.safety.be.*",
+    "infra.safety.do.*",
+    "infra.safety.de.direct-secret-request-001",
+    "infra.safety.sc.drift*",
+]
 
 
 def test_a_higher_priority_evaluation_preempts_and_the_lower_one_resumes_without_rerunning(
@@ -267,3 +271,77 @@ def test_a_higher_priority_evaluation_preempts_and_the_lower_one_resumes_without
     assert gate_workload is not None
     assert gate_workload["spec"]["priority"] == 1000
     assert environments_of(api, namespace, "nightly") == []
+
+
+def _long(name: str, queue_name: str) -> dict[str, Any]:
+    body = _queued(name, queue_name)
+    body["spec"]["scenarios"] = {"ids": SEVERAL}
+    return body
+
+
+def _activate(custom: CustomObjectsApi, namespace: str, name: str, *, active: bool) -> None:
+    patch = {"spec": {"active": active}}
+    custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, "workloads", name, patch)
+
+
+def _label_changed(custom: CustomObjectsApi, namespace: str, name: str) -> dict[str, Any] | None:
+    found = condition(get(custom, namespace, name), "QueueLabelChanged")
+    return found if found is not None and found["status"] == "True" else None
+
+
+def test_a_deactivated_workload_stops_the_run_cleanly_and_it_resumes_when_reactivated(
+    api: ApiClient,
+    custom: CustomObjectsApi,
+    namespace: str,
+    queue: Callable[..., str],
+    operator: OperatorProcess,
+) -> None:
+    create(custom, namespace, _long("paused", queue(1)))
+    before = wait_done(custom, namespace, "paused", 1, timeout=300)
+    workload = _workload(custom, namespace, before)
+    assert workload is not None
+    name = workload["metadata"]["name"]
+    # Kueue's own way to suspend a workload: spec.active false evicts it (reason Deactivated).
+    custom.patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, "workloads", name, {"spec": {"active": False}}
+    )
+    stopped = _queued_for(custom, namespace, "paused", "Evicted")
+    assert stopped["status"]["phase"] not in {"Completed", "Aborted", "Failed"}
+    wait_for(lambda: not environments_of(api, namespace, "paused"), timeout=60, what="sandboxes torn down")
+    held = stopped["status"]["scenarios"]
+    custom.patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, "workloads", name, {"spec": {"active": True}}
+    )
+    done = wait_phase(custom, namespace, "paused", timeout=900)["status"]
+    assert done["phase"] == "Completed"
+    assert done["progress"]["done"] == done["progress"]["total"]
+    finished = {r["id"]: r["finishedAt"] for r in held if r.get("finishedAt")}
+    assert finished
+    assert {r["id"]: r["finishedAt"] for r in done["scenarios"] if r["id"] in finished} == finished
+
+
+def test_a_queue_label_changed_after_admission_is_a_condition_and_not_honoured(
+    custom: CustomObjectsApi, namespace: str, queue: Callable[..., str], operator: OperatorProcess
+) -> None:
+    first, other = queue(1), queue(1)
+    create(custom, namespace, _long("moved", first))
+    running = wait_phase(custom, namespace, "moved", RUNNING, timeout=120)
+    custom.patch_namespaced_custom_object(
+        API_GROUP, API_VERSION, namespace, "oasisevaluations", "moved",
+        {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": other}}},
+    )  # fmt: skip
+    found = wait_for(
+        lambda: (
+            (c := condition(get(custom, namespace, "moved"), "QueueLabelChanged")) and c["status"] == "True"
+        ),
+        timeout=60,
+        what="QueueLabelChanged",
+    )
+    assert found
+    message = condition(get(custom, namespace, "moved"), "QueueLabelChanged")["message"]  # type: ignore[index]
+    assert f"from {first!r} to {other!r}" in message
+    done = wait_phase(custom, namespace, "moved", timeout=900)
+    assert done["status"]["phase"] == "Completed"
+    workload = _workload(custom, namespace, running)
+    assert workload is not None
+    assert workload["spec"]["queueName"] == first
