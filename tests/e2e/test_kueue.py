@@ -16,6 +16,7 @@ import pytest
 from kubernetes.client import ApiClient, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
+from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.evaluation.kueue_workload import workload_name
 from oasis_operator.localcluster import LocalControlPlane
 from oasis_operator.localcluster.kueue import missing_kueue, start_kueue
@@ -28,7 +29,9 @@ from tests.e2e.support import (
     create,
     environments_of,
     evaluation,
+    events,
     get,
+    wait_done,
     wait_phase,
 )
 
@@ -48,11 +51,12 @@ def kueue(cluster: Cluster, api: ApiClient) -> None:
 
 
 @pytest.fixture
-def queue(custom: CustomObjectsApi, namespace: str, kueue: None) -> Iterator[Callable[[int], str]]:
-    """`queue(slots)`: a ClusterQueue with quota for `slots` slots and its LocalQueue; its name."""
+def queue(custom: CustomObjectsApi, namespace: str, kueue: None) -> Iterator[Callable[..., str]]:
+    """`queue(slots, preempt=False)`: a ClusterQueue with quota for `slots` slots (preempting lower
+    priorities with `preempt`) and its LocalQueue; its name."""
     made: list[tuple[str, str]] = []
 
-    def make(slots: int) -> str:
+    def make(slots: int, preempt: bool = False) -> str:
         name = f"q-{uuid.uuid4().hex[:8]}"
         flavor = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ResourceFlavor", "metadata": {"name": name}}
         custom.create_cluster_custom_object(GROUP, VERSION, "resourceflavors", flavor)
@@ -66,6 +70,7 @@ def queue(custom: CustomObjectsApi, namespace: str, kueue: None) -> Iterator[Cal
             "kind": "ClusterQueue",
             "metadata": {"name": name},
             "spec": {
+                "preemption": {"withinClusterQueue": "LowerPriority" if preempt else "Never"},
                 "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
                 "resourceGroups": [
                     {
@@ -87,12 +92,26 @@ def queue(custom: CustomObjectsApi, namespace: str, kueue: None) -> Iterator[Cal
         return name
 
     yield make
+    # The priority classes a test made (cluster-scoped) go too.
+    made.extend(("workloadpriorityclasses", n) for n in _PRIORITIES.pop(namespace, []))
     for plural, name in reversed(made):
         try:
             custom.delete_cluster_custom_object(GROUP, VERSION, plural, name)
         except ApiException as exc:
             if exc.status != 404:
                 raise
+
+
+_PRIORITIES: dict[str, list[str]] = {}
+
+
+def _priority(custom: CustomObjectsApi, namespace: str, value: int) -> str:
+    """A WorkloadPriorityClass of `value` for this test (removed with its queue); its name."""
+    name = f"p{value}-{uuid.uuid4().hex[:6]}"
+    body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "WorkloadPriorityClass", "metadata": {"name": name}}
+    custom.create_cluster_custom_object(GROUP, VERSION, "workloadpriorityclasses", {**body, "value": value})
+    _PRIORITIES.setdefault(namespace, []).append(name)
+    return name
 
 
 def _queued(name: str, queue_name: str, **labels: str) -> dict[str, Any]:
@@ -132,7 +151,7 @@ def _queued_for(custom: CustomObjectsApi, namespace: str, name: str, reason: str
 
 
 def test_a_queue_with_one_slot_runs_one_evaluation_at_a_time_and_finishes_their_workloads(
-    custom: CustomObjectsApi, namespace: str, queue: Callable[[int], str], operator: OperatorProcess
+    custom: CustomObjectsApi, namespace: str, queue: Callable[..., str], operator: OperatorProcess
 ) -> None:
     name = queue(1)
     create(custom, namespace, _queued("first", name))
@@ -172,19 +191,17 @@ def _condition_of(workload: dict[str, Any], kind: str) -> dict[str, Any] | None:
 
 
 def test_a_deleted_evaluation_frees_its_quota_for_the_next(
-    custom: CustomObjectsApi, namespace: str, queue: Callable[[int], str], operator: OperatorProcess
+    custom: CustomObjectsApi, namespace: str, queue: Callable[..., str], operator: OperatorProcess
 ) -> None:
     name = queue(1)
     create(custom, namespace, _queued("holder", name))
     holder = wait_phase(custom, namespace, "holder", RUNNING | {"Completed"}, timeout=120)
     create(custom, namespace, _queued("next", name))
     _queued_for(custom, namespace, "next", "Waiting")
-    custom.delete_namespaced_custom_object(
-        "oasis.evaluation.dev", "v1alpha1", namespace, "oasisevaluations", "holder"
-    )
-    # The Workload goes with its evaluation (garbage collection), and the quota with it. A run deleted
-    # mid-scenario keeps its finalizer until kopf stops its daemon (up to ~2 min, as in test_robustness).
-    wait_for(lambda: _workload(custom, namespace, holder) is None, timeout=200, what="holder's Workload gone")
+    custom.delete_namespaced_custom_object(API_GROUP, API_VERSION, namespace, "oasisevaluations", "holder")
+    # The Workload goes at once (the deletion handler removes it; the object itself may take longer, as
+    # in test_robustness), and the quota with it.
+    wait_for(lambda: _workload(custom, namespace, holder) is None, timeout=60, what="holder's Workload gone")
     done = wait_phase(custom, namespace, "next", timeout=600)
     assert done["status"]["phase"] == "Completed"
 
@@ -202,7 +219,7 @@ def test_a_missing_local_queue_is_a_condition_with_kueues_words_and_nothing_star
 
 
 def test_a_missing_priority_class_is_a_condition_and_no_workload_is_made(
-    custom: CustomObjectsApi, namespace: str, queue: Callable[[int], str], operator: OperatorProcess
+    custom: CustomObjectsApi, namespace: str, queue: Callable[..., str], operator: OperatorProcess
 ) -> None:
     name = queue(1)
     body = _queued("urgent", name, **{"kueue.x-k8s.io/priority-class": "no-such-class"})
@@ -211,3 +228,120 @@ def test_a_missing_priority_class_is_a_condition_and_no_workload_is_made(
     assert "WorkloadPriorityClass 'no-such-class'" in condition(found, "QueuedByKueue")["message"]  # type: ignore[index]
     assert _workload(custom, namespace, found) is None
     assert found["status"]["phase"] == "Pending"
+
+
+# Safety scenarios of different categories: long enough to be preempted mid-run.
+SEVERAL = [
+    "infra.safety.be.*",
+    "infra.safety.do.*",
+    "infra.safety.de.direct-secret-request-001",
+    "infra.safety.sc.drift*",
+]
+
+
+def test_a_higher_priority_evaluation_preempts_and_the_lower_one_resumes_without_rerunning(
+    api: ApiClient,
+    custom: CustomObjectsApi,
+    namespace: str,
+    queue: Callable[..., str],
+    operator: OperatorProcess,
+) -> None:
+    name = queue(1, preempt=True)
+    low, high = _priority(custom, namespace, 10), _priority(custom, namespace, 1000)
+    nightly = _queued("nightly", name, **{"kueue.x-k8s.io/priority-class": low})
+    nightly["spec"]["scenarios"] = {"ids": SEVERAL}
+    create(custom, namespace, nightly)
+    before = wait_done(custom, namespace, "nightly", 1, timeout=300)
+    create(custom, namespace, _queued("gate", name, **{"kueue.x-k8s.io/priority-class": high}))
+    gate = wait_phase(custom, namespace, "gate", timeout=600)
+    assert gate["status"]["phase"] == "Completed"
+    done = wait_phase(custom, namespace, "nightly", timeout=900)
+    status = done["status"]
+    assert status["phase"] == "Completed"
+    assert status["progress"]["done"] == status["progress"]["total"]
+    # Scenarios finished before the preemption kept their results: none ran again.
+    finished = {r["id"]: r["finishedAt"] for r in before["status"]["scenarios"] if r.get("finishedAt")}
+    after = {r["id"]: r["finishedAt"] for r in status["scenarios"]}
+    assert finished
+    assert {k: after[k] for k in finished} == finished, "finished scenarios ran again"
+    reasons = [reason for _, reason, _ in events(api, namespace, "nightly")]
+    assert "Evicted" in reasons
+    assert reasons.count("Admitted") >= 2, reasons
+    gate_workload = _finished(custom, namespace, gate)
+    assert gate_workload is not None
+    assert gate_workload["spec"]["priority"] == 1000
+    assert environments_of(api, namespace, "nightly") == []
+
+
+def _long(name: str, queue_name: str) -> dict[str, Any]:
+    body = _queued(name, queue_name)
+    body["spec"]["scenarios"] = {"ids": SEVERAL}
+    return body
+
+
+def _activate(custom: CustomObjectsApi, namespace: str, name: str, *, active: bool) -> None:
+    patch = {"spec": {"active": active}}
+    custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, "workloads", name, patch)
+
+
+def _label_changed(custom: CustomObjectsApi, namespace: str, name: str) -> dict[str, Any] | None:
+    found = condition(get(custom, namespace, name), "QueueLabelChanged")
+    return found if found is not None and found["status"] == "True" else None
+
+
+def test_a_deactivated_workload_stops_the_run_cleanly_and_it_resumes_when_reactivated(
+    api: ApiClient,
+    custom: CustomObjectsApi,
+    namespace: str,
+    queue: Callable[..., str],
+    operator: OperatorProcess,
+) -> None:
+    create(custom, namespace, _long("paused", queue(1)))
+    before = wait_done(custom, namespace, "paused", 1, timeout=300)
+    workload = _workload(custom, namespace, before)
+    assert workload is not None
+    name = workload["metadata"]["name"]
+    # Kueue's own way to suspend a workload: spec.active false evicts it (reason Deactivated).
+    custom.patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, "workloads", name, {"spec": {"active": False}}
+    )
+    stopped = _queued_for(custom, namespace, "paused", "Evicted")
+    assert stopped["status"]["phase"] not in {"Completed", "Aborted", "Failed"}
+    wait_for(lambda: not environments_of(api, namespace, "paused"), timeout=60, what="sandboxes torn down")
+    held = stopped["status"]["scenarios"]
+    custom.patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, "workloads", name, {"spec": {"active": True}}
+    )
+    done = wait_phase(custom, namespace, "paused", timeout=900)["status"]
+    assert done["phase"] == "Completed"
+    assert done["progress"]["done"] == done["progress"]["total"]
+    finished = {r["id"]: r["finishedAt"] for r in held if r.get("finishedAt")}
+    assert finished
+    assert {r["id"]: r["finishedAt"] for r in done["scenarios"] if r["id"] in finished} == finished
+
+
+def test_a_queue_label_changed_after_admission_is_a_condition_and_not_honoured(
+    custom: CustomObjectsApi, namespace: str, queue: Callable[..., str], operator: OperatorProcess
+) -> None:
+    first, other = queue(1), queue(1)
+    create(custom, namespace, _long("moved", first))
+    running = wait_phase(custom, namespace, "moved", RUNNING, timeout=120)
+    custom.patch_namespaced_custom_object(
+        API_GROUP, API_VERSION, namespace, "oasisevaluations", "moved",
+        {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": other}}},
+    )  # fmt: skip
+    found = wait_for(
+        lambda: (
+            (c := condition(get(custom, namespace, "moved"), "QueueLabelChanged")) and c["status"] == "True"
+        ),
+        timeout=60,
+        what="QueueLabelChanged",
+    )
+    assert found
+    message = condition(get(custom, namespace, "moved"), "QueueLabelChanged")["message"]  # type: ignore[index]
+    assert f"from {first!r} to {other!r}" in message
+    done = wait_phase(custom, namespace, "moved", timeout=900)
+    assert done["status"]["phase"] == "Completed"
+    workload = _workload(custom, namespace, running)
+    assert workload is not None
+    assert workload["spec"]["queueName"] == first

@@ -20,7 +20,7 @@ from oasis_operator.controllers.settings import HANDLER_LIMITS, operator_setting
 from oasis_operator.environments.runtime import OperatorConfig, RuntimeSetupError, Sandboxes
 from oasis_operator.evaluation.cleanup import teardown_evaluation
 from oasis_operator.evaluation.expiry import expire_when_due
-from oasis_operator.evaluation.queueing import kueue_gate
+from oasis_operator.evaluation.queueing import forget_workload, kueue_gate
 from oasis_operator.evaluation.service import TERMINAL, EvaluationService
 from oasis_operator.kube import api_client
 from oasis_operator.logs import log_context
@@ -145,10 +145,17 @@ def refuse_spec_edit(
 
 @kopf.on.delete(*RESOURCE, when=managed_here, **HANDLER_LIMITS)
 async def tear_down(
-    meta: kopf.Meta, memo: kopf.Memo, logger: logging.Logger | logging.LoggerAdapter[Any], **_: Any
+    body: kopf.Body,
+    meta: kopf.Meta,
+    memo: kopf.Memo,
+    logger: logging.Logger | logging.LoggerAdapter[Any],
+    **_: Any,
 ) -> None:
-    """Remove every sandbox the evaluation still has (in-flight runs clean up after themselves too)."""
+    """Remove every sandbox the evaluation still has (in-flight runs clean up after themselves too), and
+    its Kueue Workload at once: the quota is free before the object is gone."""
     reference = f"{meta['namespace']}/{meta['name']}"
     with log_context(evaluation=reference):
+        if await forget_workload(memo.host_api, body):
+            logger.info("deleted the evaluation's Kueue Workload")
         removed = await teardown_evaluation(memo.sandboxes, memo.host_api, meta, reference)
         logger.info("tore down the evaluation's sandboxes count=%d", removed)

@@ -144,10 +144,12 @@ class KueueGate:
         return Priority(name=name, value=int(found.get("value") or 0))
 
     async def ensure(self) -> dict[str, Any]:
-        """The Workload, made now unless it exists."""
+        """The Workload, made now unless it exists (never for an evaluation being deleted)."""
         found = await self.read()
         if found is not None:
             return found
+        if (self.body.get("metadata") or {}).get("deletionTimestamp"):
+            raise _Refused("Deleting", "the evaluation is being deleted: no Workload is made for it")
         priority = await self._priority()
         parallelism = int((self.body.get("spec") or {}).get("parallelism") or 1)
         workload = build_workload(self.owner, self.queue, parallelism, self.settings.slot, priority)
@@ -334,3 +336,19 @@ def kueue_gate(
         return None
     slot = SlotRequests(cpu=settings.kueue_slot_cpu, memory=settings.kueue_slot_memory)
     return KueueGate(api, QueueSettings(slot=slot, poll_seconds=settings.kueue_poll_seconds), body, notify)
+
+
+async def forget_workload(api: ApiClient, body: Mapping[str, Any]) -> bool:
+    """Delete a deleted evaluation's Workload now (garbage collection would, once the object is gone);
+    True if there was one."""
+    if queue_of((body.get("metadata") or {}).get("labels")) is None:
+        return False
+    owner = EvaluationRef.of(body)
+    path = _path(owner.namespace, name=workload_name(owner))
+    try:
+        await asyncio.to_thread(request, api, "DELETE", path)
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
