@@ -74,6 +74,11 @@ class OperatorSettings(BaseModel):
     kueue_slot_memory: str = Field("1Gi", alias="OASIS_KUEUE_SLOT_MEMORY", pattern=QUANTITY_PATTERN)
     # How often a queued or running evaluation reads its Workload (admission, eviction), in seconds.
     kueue_poll_seconds: float = Field(2.0, alias="OASIS_KUEUE_POLL_SECONDS", gt=0)
+    # How long a MultiKueue worker keeps a finished copy's documents after MultiKueue deleted the copy
+    # (evaluation/multikueue.py; `oasis report get --worker-kubeconfig` reads them meanwhile).
+    multikueue_document_retention_seconds: float = Field(
+        7 * 24 * 3600.0, alias="OASIS_MULTIKUEUE_DOCUMENT_RETENTION_SECONDS", ge=0
+    )
     # Seconds after a run finished when its evaluation and documents are deleted, for evaluations
     # without spec.ttlSecondsAfterFinished (evaluation/expiry.py); unset keeps them.
     ttl_seconds_after_finished: int | None = Field(None, alias="OASIS_TTL_SECONDS_AFTER_FINISHED", ge=0)

@@ -10,9 +10,10 @@ from typing import Any
 
 import yaml
 
-from oasis_operator.cli.common import add_output, command
+from oasis_operator.cli.common import UsageError, add_output, command
 from oasis_operator.localcluster import ClusterStatus, ControlPlaneError, LocalControlPlane
 from oasis_operator.localcluster.kueue import start_kueue
+from oasis_operator.localcluster.multikueue import connect_worker, parse_worker
 
 
 def register(subparsers: Any) -> None:
@@ -40,6 +41,8 @@ def register(subparsers: Any) -> None:
         examples=[
             "oasis cluster --run-dir run/cluster up --timeout 120",
             "oasis cluster --run-dir run/cluster up --kueue",
+            "# a MultiKueue manager dispatching to the plane of run/worker (docs/kueue.md)",
+            "oasis cluster --run-dir run/manager up --kueue --multikueue-worker w1=run/worker/kubeconfig",
         ],
     )
     up.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for the API (default 90)")
@@ -48,6 +51,11 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="also start Kueue's manager (hack/build-kueue.sh builds it; docs/kueue.md)",
     )
+    up.add_argument(
+        "--multikueue-worker", metavar="NAME=KUBECONFIG", action="append", default=[],
+        help="with --kueue: join the cluster of KUBECONFIG (another local plane) as MultiKueueCluster NAME "
+        "(repeatable; docs/kueue.md, Across clusters)",
+    )  # fmt: skip
     up.set_defaults(func=_up)
     down = command(
         sub,
@@ -94,12 +102,21 @@ def _print_status(status: ClusterStatus) -> None:
 
 
 def _up(args: argparse.Namespace) -> int:
+    if args.multikueue_worker and not args.kueue:
+        raise UsageError("--multikueue-worker joins a worker to this plane's Kueue: add --kueue")
+    try:
+        workers = [parse_worker(value) for value in args.multikueue_worker]
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     plane = _plane(args)
     try:
         status = plane.start(timeout=args.timeout)
         if args.kueue:
             pid = start_kueue(plane, timeout=args.timeout)
             print(f"{'kueue':<25} {'running':<8} pid={pid}")
+        for name, kubeconfig in workers:
+            connect_worker(plane, name, kubeconfig)
+            print(f"{'multikueue worker':<25} {name:<8} {kubeconfig}")
     except ControlPlaneError as exc:
         print(f"oasis cluster up: {exc}", file=sys.stderr)
         return 1

@@ -23,6 +23,7 @@ from oasis_operator.cli.common import (
     transport_message,
     write_output,
 )
+from oasis_operator.cli.report_multikueue import add_worker_flags, ran_by_multikueue, worker_documents
 from oasis_operator.engine.ci import CI_FORMATS, CiContext, parse_report, render_ci
 from oasis_operator.evaluation.run_state import set_name
 from oasis_operator.evaluation.store import DocumentError, DocumentStore
@@ -58,6 +59,8 @@ def cmd_get(args: argparse.Namespace) -> int:
     path = f"/apis/{API_GROUP}/{API_VERSION}/namespaces/{namespace}/oasisevaluations/{args.name}"
     try:
         evaluation = request(api, "GET", path)
+        if ran_by_multikueue(evaluation):  # the documents are in the worker cluster that ran it
+            api, evaluation = worker_documents(args, api, evaluation)
         return _get(args, DocumentStore(api), evaluation)
     except (ApiException, urllib3.exceptions.HTTPError) as exc:
         print(f"oasis: OASISEvaluation {namespace}/{args.name}: {transport_message(exc)}", file=sys.stderr)
@@ -142,6 +145,8 @@ EXAMPLES = [
     "oasis report get my-agent -o sarif --sarif-artifact evaluation.yaml --output-file oasis.sarif",
     "# every scenario's evidence bundle (for `oasis replay`)",
     "oasis report get my-agent --bundles evidence/",
+    "# an evaluation MultiKueue ran in a worker cluster: its documents are read there",
+    "oasis report get my-agent --worker-kubeconfig worker.kubeconfig",
 ]
 
 
@@ -160,4 +165,5 @@ def register(report_sub: Any) -> None:
     get.add_argument("--verdict", action="store_true", help="the verdict document instead of the report")
     get.add_argument("--bundles", metavar="DIR", help="write every scenario's evidence bundle into DIR")
     add_kube_flags(get)
+    add_worker_flags(get)
     get.set_defaults(func=cmd_get)

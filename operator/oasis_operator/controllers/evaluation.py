@@ -8,6 +8,7 @@ cancelled when the evaluation is deleted or the operator stops. All the work is 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import logging
 from typing import Any
@@ -20,12 +21,19 @@ from oasis_operator.controllers.settings import HANDLER_LIMITS, operator_setting
 from oasis_operator.environments.runtime import OperatorConfig, RuntimeSetupError, Sandboxes
 from oasis_operator.evaluation.cleanup import teardown_evaluation
 from oasis_operator.evaluation.expiry import expire_when_due
-from oasis_operator.evaluation.queueing import forget_workload, kueue_gate
+from oasis_operator.evaluation.kueue_workload import dispatched_by_multikueue
+from oasis_operator.evaluation.multikueue import (
+    is_multikueue_copy,
+    keep_copy_documents,
+    keep_manager_workload,
+    remove_expired_documents,
+)
+from oasis_operator.evaluation.queueing import Refused, forget_workload, kueue_gate, queue_settings
 from oasis_operator.evaluation.service import TERMINAL, EvaluationService
 from oasis_operator.kube import api_client
 from oasis_operator.logs import log_context
 from oasis_operator.metrics import EVALUATIONS_RUNNING, HANDLER_RUNS
-from oasis_operator.models.crd import EvaluationRef, OASISEvaluationStatus, runs_here
+from oasis_operator.models.crd import MANAGED_BY_MULTIKUEUE, EvaluationRef, OASISEvaluationStatus, runs_here
 from oasis_operator.profiles import default_profile_path, load_profile
 from oasis_operator.provider_api import ProviderApiServer, start_operator_provider_api
 from oasis_operator.status.conditions import spec_frozen_message
@@ -53,6 +61,9 @@ async def start_services(
     await sandboxes.start()
     memo.sandboxes = sandboxes
     memo.host_api = api_client()
+    with contextlib.suppress(Exception):  # a namespaced operator may not list every namespace
+        for name in await asyncio.to_thread(remove_expired_documents, memo.host_api, None):
+            logger.info("removed kept MultiKueue documents configmap=%s", name)
     try:
         memo.provider_api = await start_operator_provider_api(sandboxes, memo.profile, settings)
     except RuntimeSetupError as exc:
@@ -159,3 +170,42 @@ async def tear_down(
             logger.info("deleted the evaluation's Kueue Workload")
         removed = await teardown_evaluation(memo.sandboxes, memo.host_api, meta, reference)
         logger.info("tore down the evaluation's sandboxes count=%d", removed)
+        if is_multikueue_copy(meta.get("labels")):
+            # MultiKueue deletes its copy once the manager has the verdict: the documents stay readable.
+            retention = operator_settings(memo).multikueue_document_retention_seconds
+            kept = await keep_copy_documents(memo.host_api, body, retention)
+            logger.info("kept the MultiKueue copy's documents count=%d", kept)
+            for name in await asyncio.to_thread(remove_expired_documents, memo.host_api, meta["namespace"]):
+                logger.info("removed kept MultiKueue documents configmap=%s", name)
+
+
+def multikueue_manager(spec: kopf.Spec, **_: Any) -> bool:
+    """The `when` filter of the manager cluster's handlers: `spec.managedBy` names MultiKueue."""
+    return spec.get("managedBy") == MANAGED_BY_MULTIKUEUE
+
+
+@kopf.on.resume(*RESOURCE, when=multikueue_manager, **HANDLER_LIMITS)
+@kopf.on.create(*RESOURCE, when=multikueue_manager, **HANDLER_LIMITS)
+@kopf.on.update(*RESOURCE, field="metadata.labels", when=multikueue_manager, **HANDLER_LIMITS)
+async def dispatch_to_multikueue(body: kopf.Body, spec: kopf.Spec, memo: kopf.Memo, **_: Any) -> None:
+    """Manager cluster: make the evaluation's Workload for MultiKueue to dispatch, and nothing else (a
+    worker runs it; MultiKueue copies its status here). No status is written, no finalizer added."""
+
+    def notify(kind: str, reason: str, message: str) -> None:
+        kopf.event(body, type=kind, reason=reason, message=message)
+
+    if not dispatched_by_multikueue(spec, body.get("metadata", {}).get("labels")):
+        kopf.warn(
+            body,
+            reason="NoQueue",
+            message=f"spec.managedBy is {MANAGED_BY_MULTIKUEUE} but the evaluation has no label "
+            "kueue.x-k8s.io/queue-name: nothing runs it; add the label of a LocalQueue whose "
+            "ClusterQueue has the MultiKueue admission check (docs/kueue.md)",
+        )
+        return
+    settings = queue_settings(operator_settings(memo))
+    try:
+        await keep_manager_workload(memo.host_api, settings, body, notify)
+    except Refused as refused:
+        kopf.warn(body, reason=refused.reason, message=str(refused))
+        raise kopf.TemporaryError(str(refused), delay=30) from None

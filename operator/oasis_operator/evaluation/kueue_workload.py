@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from oasis_operator import API_GROUP, API_VERSION
-from oasis_operator.models.crd import EvaluationRef
+from oasis_operator.models.crd import MANAGED_BY_MULTIKUEUE, EvaluationRef
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 KUEUE_VERSION = "v1beta2"
@@ -39,6 +39,10 @@ PRIORITY_LABEL = f"{KUEUE_GROUP}/priority-class"
 # Labels on the Workload naming its evaluation (how the operator finds it, and a person too).
 EVALUATION_LABEL = f"{API_GROUP}/evaluation"
 POD_SET = "scenarios"
+# Set by MultiKueue on the copy it creates in a worker cluster: the Workload to use (made by MultiKueue,
+# not by the operator) and the manager cluster it came from.
+PREBUILT_LABEL = f"{KUEUE_GROUP}/prebuilt-workload-name"
+ORIGIN_LABEL = f"{KUEUE_GROUP}/multikueue-origin"
 # How Kueue's configuration names the evaluation as an external framework (`integrations.externalFrameworks`).
 EXTERNAL_FRAMEWORK = f"OASISEvaluation.{API_VERSION}.{API_GROUP}"
 _NAME_LIMIT = 253
@@ -85,6 +89,18 @@ def queue_of(labels: Mapping[str, str] | None) -> str | None:
     """The LocalQueue the evaluation asks for (`kueue.x-k8s.io/queue-name`), None without the label."""
     value = (labels or {}).get(QUEUE_LABEL)
     return value.strip() if value and value.strip() else None
+
+
+def prebuilt_workload_of(labels: Mapping[str, str] | None) -> str | None:
+    """The Workload MultiKueue made for this worker copy (`kueue.x-k8s.io/prebuilt-workload-name`)."""
+    value = (labels or {}).get(PREBUILT_LABEL)
+    return value.strip() if value and value.strip() else None
+
+
+def dispatched_by_multikueue(spec: Mapping[str, Any] | None, labels: Mapping[str, str] | None) -> bool:
+    """A manager cluster's evaluation for MultiKueue: `spec.managedBy: kueue.x-k8s.io/multikueue` and a
+    queue label. Its operator only makes its Workload; a worker cluster runs it."""
+    return (spec or {}).get("managedBy") == MANAGED_BY_MULTIKUEUE and queue_of(labels) is not None
 
 
 def priority_class_of(labels: Mapping[str, str] | None) -> str | None:

@@ -13,6 +13,11 @@ the API calls and the loop around one run (`KueueGate.run`):
    scenarios kept. A queue label changed after admission is not honoured: `QueueLabelChanged` says so.
 4. Over: the Workload is marked `Finished` with the verdict. A run refused before it started (a bad spec)
    deletes its Workload instead, so a spec that is never fixed holds no quota.
+
+In a MultiKueue worker cluster the evaluation is MultiKueue's copy of the manager's, labelled
+`kueue.x-k8s.io/prebuilt-workload-name`: its Workload is the one MultiKueue made there (never one of the
+operator's, never deleted by it); a run refused before it started marks that Workload Finished, so the
+manager's object gets the refusal in its status. The manager side is `evaluation.multikueue`.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from oasis_operator.evaluation.kueue_workload import (
     admission_of,
     build_workload,
     finished_condition,
+    prebuilt_workload_of,
     priority_class_of,
     queue_of,
     released_status,
@@ -71,7 +77,7 @@ class QueueSettings:
     poll_seconds: float = 2.0
 
 
-class _Refused(Exception):  # noqa: N818 - a state the user fixes, not an error of ours
+class Refused(Exception):  # noqa: N818 - a state the user fixes, not an error of ours
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
@@ -94,7 +100,9 @@ class KueueGate:
         self.body = body
         self.owner = EvaluationRef.of(body)
         self.notify = notify
-        self.name = workload_name(self.owner)
+        # MultiKueue's copy in a worker cluster comes with its Workload; anywhere else the operator's own.
+        self.prebuilt = prebuilt_workload_of(self._labels())
+        self.name = self.prebuilt or workload_name(self.owner)
         self.queue = queue_of(self._labels()) or ""
 
     def _labels(self) -> Mapping[str, str]:
@@ -116,14 +124,17 @@ class KueueGate:
             if exc.status != 404:
                 raise
             if KUEUE_VERSION not in await asyncio.to_thread(served_versions, self.api, KUEUE_GROUP):
-                raise _Refused(
+                raise Refused(
                     "KueueNotInstalled",
                     f"the label {QUEUE_LABEL} asks for Kueue, but this cluster serves no "
                     f"{KUEUE_GROUP}/{KUEUE_VERSION} Workloads: install Kueue (docs/kueue.md) or remove "
                     "the label",
                 ) from None
             return None
-        if found.get("metadata", {}).get("ownerReferences", [{}])[0].get("uid") != self.owner.uid:
+        if self.prebuilt:
+            return found  # MultiKueue's, made for this copy (it owns no reference to it)
+        owners = (found.get("metadata") or {}).get("ownerReferences") or [{}]
+        if owners[0].get("uid") != self.owner.uid:
             return None  # a Workload of an earlier evaluation of the same name, on its way out
         return found
 
@@ -136,7 +147,7 @@ class KueueGate:
         except ApiException as exc:
             if exc.status != 404:
                 raise
-            raise _Refused(
+            raise Refused(
                 "PriorityClassNotFound",
                 f"the label kueue.x-k8s.io/priority-class names WorkloadPriorityClass {name!r}, which "
                 "does not exist: create it, or fix or remove the label",
@@ -148,8 +159,15 @@ class KueueGate:
         found = await self.read()
         if found is not None:
             return found
+        if self.prebuilt:
+            raise Refused(
+                "PrebuiltWorkloadNotFound",
+                f"the label kueue.x-k8s.io/prebuilt-workload-name names Workload {self.prebuilt!r}, which "
+                "does not exist: MultiKueue makes it before its copy of the evaluation; remove the label "
+                "to let the operator make its own",
+            )
         if (self.body.get("metadata") or {}).get("deletionTimestamp"):
-            raise _Refused("Deleting", "the evaluation is being deleted: no Workload is made for it")
+            raise Refused("Deleting", "the evaluation is being deleted: no Workload is made for it")
         priority = await self._priority()
         parallelism = int((self.body.get("spec") or {}).get("parallelism") or 1)
         workload = build_workload(self.owner, self.queue, parallelism, self.settings.slot, priority)
@@ -161,7 +179,7 @@ class KueueGate:
             if exc.status == 409:
                 return await self.ensure()
             if exc.status in (400, 422):
-                raise _Refused(
+                raise Refused(
                     "WorkloadRejected", f"Kueue refused the evaluation's Workload: {exc.body}"
                 ) from None
             raise
@@ -242,7 +260,7 @@ class KueueGate:
                     if view.admission is Admission.EVICTED:
                         reason, message = "Evicted", f"evicted by Kueue ({view.reason}: {view.message}); " \
                             "resumes when admitted again"  # fmt: skip
-            except _Refused as refused:
+            except Refused as refused:
                 reason, message = refused.reason, str(refused)
             if said != (reason, message):
                 await self._say(QUEUED, T, reason, message, pending=True)
@@ -274,7 +292,7 @@ class KueueGate:
                     )
             try:
                 workload = await self.read()
-            except _Refused as refused:
+            except Refused as refused:
                 return WorkloadView(Admission.EVICTED, refused.reason, str(refused), self.queue)
             except Exception as exc:
                 if is_transient(exc):
@@ -311,7 +329,7 @@ class KueueGate:
                 watching.cancel()
                 await asyncio.gather(watching, return_exceptions=True)
                 final: OASISEvaluationStatus = running.result()
-                if final.runGeneration is None:
+                if final.runGeneration is None and not self.prebuilt:
                     await self.delete()  # refused before it started: no quota held while it waits
                 else:
                     await self.finish(final)
@@ -334,15 +352,21 @@ def kueue_gate(
     """The evaluation's way through Kueue when it carries the queue label; None without it."""
     if queue_of((body.get("metadata") or {}).get("labels")) is None:
         return None
+    return KueueGate(api, queue_settings(settings), body, notify)
+
+
+def queue_settings(settings: OperatorSettings) -> QueueSettings:
+    """The Kueue part of the operator's settings."""
     slot = SlotRequests(cpu=settings.kueue_slot_cpu, memory=settings.kueue_slot_memory)
-    return KueueGate(api, QueueSettings(slot=slot, poll_seconds=settings.kueue_poll_seconds), body, notify)
+    return QueueSettings(slot=slot, poll_seconds=settings.kueue_poll_seconds)
 
 
 async def forget_workload(api: ApiClient, body: Mapping[str, Any]) -> bool:
     """Delete a deleted evaluation's Workload now (garbage collection would, once the object is gone);
     True if there was one."""
-    if queue_of((body.get("metadata") or {}).get("labels")) is None:
-        return False
+    labels = (body.get("metadata") or {}).get("labels")
+    if queue_of(labels) is None or prebuilt_workload_of(labels) is not None:
+        return False  # MultiKueue removes the Workload it made, with the copy
     owner = EvaluationRef.of(body)
     path = _path(owner.namespace, name=workload_name(owner))
     try:

@@ -35,12 +35,20 @@ def configuration(webhook_port: int, health_port: int, cert_dir: str) -> dict[st
         "internalCertManagement": {"enable": False},
         "manageJobsWithoutQueueName": False,
         "integrations": {"frameworks": [], "externalFrameworks": [EVALUATION_FRAMEWORK]},
+        # Any local Kueue can be a MultiKueue manager (localcluster/multikueue.py): the generic adapter
+        # dispatches evaluations with spec.managedBy kueue.x-k8s.io/multikueue to its workers.
+        "multiKueue": {"externalFrameworks": [{"name": EVALUATION_FRAMEWORK}]},
     }
 
 
 def manager_args(config_file: str) -> list[str]:
-    """The manager's flags: its configuration, and no visibility API server (no APIService here)."""
-    return [f"--config={config_file}", "--feature-gates=VisibilityOnDemand=false"]
+    """The manager's flags: its configuration, no visibility API server (no APIService here), and the
+    generic MultiKueue adapter for external frameworks."""
+    return [
+        f"--config={config_file}",
+        # MultiKueueAdaptersForCustomJobs is on by default in 0.17 (beta); said here so it stays on.
+        "--feature-gates=VisibilityOnDemand=false,MultiKueueAdaptersForCustomJobs=true",
+    ]
 
 
 # Kueue 0.17's manager reads a metrics serving certificate from this fixed path whenever its internal

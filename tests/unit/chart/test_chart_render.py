@@ -157,7 +157,9 @@ def test_default_rbac_is_cluster_wide_and_grants_no_sandbox_rights_in_the_host()
     assert not [t for t in granted if t[1] == "secrets" and t[2] != "get"]
     # Sandboxes are in the sandbox cluster: nothing here looks at namespaces (kopf does not, cluster-wide).
     assert not [t for t in granted if t[1] == "namespaces"]
-    assert {t[2] for t in granted if t[1] == "configmaps"} == {"get", "list", "create", "update", "delete"}
+    # patch: a MultiKueue worker keeps a finished copy's documents past the copy
+    configmap_verbs = {"get", "list", "create", "update", "patch", "delete"}
+    assert {t[2] for t in granted if t[1] == "configmaps"} == configmap_verbs
 
 
 def test_gateway_port_is_configurable_and_the_service_targets_it() -> None:

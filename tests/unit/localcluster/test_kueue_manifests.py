@@ -64,5 +64,13 @@ def test_the_framework_name_is_the_one_the_evaluation_side_uses() -> None:
     assert EVALUATION_FRAMEWORK == EXTERNAL_FRAMEWORK
 
 
-def test_the_manager_runs_without_the_visibility_server() -> None:
-    assert manager_args("/c.yaml") == ["--config=/c.yaml", "--feature-gates=VisibilityOnDemand=false"]
+def test_the_manager_runs_without_the_visibility_server_and_with_the_custom_job_adapter() -> None:
+    assert manager_args("/c.yaml") == [
+        "--config=/c.yaml",
+        "--feature-gates=VisibilityOnDemand=false,MultiKueueAdaptersForCustomJobs=true",
+    ]
+
+
+def test_the_configuration_registers_the_evaluation_with_multikueues_generic_adapter() -> None:
+    config = configuration(9443, 8081, "/run/certs")
+    assert config["multiKueue"] == {"externalFrameworks": [{"name": EVALUATION_FRAMEWORK}]}
