@@ -316,13 +316,19 @@ class KueueGate:
                 else:
                     await self.finish(final)
                 return final
-            stop = watching.result()
-            log.info("evicted by Kueue: reason=%s message=%s", stop.reason, stop.message)
-            self.notify(
-                "Warning", "Evicted", f"Kueue evicted the evaluation ({stop.reason}): stopping its scenarios"
-            )
-            running.cancel()
+            failed = watching.exception()
+            if failed is None:
+                stop = watching.result()
+                log.info("evicted by Kueue: reason=%s message=%s", stop.reason, stop.message)
+                self.notify(
+                    "Warning",
+                    "Evicted",
+                    f"Kueue evicted the evaluation ({stop.reason}): stopping its scenarios",
+                )
+            running.cancel()  # also when watching failed: the run never goes on unwatched
             await asyncio.gather(running, return_exceptions=True)
+            if failed is not None:
+                raise failed
             workload = await self.read()
             if workload is not None:
                 await self.release(workload, f"the evaluation stopped its scenarios after {stop.reason}")
