@@ -346,6 +346,8 @@ def test_a_queue_label_changed_after_admission_is_a_condition_and_not_honoured(
     assert f"from {first!r} to {other!r}" in message
     done = wait_phase(custom, namespace, "moved", timeout=900)
     assert done["status"]["phase"] == "Completed"
+    # Still said once the run is over (the run's own status writes do not drop it for good).
+    wait_for(lambda: _label_changed(custom, namespace, "moved"), timeout=30, what="QueueLabelChanged kept")
     workload = _workload(custom, namespace, running)
     assert workload is not None
     assert workload["spec"]["queueName"] == first
