@@ -123,8 +123,13 @@ class KueueGate:
                     "the label",
                 ) from None
             return None
-        if found.get("metadata", {}).get("ownerReferences", [{}])[0].get("uid") != self.owner.uid:
-            return None  # a Workload of an earlier evaluation of the same name, on its way out
+        owners = (found.get("metadata") or {}).get("ownerReferences") or []
+        if not any(ref.get("uid") == self.owner.uid for ref in owners):
+            raise _Refused(
+                "WorkloadNameTaken",
+                f"a Workload named {self.name} exists that this evaluation does not own (an earlier "
+                "evaluation's, on its way out, or another's): it waits until that one is gone",
+            )
         return found
 
     async def _priority(self) -> Priority | None:
@@ -158,8 +163,11 @@ class KueueGate:
                 "POST", _path(self.owner.namespace), workload, "application/json"
             )
         except ApiException as exc:
-            if exc.status == 409:
-                return await self.ensure()
+            if exc.status == 409:  # made meanwhile (read again), or another's of the same name (refused)
+                again = await self.read()
+                if again is None:
+                    raise _Refused("WorkloadNameTaken", f"Workload {self.name} exists already") from None
+                return again
             if exc.status in (400, 422):
                 raise _Refused(
                     "WorkloadRejected", f"Kueue refused the evaluation's Workload: {exc.body}"
@@ -176,7 +184,10 @@ class KueueGate:
 
     async def finish(self, status: OASISEvaluationStatus) -> None:
         """Mark the Workload Finished with the verdict (once; compare, then write)."""
-        workload = await self.read()
+        try:
+            workload = await self.read()
+        except _Refused:  # Kueue gone, or the Workload is not ours: nothing of ours to finish
+            return
         if workload is None or admission_of(workload).admission is Admission.FINISHED:
             return
         summary = status.summary
@@ -353,7 +364,10 @@ class KueueGate:
             await asyncio.gather(running, return_exceptions=True)
             if failed is not None:
                 raise failed
-            workload = await self.read()
+            try:
+                workload = await self.read()
+            except _Refused:
+                workload = None  # no Workload of ours to give back; admitted() says why it waits
             if workload is not None:
                 await self.release(workload, f"the evaluation stopped its scenarios after {stop.reason}")
 
