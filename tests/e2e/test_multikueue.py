@@ -27,7 +27,7 @@ from oasis_operator.evaluation.multikueue import KEPT_LABEL
 from oasis_operator.kube import api_client, apply_crds
 from oasis_operator.localcluster import LocalControlPlane
 from oasis_operator.localcluster.kueue import missing_kueue, start_kueue
-from oasis_operator.localcluster.multikueue import connect_worker
+from oasis_operator.localcluster.multikueue import connect_worker, disconnect_worker
 from oasis_operator.models.crd import MANAGED_BY_MULTIKUEUE, EvaluationRef
 from tests.cluster_fixtures import VENV_BIN, Cluster, wait_for
 from tests.e2e.support import OperatorProcess, agent_command, create, evaluation, events, get, wait_phase
@@ -62,6 +62,7 @@ def worker(tmp_path_factory: pytest.TempPathFactory, manager_plane: LocalControl
         connect_worker(manager_plane, WORKER, plane.kubeconfig)
         yield Cluster(plane.kubeconfig, plane.audit_log, plane)
     finally:
+        disconnect_worker(manager_plane, WORKER)
         plane.stop()
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import re
+import urllib.error
 from pathlib import Path
 from typing import Any
 
@@ -92,3 +93,14 @@ def connect_worker(manager: LocalControlPlane, name: str, worker_kubeconfig: Pat
     api = _Api(manager.kubeconfig)
     for collection, obj in worker_objects(name, text):
         _apply(api, collection, obj)
+
+
+def disconnect_worker(manager: LocalControlPlane, name: str) -> None:
+    """Remove what `connect_worker` made for worker `name` (nothing when it is gone already)."""
+    api = _Api(manager.kubeconfig)
+    for collection, obj in reversed(worker_objects(name, "")):
+        try:
+            api("DELETE", f"{collection}/{obj['metadata']['name']}")
+        except urllib.error.HTTPError as exc:
+            if exc.code != 404:
+                raise

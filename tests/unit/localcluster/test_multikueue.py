@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from oasis_operator.cli.main import main
 from oasis_operator.localcluster.kubeconfigs import kubeconfig_document
 from oasis_operator.localcluster.kueue_manifests import NAMESPACE
 from oasis_operator.localcluster.multikueue import inline_kubeconfig, parse_worker, worker_objects
@@ -54,3 +55,17 @@ def test_the_worker_flag_names_what_is_wrong(tmp_path: Path) -> None:
         parse_worker(f"Worker_1={kubeconfig}")
     with pytest.raises(ValueError, match="no kubeconfig at"):
         parse_worker(f"w1={tmp_path / 'absent'}")
+
+
+def test_cluster_up_refuses_a_worker_without_kueue_or_with_a_bad_name_before_starting_anything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kubeconfig = tmp_path / "worker.kubeconfig"
+    kubeconfig.write_text("{}")
+    run_dir = tmp_path / "manager"
+    assert main(["cluster", "--run-dir", str(run_dir), "up", "--multikueue-worker", f"w1={kubeconfig}"]) == 2
+    assert "add --kueue" in capsys.readouterr().err
+    bad = ["cluster", "--run-dir", str(run_dir), "up", "--kueue", "--multikueue-worker", f"W_1={kubeconfig}"]
+    assert main(bad) == 2
+    assert "not a DNS label" in capsys.readouterr().err
+    assert not run_dir.exists()  # nothing was started
