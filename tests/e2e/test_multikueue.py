@@ -21,6 +21,7 @@ import pytest
 from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
+from oasis_operator import API_GROUP, API_VERSION
 from oasis_operator.crdgen import build_crds
 from oasis_operator.evaluation.kueue_workload import ORIGIN_LABEL, PREBUILT_LABEL, QUEUE_LABEL, workload_name
 from oasis_operator.evaluation.multikueue import KEPT_LABEL
@@ -158,6 +159,16 @@ def operators(
         manager.stop()
 
 
+def _dispatched(name: str, queue: str) -> dict[str, Any]:
+    """An evaluation for MultiKueue: the careful agent on one scenario, in `queue`."""
+    agent = agent_command("careful")
+    if os.environ.get("PYTHONPATH"):  # a worktree run: the agent runs the code under test, as the operators
+        agent["command"]["env"]["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    body = evaluation(name, agent, scenarios=ONE, managedBy=MANAGED_BY_MULTIKUEUE)
+    body["metadata"]["labels"] = {QUEUE_LABEL: queue}
+    return body
+
+
 def _report(name: str, namespace: str, cluster: Cluster, *extra: str) -> subprocess.CompletedProcess[str]:
     command = [str(VENV_BIN / "oasis"), "report", "get", name, "-n", namespace, "-o", "json"]
     command += ["--kubeconfig", str(cluster.kubeconfig), *extra]
@@ -177,12 +188,7 @@ def test_an_evaluation_applied_on_the_manager_runs_on_the_worker_and_its_verdict
 ) -> None:
     queue, worker_custom = dispatching_queue
     manager_operator, worker_operator = operators
-    agent = agent_command("careful")
-    if os.environ.get("PYTHONPATH"):  # a worktree run: the agent runs the code under test, as the operators
-        agent["command"]["env"]["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    body = evaluation("mk", agent, scenarios=ONE, managedBy=MANAGED_BY_MULTIKUEUE)
-    body["metadata"]["labels"] = {QUEUE_LABEL: queue}
-    create(custom, namespace, body)
+    create(custom, namespace, _dispatched("mk", queue))
     created = get(custom, namespace, "mk")
     manager_workload = workload_name(EvaluationRef.of(created))
 
@@ -245,3 +251,34 @@ def _maybe(custom: CustomObjectsApi, namespace: str, name: str) -> dict[str, Any
             return None
         raise
     return found
+
+
+def test_deleting_the_managers_evaluation_removes_its_workload_and_the_workers_copy(
+    custom: CustomObjectsApi,
+    namespace: str,
+    dispatching_queue: tuple[str, CustomObjectsApi],
+    operators: tuple[OperatorProcess, OperatorProcess],
+) -> None:
+    queue, worker_custom = dispatching_queue
+    create(custom, namespace, _dispatched("gone", queue))
+    name = workload_name(EvaluationRef.of(get(custom, namespace, "gone")))
+    wait_for(
+        lambda: _maybe(worker_custom, namespace, "gone"), timeout=180, interval=1.0, what="the worker's copy"
+    )
+    custom.delete_namespaced_custom_object(API_GROUP, API_VERSION, namespace, "oasisevaluations", "gone")
+
+    def workload_gone() -> bool:
+        try:
+            custom.get_namespaced_custom_object(GROUP, VERSION, namespace, "workloads", name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return True
+            raise
+        return False
+
+    wait_for(workload_gone, timeout=120, interval=1.0, what="the manager's Workload gone")
+    wait_for(
+        lambda: _maybe(worker_custom, namespace, "gone") is None, timeout=120, interval=1.0, what="no copy"
+    )
+    remote = worker_custom.list_namespaced_custom_object(GROUP, VERSION, namespace, "workloads")["items"]
+    assert not [w["metadata"]["name"] for w in remote if w["metadata"]["name"] == name]
