@@ -20,9 +20,10 @@ ENABLE = "OASIS_TEST_NODE"
 
 
 @pytest.fixture(scope="session")
-def node(cluster: Cluster) -> Iterator[RealNode]:
+def node(request: pytest.FixtureRequest) -> Iterator[RealNode]:
     if os.environ.get(ENABLE) != "1":
         pytest.skip(f"the real-node tier runs with {ENABLE}=1 (make test-node; docs/real-node.md)")
+    cluster: Cluster = request.getfixturevalue("cluster")  # not started for a skipped tier
     if cluster.plane is None:
         pytest.skip("OASIS_TEST_KUBECONFIG names a cluster the tests did not start: no node can join it")
     real = RealNode(cluster.plane)

@@ -16,7 +16,7 @@ from tests.e2e.node.support import create, pod, python_pod, wait_phase
 
 
 def test_the_node_is_ready_labelled_tainted_and_runs_containerd_not_kwok(
-    cluster: Cluster, node: RealNode
+    node: RealNode, cluster: Cluster
 ) -> None:
     doc = json.loads(cluster.kubectl("get", "node", NODE_NAME, "-o", "json").stdout)
     info = doc["status"]["nodeInfo"]
@@ -31,7 +31,7 @@ def test_the_node_is_ready_labelled_tainted_and_runs_containerd_not_kwok(
 
 
 def test_kwok_still_plays_a_node_without_the_real_node_label(
-    cluster: Cluster, api: ApiClient, node: RealNode
+    node: RealNode, cluster: Cluster, api: ApiClient
 ) -> None:
     ensure_lifecycle(api)  # the Stages kwok moves nodes through (the sandbox provider's)
     name = "kwok-beside-the-real-node"
@@ -51,7 +51,7 @@ def test_kwok_still_plays_a_node_without_the_real_node_label(
 
 
 def test_a_pod_runs_on_the_node_and_its_log_is_read_through_the_api_server(
-    cluster: Cluster, node: RealNode, namespace: str
+    node: RealNode, cluster: Cluster, namespace: str
 ) -> None:
     create(
         cluster,
@@ -66,7 +66,7 @@ def test_a_pod_runs_on_the_node_and_its_log_is_read_through_the_api_server(
 
 
 def test_exec_through_the_api_server_runs_in_the_container(
-    cluster: Cluster, node: RealNode, namespace: str
+    node: RealNode, cluster: Cluster, namespace: str
 ) -> None:
     create(cluster, namespace, python_pod(node, "sleeper", "import time; time.sleep(600)"))
     wait_phase(cluster, namespace, "sleeper", {"Running"})
@@ -87,7 +87,7 @@ def test_exec_through_the_api_server_runs_in_the_container(
 
 
 def test_a_pod_reaches_the_api_server_at_the_kubernetes_service(
-    cluster: Cluster, node: RealNode, namespace: str
+    node: RealNode, cluster: Cluster, namespace: str
 ) -> None:
     code = (
         "import os, ssl, urllib.request\n"
@@ -113,7 +113,7 @@ def test_a_pod_reaches_the_api_server_at_the_kubernetes_service(
 
 
 def test_a_pod_without_the_toleration_is_not_scheduled_on_the_real_node(
-    cluster: Cluster, node: RealNode, namespace: str
+    node: RealNode, cluster: Cluster, namespace: str
 ) -> None:
     manifest = python_pod(node, "untolerated", "print(1)", tolerations=[])
     create(cluster, namespace, manifest)

@@ -30,7 +30,7 @@ def _netns() -> set[str]:
 
 
 def test_stop_leaves_no_process_mount_interface_netns_rule_or_cgroup(
-    cluster: Cluster, node: RealNode, namespace: str
+    node: RealNode, cluster: Cluster, namespace: str
 ) -> None:
     create(cluster, namespace, python_pod(node, "running", "import time; time.sleep(600)"))
     wait_phase(cluster, namespace, "running", {"Running"})
