@@ -13,7 +13,8 @@
 #     the Python virtual environment .venv with the project, and .venv/bin/kubectl (the release's kubectl).
 #   install-deps.sh test   (`make test-deps`, `make test`): all of the above, and what only tests use:
 #     chromium (the HTML report's rendering test), the public OASIS runner oasisctl (the provider API's e2e
-#     test; build-oasisctl.sh), and the operator image (tests/integration/chart/test_image.py;
+#     test; build-oasisctl.sh), Kueue's manager with its CRDs (the Kueue e2e test; build-kueue.sh, pinned
+#     in release.env, built once and cached), and the operator image (tests/integration/chart/test_image.py;
 #     build-image.sh). OASIS_SKIP_IMAGE=1 leaves the image out; its test then skips, saying so. In CI
 #     (CI=true) the image is built only when its Debian root filesystems are cached (then ~2 min): from
 #     nothing it takes ~21 min, which would take a cold run past the hour; it is then not built, said so
@@ -77,9 +78,10 @@ fi
 kube_status="$(bash hack/build-kube.sh --status)"
 go_status="$(bash hack/install-go.sh --status)"
 venv_status=cached; [ -x .venv/bin/oasis ] || venv_status=build
-oasisctl_status=skip; image_status=skip
+oasisctl_status=skip; image_status=skip; kueue_status=skip
 if [ "$TARGET" = test ]; then
   oasisctl_status="$(bash hack/build-oasisctl.sh --status)"
+  kueue_status="$(bash hack/build-kueue.sh --status)"
   if [ "${OASIS_SKIP_IMAGE:-0}" != 1 ]; then
     image_status="$(bash hack/build-image.sh --status)"  # cached, layers or cold
     # In CI, an image from nothing (two Debian root filesystems first) would take a cold run past the
@@ -95,12 +97,13 @@ fi
 # docs/local-control-plane.md); a machine shared with other work is slower.
 plan=()
 [ ${#need_pkgs[@]} -eq 0 ] || plan+=("Debian packages: ${need_pkgs[*]}")
-if [ "$kube_status" = build ] || [ "$oasisctl_status" = build ]; then
+if [ "$kube_status" = build ] || [ "$oasisctl_status" = build ] || [ "$kueue_status" = build ]; then
   case "$go_status" in download*) plan+=("Go $GO_VERSION from the Go module proxy (70 MB; 11 s measured)") ;; esac
 fi
 [ "$kube_status" = cached ] || plan+=("Kubernetes ${KUBE_VERSION}, etcd ${ETCD_VERSION} and kwok ${KWOK_VERSION} from source (8 to 20 min on 2 cores: 7 min 36 s measured with empty caches on a quiet machine, 2.6 GB peak memory, ~5 GB of Go caches)")
 [ "$venv_status" = cached ] || plan+=("the Python environment .venv (pip install -e '.[dev]'; 3m47s measured in a fresh Debian 12 on a loaded machine)")
 [ "$oasisctl_status" != build ] || plan+=("the public OASIS runner oasisctl from its Go module (~5 min; when the Go module proxy does not serve it, its e2e test skips, saying why)")
+[ "$kueue_status" != build ] || plan+=("Kueue's manager ${KUEUE_VERSION} from its Go module (8 min 24 s measured with empty caches while Kubernetes built beside it)")
 [ "$image_status" != layers ] || plan+=("the operator image's Python layer (~2 min; its Debian root filesystems are cached)")
 [ "$image_status" != cold ] || plan+=("the operator image from nothing: two Debian root filesystems by mmdebstrap, then the Python layer (21 min measured at a load average of 10-15)")
 if [ "$NODE" = 1 ]; then
@@ -153,6 +156,8 @@ fi
 if [ "$TARGET" = test ]; then
   # The public OASIS runner for the provider API's e2e test (says why and goes on when it cannot be had).
   if [ "$oasisctl_status" = build ]; then step "oasisctl" bash hack/build-oasisctl.sh; fi
+  # Kueue's manager and CRDs for tests/e2e/test_kueue.py (which skips, saying so, only without them).
+  if [ "$kueue_status" = build ]; then step "Kueue $KUEUE_VERSION" bash hack/build-kueue.sh; fi
   # The operator image, built without a container engine (mmdebstrap + umoci, Debian packages) and cached by
   # its inputs; tests/integration/chart/test_image.py runs the operator from it. The two Debian root
   # filesystems are cached apart, so a code change rebuilds only the Python layer (see hack/build-image.sh).

@@ -33,6 +33,8 @@ CommandAgents = Literal["disabled", "sandboxed", "unsandboxed"]
 # The setting and the chart value that turn command agents on; every refusal names both.
 COMMAND_AGENTS_VARIABLE = "OASIS_COMMAND_AGENTS"
 COMMAND_AGENTS_CHART_VALUE = "tenancy.commandAgents"
+# A Kubernetes resource quantity (`500m`, `2`, `1Gi`, `1.5G`): what the API server accepts in requests.
+QUANTITY_PATTERN = r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
 
 
 class SettingsError(ValueError):
@@ -66,6 +68,12 @@ class OperatorSettings(BaseModel):
         default_factory=lambda: Path(tempfile.gettempdir()) / "oasis-operator", alias="OASIS_DATA_DIR"
     )
     max_evaluations: int = Field(4, alias="OASIS_MAX_EVALUATIONS", ge=1)
+    # What one scenario slot (`spec.parallelism` of them) asks of a Kueue quota, for evaluations labelled
+    # `kueue.x-k8s.io/queue-name` (evaluation/kueue_workload.py): Kubernetes quantities.
+    kueue_slot_cpu: str = Field("1", alias="OASIS_KUEUE_SLOT_CPU", pattern=QUANTITY_PATTERN)
+    kueue_slot_memory: str = Field("1Gi", alias="OASIS_KUEUE_SLOT_MEMORY", pattern=QUANTITY_PATTERN)
+    # How often a queued or running evaluation reads its Workload (admission, eviction), in seconds.
+    kueue_poll_seconds: float = Field(2.0, alias="OASIS_KUEUE_POLL_SECONDS", gt=0)
     # Seconds after a run finished when its evaluation and documents are deleted, for evaluations
     # without spec.ttlSecondsAfterFinished (evaluation/expiry.py); unset keeps them.
     ttl_seconds_after_finished: int | None = Field(None, alias="OASIS_TTL_SECONDS_AFTER_FINISHED", ge=0)
@@ -169,6 +177,7 @@ _TAKES = {
     "int_parsing": "a whole number",
     "float_parsing": "a number of seconds",
     "greater_than_equal": "a number of at least {ge}",
+    "greater_than": "a number greater than {gt}",
     "less_than_equal": "a number of at most {le}",
     "string_pattern_mismatch": "a value matching {pattern}",
     "literal_error": "one of {expected}",

@@ -48,6 +48,9 @@ def test_values_are_read_and_typed() -> None:
         ("OASIS_GATEWAY_URL", "gw.example:443", "a value matching ^https?://"),
         ("OASIS_SANDBOX_PREFIX", "Sandbox_", "a value matching"),
         ("OASIS_LOG_FORMAT", "yaml", "one of 'plain', 'full' or 'json'"),
+        ("OASIS_KUEUE_SLOT_CPU", "one core", "a value matching"),
+        ("OASIS_KUEUE_SLOT_MEMORY", "1GB", "a value matching"),
+        ("OASIS_KUEUE_POLL_SECONDS", "0", "a number greater than 0"),
     ],
 )
 def test_a_bad_value_names_the_variable_and_what_it_takes(variable: str, value: str, takes: str) -> None:
@@ -140,3 +143,15 @@ def test_every_variable_the_operator_reads_is_a_setting() -> None:
     # Read by the reference agents and the command sandbox inside an agent's process, not the operator's.
     agent_side = {"OASIS_MODE", "OASIS_REQUEST", "OASIS_KUBECTL", "OASIS_ENDPOINT_MCP", "PATH", "KUBECONFIG"}
     assert read - agent_side <= set(OperatorSettings.variables())
+
+
+def test_kueue_slot_requests_default_to_one_core_and_one_gibibyte_and_take_quantities() -> None:
+    assert (
+        OperatorSettings.from_env({}).kueue_slot_cpu,
+        OperatorSettings.from_env({}).kueue_slot_memory,
+    ) == (
+        "1",
+        "1Gi",
+    )
+    settings = OperatorSettings.from_env({"OASIS_KUEUE_SLOT_CPU": "500m", "OASIS_KUEUE_SLOT_MEMORY": "1.5G"})
+    assert (settings.kueue_slot_cpu, settings.kueue_slot_memory) == ("500m", "1.5G")

@@ -12,6 +12,7 @@ import yaml
 
 from oasis_operator.cli.common import add_output, command
 from oasis_operator.localcluster import ClusterStatus, ControlPlaneError, LocalControlPlane
+from oasis_operator.localcluster.kueue import start_kueue
 from oasis_operator.localcluster.node import NODE_IP, NODE_NAME, NodeError, RealNode
 
 
@@ -37,13 +38,21 @@ def register(subparsers: Any) -> None:
         sub,
         "up",
         help="start etcd, kube-apiserver and kube-controller-manager",
-        examples=["oasis cluster --run-dir run/cluster up --timeout 120"],
+        examples=[
+            "oasis cluster --run-dir run/cluster up --timeout 120",
+            "oasis cluster --run-dir run/cluster up --kueue",
+        ],
     )
     up.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for the API (default 90)")
     up.add_argument(
         "--node",
         action="store_true",
         help="also a real node: containerd and the kubelet (test facility; docs/real-node.md)",
+    )
+    up.add_argument(
+        "--kueue",
+        action="store_true",
+        help="also start Kueue's manager (hack/build-kueue.sh builds it; docs/kueue.md)",
     )
     up.set_defaults(func=_up)
     down = command(
@@ -94,6 +103,9 @@ def _up(args: argparse.Namespace) -> int:
     plane = _plane(args)
     try:
         status = plane.start(timeout=args.timeout)
+        if args.kueue:
+            pid = start_kueue(plane, timeout=args.timeout)
+            print(f"{'kueue':<25} {'running':<8} pid={pid}")
     except ControlPlaneError as exc:
         print(f"oasis cluster up: {exc}", file=sys.stderr)
         return 1

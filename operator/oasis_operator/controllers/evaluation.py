@@ -20,15 +20,16 @@ from oasis_operator.controllers.settings import HANDLER_LIMITS, operator_setting
 from oasis_operator.environments.runtime import OperatorConfig, RuntimeSetupError, Sandboxes
 from oasis_operator.evaluation.cleanup import teardown_evaluation
 from oasis_operator.evaluation.expiry import expire_when_due
+from oasis_operator.evaluation.queueing import forget_workload, kueue_gate
 from oasis_operator.evaluation.service import TERMINAL, EvaluationService
 from oasis_operator.kube import api_client
 from oasis_operator.logs import log_context
 from oasis_operator.metrics import EVALUATIONS_RUNNING, HANDLER_RUNS
-from oasis_operator.models.crd import EvaluationRef, runs_here
+from oasis_operator.models.crd import EvaluationRef, OASISEvaluationStatus, runs_here
 from oasis_operator.profiles import default_profile_path, load_profile
 from oasis_operator.provider_api import ProviderApiServer, start_operator_provider_api
 from oasis_operator.status.conditions import spec_frozen_message
-from oasis_operator.status.evaluation import spec_edit_patch, to_wire
+from oasis_operator.status.evaluation import read_status, spec_edit_patch, to_wire
 
 RESOURCE = (API_GROUP, API_VERSION, "oasisevaluations")
 # How long a deleted (or, at shutdown, interrupted) run may take to remove its in-flight sandboxes.
@@ -83,16 +84,25 @@ async def run_evaluation(body: kopf.Body, meta: kopf.Meta, memo: kopf.Memo, **_:
         kopf.event(body, type=kind, reason=reason, message=message)
 
     service = EvaluationService(memo.host_api, memo.profile, memo.sandboxes, notify)
-    owner, ttl = EvaluationRef.of(body), operator_settings(memo).ttl_seconds_after_finished
+    settings = operator_settings(memo)
+    owner, ttl = EvaluationRef.of(body), settings.ttl_seconds_after_finished
+    # Labelled `kueue.x-k8s.io/queue-name`: Kueue admits the run first (evaluation.queueing).
+    gate = kueue_gate(memo.host_api, settings, body, notify)
     status = dict(body.get("status") or {})
     if status.get("phase") in TERMINAL and status.get("runGeneration") is not None:
         # A finished run: nothing to do until the object goes, or its TTL removes it.
+        if gate is not None:  # the operator may have stopped between the verdict and the Workload
+            await gate.finish(read_status(status))
         await expire_when_due(memo.host_api, owner, body.get("spec") or {}, status, ttl)
         return
+
+    async def run_once(current: dict[str, Any]) -> OASISEvaluationStatus:
+        return await service.run(copy.deepcopy(current), lambda: meta.get("generation"), memo.slots)
+
     while True:
         EVALUATIONS_RUNNING.inc()
         try:
-            final = await service.run(copy.deepcopy(dict(body)), lambda: meta.get("generation"), memo.slots)
+            final = await (run_once(dict(body)) if gate is None else gate.run(run_once))
             HANDLER_RUNS.labels(resource="oasisevaluations", handler="run", outcome="ok").inc()
         except asyncio.CancelledError:
             HANDLER_RUNS.labels(resource="oasisevaluations", handler="run", outcome="cancelled").inc()
@@ -135,10 +145,17 @@ def refuse_spec_edit(
 
 @kopf.on.delete(*RESOURCE, when=managed_here, **HANDLER_LIMITS)
 async def tear_down(
-    meta: kopf.Meta, memo: kopf.Memo, logger: logging.Logger | logging.LoggerAdapter[Any], **_: Any
+    body: kopf.Body,
+    meta: kopf.Meta,
+    memo: kopf.Memo,
+    logger: logging.Logger | logging.LoggerAdapter[Any],
+    **_: Any,
 ) -> None:
-    """Remove every sandbox the evaluation still has (in-flight runs clean up after themselves too)."""
+    """Remove every sandbox the evaluation still has (in-flight runs clean up after themselves too), and
+    its Kueue Workload at once: the quota is free before the object is gone."""
     reference = f"{meta['namespace']}/{meta['name']}"
     with log_context(evaluation=reference):
+        if await forget_workload(memo.host_api, body):
+            logger.info("deleted the evaluation's Kueue Workload")
         removed = await teardown_evaluation(memo.sandboxes, memo.host_api, meta, reference)
         logger.info("tore down the evaluation's sandboxes count=%d", removed)

@@ -48,6 +48,8 @@ from oasis_operator.pki import Pki, ensure_pki
 logger = logging.getLogger(__name__)
 
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+# Started on request after the plane (`localcluster.kueue`), stopped first with it.
+OPTIONAL_COMPONENTS = ("kueue",)
 
 
 class ControlPlaneError(RuntimeError):
@@ -175,13 +177,15 @@ class LocalControlPlane:
             # cmdline is still ours; ask the Popen instead.
             return child.poll() is None
         try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
             stat = Path(f"/proc/{pid}/stat").read_text()
         except (FileNotFoundError, ProcessLookupError, PermissionError):
             return False
         if stat.rsplit(")", 1)[-1].split()[0] == "Z":
             return False
-        return Path(cmdline).name == component
+        if component in OPTIONAL_COMPONENTS:  # run inside a wrapper (bwrap): its binary is an argument
+            return any(Path(arg.decode(errors="replace")).name == component for arg in argv)
+        return Path(argv[0].decode()).name == component
 
     # --- lifecycle ---------------------------------------------------------------------------------
     def status(self) -> ClusterStatus:
@@ -260,10 +264,11 @@ class LocalControlPlane:
         stopped = []
         if (self.run_dir / "node").is_dir():  # a real node (`up --node`) goes first, while the API serves
             stopped += RealNode(self).stop()
-        for component in reversed(COMPONENTS):
+        for component in (*OPTIONAL_COMPONENTS, *reversed(COMPONENTS)):
             pid = state.pids.get(component)
             if pid and self._alive(component, pid):
-                terminate(pid, timeout)
+                # An optional component runs inside a wrapper: its whole process group goes.
+                terminate(pid, timeout, group=component in OPTIONAL_COMPONENTS)
                 stopped.append(component)
             self._children.pop(component, None)
         state.pids = {}
@@ -275,6 +280,20 @@ class LocalControlPlane:
         self.stop()
         if self.run_dir.exists():
             shutil.rmtree(self.run_dir)
+
+    def add_component(self, component: str, argv: list[str]) -> int:
+        """Start one of OPTIONAL_COMPONENTS beside the running plane; `stop` stops it first."""
+        state = self.read_state()
+        if state is None or component not in OPTIONAL_COMPONENTS:
+            raise ControlPlaneError(f"{component}: start the plane first, and name an optional component")
+        state.pids[component] = self._spawn(component, argv)
+        self._write_state(state)
+        return state.pids[component]
+
+    def component_alive(self, component: str) -> bool:
+        """The recorded process of `component` runs."""
+        state = self.read_state()
+        return self._alive(component, state.pids.get(component) if state else None)
 
     # --- helpers -----------------------------------------------------------------------------------
     def _spawn(self, component: str, argv: list[str]) -> int:

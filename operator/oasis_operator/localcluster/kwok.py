@@ -54,7 +54,7 @@ class StageCrdError(RuntimeError):
     """The Stage definition could not be applied or did not become established."""
 
 
-def _context(kubeconfig: Path) -> tuple[str, ssl.SSLContext]:
+def plane_context(kubeconfig: Path) -> tuple[str, ssl.SSLContext]:
     doc = yaml.safe_load(kubeconfig.read_text())
     cluster = doc["clusters"][0]["cluster"]
     user = doc["users"][0]["user"]
@@ -65,7 +65,7 @@ def _context(kubeconfig: Path) -> tuple[str, ssl.SSLContext]:
 
 def ensure_stage_crd(kubeconfig: Path, timeout: float = 30.0) -> None:
     """Create the Stage CRD unless it exists, and wait until the API server serves it."""
-    server, ctx = _context(kubeconfig)
+    server, ctx = plane_context(kubeconfig)
     body = json.dumps(STAGE_CRD).encode()
     # The server is the plane's own https address, read from the kubeconfig it wrote.
     post = urllib.request.Request(  # noqa: S310

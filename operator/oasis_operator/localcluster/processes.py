@@ -8,9 +8,11 @@ import time
 from pathlib import Path
 
 
-def terminate(pid: int, timeout: float) -> None:
+def terminate(pid: int, timeout: float, *, group: bool = False) -> None:
+    """SIGTERM, then SIGKILL after `timeout`; `group`: to the process group `pid` leads (its session)."""
+    send = os.killpg if group else os.kill
     try:
-        os.kill(pid, signal.SIGTERM)
+        send(pid, signal.SIGTERM)
     except ProcessLookupError:
         return
     deadline = time.monotonic() + timeout
@@ -25,7 +27,7 @@ def terminate(pid: int, timeout: float) -> None:
             return
         time.sleep(0.1)
     try:
-        os.kill(pid, signal.SIGKILL)
+        send(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
     except (ProcessLookupError, ChildProcessError):
         pass

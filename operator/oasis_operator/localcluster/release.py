@@ -79,3 +79,18 @@ def default_bin_dir() -> Path:
     """`$OASIS_KUBE_BIN_DIR`, else the selected release's cache (`$OASIS_KUBE_CACHE`)/bin."""
     env = os.environ.get("OASIS_KUBE_BIN_DIR")
     return Path(env) if env else selected().cache_dir / "bin"
+
+
+def kueue_version() -> str:
+    """The Kueue release pinned in `release.env` (KUEUE_VERSION)."""
+    return read_pins()["KUEUE_VERSION"]
+
+
+def kueue_dir() -> Path:
+    """`$OASIS_KUEUE_CACHE`, else `kueue-<version>` under `$OASIS_CACHE_ROOT` or /var/cache/oasis-operator:
+    where hack/build-kueue.sh puts Kueue's manager (bin/kueue), CRDs (crd/) and webhooks (webhook/)."""
+    env = os.environ.get("OASIS_KUEUE_CACHE")
+    if env:
+        return Path(env)
+    root = os.environ.get("OASIS_CACHE_ROOT")
+    return (Path(root) if root else CACHE_ROOT) / f"kueue-{kueue_version().removeprefix('v')}"

@@ -19,6 +19,8 @@ from oasis_operator.localcluster.release import (
     CURRENT,
     ReleaseError,
     default_bin_dir,
+    kueue_dir,
+    kueue_version,
     pinned,
     read_pins,
     selected,
@@ -39,9 +41,17 @@ def test_pins_are_versions_and_current() -> None:
 def test_build_script_reads_the_same_pins() -> None:
     script = (REPO / "hack" / "build-kube.sh").read_text()
     assert ". operator/oasis_operator/localcluster/release.env" in script
-    assert set(read_pins()) == {"KUBE_VERSION", "ETCD_VERSION", "KWOK_VERSION"}
+    assert set(read_pins()) == {"KUBE_VERSION", "ETCD_VERSION", "KWOK_VERSION", "KUEUE_VERSION"}
     assert "sigs.k8s.io/kwok/cmd/kwok" in script
     assert "kube-scheduler" in script
+
+
+def test_kueue_build_script_reads_the_pin_and_the_plane_finds_its_cache() -> None:
+    script = (REPO / "hack" / "build-kueue.sh").read_text()
+    assert ". operator/oasis_operator/localcluster/release.env" in script
+    assert "sigs.k8s.io/kueue/cmd/kueue@$KUEUE_VERSION" in script
+    assert re.fullmatch(r"v0\.\d+\.\d+", kueue_version())
+    assert kueue_dir().name == "kueue-" + kueue_version().removeprefix("v")
 
 
 def test_chart_sandbox_images_are_the_pinned_release() -> None:
