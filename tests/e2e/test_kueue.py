@@ -1,8 +1,12 @@
 """OASISEvaluations admitted by the real Kueue manager (built by hack/build-kueue.sh) on the local plane.
 
 Each test has a ClusterQueue of its own, with quota for N scenario slots (the operator's default slot is
-1 CPU and 1 Gi), and a LocalQueue in the test's namespace. The evaluations run one scenario with the
-careful reference agent, so each needs one slot (`spec.parallelism` 1).
+1 CPU and 1 Gi), and a LocalQueue in the test's namespace. The evaluations run one scenario (or eight,
+to be interrupted mid-run) with the careful reference agent, so each needs one slot (`spec.parallelism`
+1). Covered: quota bounds how many run; a deleted evaluation frees its quota; a missing LocalQueue or
+priority class is a condition and starts nothing; preemption by a higher priority and deactivation of
+the Workload stop the run cleanly and it resumes without re-running finished scenarios; a queue label
+changed after admission is not honoured; an operator restart loses neither an admitted nor a waiting one.
 """
 
 from __future__ import annotations
@@ -342,6 +346,33 @@ def test_a_queue_label_changed_after_admission_is_a_condition_and_not_honoured(
     assert f"from {first!r} to {other!r}" in message
     done = wait_phase(custom, namespace, "moved", timeout=900)
     assert done["status"]["phase"] == "Completed"
+    # Still said once the run is over (the run's own status writes do not drop it for good).
+    wait_for(lambda: _label_changed(custom, namespace, "moved"), timeout=30, what="QueueLabelChanged kept")
     workload = _workload(custom, namespace, running)
     assert workload is not None
     assert workload["spec"]["queueName"] == first
+
+
+def test_an_operator_restart_loses_neither_the_admitted_nor_the_waiting_evaluation(
+    api: ApiClient,
+    custom: CustomObjectsApi,
+    namespace: str,
+    queue: Callable[..., str],
+    operator: OperatorProcess,
+) -> None:
+    name = queue(1)
+    create(custom, namespace, _long("admitted", name))
+    wait_done(custom, namespace, "admitted", 1, timeout=300)
+    create(custom, namespace, _queued("waiting", name))
+    _queued_for(custom, namespace, "waiting", "Waiting")
+    operator.stop()
+    operator.start()
+    for evaluation_name in ("admitted", "waiting"):
+        done = wait_phase(custom, namespace, evaluation_name, timeout=900)["status"]
+        assert done["phase"] == "Completed"
+        assert done["progress"]["done"] == done["progress"]["total"]
+    # One Workload each, both Finished: the restart made no second one.
+    workloads = custom.list_namespaced_custom_object(GROUP, VERSION, namespace, "workloads")["items"]
+    assert len(workloads) == 2
+    assert all(_condition_of(w, "Finished") for w in workloads)
+    assert environments_of(api, namespace, "admitted") == []

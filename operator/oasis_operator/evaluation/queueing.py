@@ -123,8 +123,13 @@ class KueueGate:
                     "the label",
                 ) from None
             return None
-        if found.get("metadata", {}).get("ownerReferences", [{}])[0].get("uid") != self.owner.uid:
-            return None  # a Workload of an earlier evaluation of the same name, on its way out
+        owners = (found.get("metadata") or {}).get("ownerReferences") or []
+        if not any(ref.get("uid") == self.owner.uid for ref in owners):
+            raise _Refused(
+                "WorkloadNameTaken",
+                f"a Workload named {self.name} exists that this evaluation does not own (an earlier "
+                "evaluation's, on its way out, or another's): it waits until that one is gone",
+            )
         return found
 
     async def _priority(self) -> Priority | None:
@@ -158,8 +163,11 @@ class KueueGate:
                 "POST", _path(self.owner.namespace), workload, "application/json"
             )
         except ApiException as exc:
-            if exc.status == 409:
-                return await self.ensure()
+            if exc.status == 409:  # made meanwhile (read again), or another's of the same name (refused)
+                again = await self.read()
+                if again is None:
+                    raise _Refused("WorkloadNameTaken", f"Workload {self.name} exists already") from None
+                return again
             if exc.status in (400, 422):
                 raise _Refused(
                     "WorkloadRejected", f"Kueue refused the evaluation's Workload: {exc.body}"
@@ -176,7 +184,10 @@ class KueueGate:
 
     async def finish(self, status: OASISEvaluationStatus) -> None:
         """Mark the Workload Finished with the verdict (once; compare, then write)."""
-        workload = await self.read()
+        try:
+            workload = await self.read()
+        except _Refused:  # Kueue gone, or the Workload is not ours: nothing of ours to finish
+            return
         if workload is None or admission_of(workload).admission is Admission.FINISHED:
             return
         summary = status.summary
@@ -201,10 +212,18 @@ class KueueGate:
 
     # --- the evaluation's conditions ----------------------------------------------------------------
     async def _say(
-        self, type_: str, status: ConditionStatus, reason: str, message: str, *, pending: bool
+        self,
+        type_: str,
+        status: ConditionStatus,
+        reason: str,
+        message: str,
+        *,
+        pending: bool,
+        body: Mapping[str, Any] | None = None,
     ) -> None:
-        """Set one condition on the evaluation (written only when it changed)."""
-        raw = dict(self.body.get("status") or {})
+        """Set one condition on the evaluation (written only when it changed); `body`: the object as
+        read (default: kopf's view)."""
+        raw = dict(((self.body if body is None else body).get("status")) or {})
         try:
             current = read_status(raw)
         except StatusUnreadableError:
@@ -252,26 +271,38 @@ class KueueGate:
                 said = (reason, message)
             await asyncio.sleep(self.settings.poll_seconds)
 
+    async def _label_check(self, announced: bool, body: Mapping[str, Any] | None = None) -> bool:
+        """Keep `QueueLabelChanged` true to the label (level-based: the run's own status writes replace
+        the conditions list, so it is set again until it holds); True while the label differs. The
+        Warning event goes out once (`announced`)."""
+        source = self.body if body is None else body
+        wanted = queue_of((source.get("metadata") or {}).get("labels")) or ""
+        if wanted != self.queue and body is None:
+            # Written beside the run's own writer: from the object as stored now, not kopf's view, so
+            # no newer condition of the run's is replaced by an older one.
+            source = await self._call("GET", self._evaluation_path())
+        if wanted != self.queue:
+            message = (
+                f"the label kueue.x-k8s.io/queue-name changed from {self.queue!r} to {wanted!r} "
+                f"after Kueue admitted the evaluation: not honoured, it stays in {self.queue!r}. "
+                "Put the label back, or create a new evaluation for another queue"
+            )
+            await self._say(LABEL_CHANGED, T, "ChangedAfterAdmission", message, pending=False, body=source)
+            if not announced:
+                self.notify("Warning", "QueueLabelChanged", message)
+            return True
+        stored = (source.get("status") or {}).get("conditions") or []
+        if any(c.get("type") == LABEL_CHANGED and c.get("status") == "True" for c in stored):
+            unchanged = "the label names the admitting queue"
+            await self._say(LABEL_CHANGED, F, "Unchanged", unchanged, pending=False, body=source)
+        return False
+
     async def evicted(self) -> WorkloadView:
         """Return once Kueue takes the admission back; say so when the queue label changes meanwhile."""
-        changed_said = False
+        announced = False
         while True:
             await asyncio.sleep(self.settings.poll_seconds)
-            wanted = queue_of(self._labels()) or ""
-            if (wanted != self.queue) != changed_said:
-                changed_said = wanted != self.queue
-                if changed_said:
-                    message = (
-                        f"the label kueue.x-k8s.io/queue-name changed from {self.queue!r} to {wanted!r} "
-                        f"after Kueue admitted the evaluation: not honoured, it stays in {self.queue!r}. "
-                        "Put the label back, or create a new evaluation for another queue"
-                    )
-                    await self._say(LABEL_CHANGED, T, "ChangedAfterAdmission", message, pending=False)
-                    self.notify("Warning", "QueueLabelChanged", message)
-                else:
-                    await self._say(
-                        LABEL_CHANGED, F, "Unchanged", "the label names the admitting queue", pending=False
-                    )
+            announced = await self._label_check(announced)
             try:
                 workload = await self.read()
             except _Refused as refused:
@@ -311,19 +342,32 @@ class KueueGate:
                 watching.cancel()
                 await asyncio.gather(watching, return_exceptions=True)
                 final: OASISEvaluationStatus = running.result()
+                # The object as stored now (kopf's view may lag behind the run's last status write, which
+                # may have dropped QueueLabelChanged).
+                stored = await self._call("GET", self._evaluation_path())
+                await self._label_check(announced=True, body=stored)
                 if final.runGeneration is None:
                     await self.delete()  # refused before it started: no quota held while it waits
                 else:
                     await self.finish(final)
                 return final
-            stop = watching.result()
-            log.info("evicted by Kueue: reason=%s message=%s", stop.reason, stop.message)
-            self.notify(
-                "Warning", "Evicted", f"Kueue evicted the evaluation ({stop.reason}): stopping its scenarios"
-            )
-            running.cancel()
+            failed = watching.exception()
+            if failed is None:
+                stop = watching.result()
+                log.info("evicted by Kueue: reason=%s message=%s", stop.reason, stop.message)
+                self.notify(
+                    "Warning",
+                    "Evicted",
+                    f"Kueue evicted the evaluation ({stop.reason}): stopping its scenarios",
+                )
+            running.cancel()  # also when watching failed: the run never goes on unwatched
             await asyncio.gather(running, return_exceptions=True)
-            workload = await self.read()
+            if failed is not None:
+                raise failed
+            try:
+                workload = await self.read()
+            except _Refused:
+                workload = None  # no Workload of ours to give back; admitted() says why it waits
             if workload is not None:
                 await self.release(workload, f"the evaluation stopped its scenarios after {stop.reason}")
 
