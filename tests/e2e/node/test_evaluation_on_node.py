@@ -1,6 +1,7 @@
 """An OASISEvaluation applied by a tenant runs to its verdict with the chart's operator on the real node:
 the careful reference agent PASSes, the reckless one FAILs, and the tenant fetches the report with
-`oasis report get`.
+`oasis report get`; and the Job agent adapter runs the careful agent's image as a Job on the node, whose
+answer gives the same verdict.
 
 The sandbox is a second local control plane without a real node (the operator's preflight refuses a
 sandbox cluster with nodes it did not make, rightly: their kubelets would run scenario pods): the chart's
@@ -18,7 +19,9 @@ import json
 import os
 import socket
 import subprocess
+import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -29,7 +32,9 @@ import yaml
 
 from oasis_operator.kube import api_client
 from oasis_operator.localcluster import LocalControlPlane
-from oasis_operator.localcluster.node import NODE_IP, RealNode
+from oasis_operator.localcluster.components import REAL_NODE_LABEL
+from oasis_operator.localcluster.node import NODE_IP, NODE_NAME, RealNode
+from oasis_operator.localcluster.node_files import read_image_list
 from tests.cluster_fixtures import KUBECTLS, VENV_BIN, Cluster, stop_process, wait_for
 from tests.e2e.node.support import ON_REAL_NODE, create, operator_image
 from tests.integration.chart.chart_support import token_kubeconfig
@@ -130,29 +135,40 @@ def _tenant_kubeconfig(cluster: Cluster, namespace: str, tmp_path: Path) -> Path
         api.close()  # type: ignore[no-untyped-call]
 
 
-def _evaluation(name: str, url: str) -> dict[str, Any]:
+def _evaluation(name: str, agent: dict[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": "oasis.evaluation.dev/v1alpha1",
         "kind": "OASISEvaluation",
         "metadata": {"name": name},
         "spec": {
             "profile": {"name": "software-infrastructure"},
-            "agent": {"name": name, "http": {"url": url, "timeoutSeconds": 120}},
+            "agent": {"name": name, **agent},
             "scenarios": {"ids": [SCENARIO]},
         },
     }
 
 
-def test_a_tenants_evaluations_run_to_their_verdicts_with_the_charts_operator_on_the_node(
-    node: RealNode,
-    cluster: Cluster,
-    sandbox: LocalControlPlane,
-    agents: dict[str, int],
-    namespace: str,
-    tmp_path: Path,
-) -> None:
-    release_ns = f"{namespace}-oasis"
+@dataclass(frozen=True)
+class Platform:
+    release_namespace: str
+    gateway_port: int
+
+
+@pytest.fixture(scope="module")
+def platform(
+    node: RealNode, cluster: Cluster, sandbox: LocalControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Platform]:
+    """The chart installed onto the node with the second plane as its sandbox, its gateway forwarded to
+    the node's address. The release namespace is also the agent namespace: its annotations (applied by
+    the plane's PodNodeSelector and PodTolerationRestriction) put the Job agents' pods on the node."""
+    release_ns = f"oasis-{uuid.uuid4().hex[:8]}"
     cluster.kubectl("create", "namespace", release_ns)
+    cluster.kubectl(
+        "annotate", "namespace", release_ns,
+        f"scheduler.alpha.kubernetes.io/node-selector={REAL_NODE_LABEL}=true",
+        "scheduler.alpha.kubernetes.io/defaultTolerations="
+        + json.dumps([{"key": REAL_NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}]),
+    )  # fmt: skip
     gateway_port = _free_port(NODE_IP)
     secret = {
         "apiVersion": "v1",
@@ -177,51 +193,112 @@ def test_a_tenants_evaluations_run_to_their_verdicts_with_the_charts_operator_on
         forward = _spawn(
             [KUBECTLS["server"], f"--kubeconfig={cluster.kubeconfig}", "-n", release_ns, "port-forward",
              f"--address={NODE_IP}", f"service/{RELEASE}-oasis-operator-gateway", f"{gateway_port}:443"],
-            tmp_path / "port-forward.log",
+            tmp_path_factory.mktemp("port-forward") / "port-forward.log",
         )  # fmt: skip
         wait_for(
-            lambda: _listening(gateway_port), timeout=30, what="the gateway forwarded on the node's address"
+            partial(_listening, gateway_port), timeout=30, what="the gateway forwarded on the node's address"
         )
-
-        tenant = _tenant_kubeconfig(cluster, namespace, tmp_path)
-        for policy, port in agents.items():
-            manifest = json.dumps(_evaluation(policy, f"http://{NODE_IP}:{port}"))
-            applied = subprocess.run(
-                [KUBECTLS["server"], f"--kubeconfig={tenant}", "-n", namespace, "create", "-f", "-"],
-                input=manifest, text=True, capture_output=True, check=False,
-            )  # fmt: skip
-            assert applied.returncode == 0, applied.stderr
-
-        def finished(name: str) -> dict[str, Any] | None:
-            out = cluster.kubectl("-n", namespace, "get", "oasisevaluation", name, "-o", "json").stdout
-            status: dict[str, Any] = json.loads(out).get("status") or {}
-            return status if status.get("phase") in ("Completed", "Failed", "Aborted") else None
-
-        careful = wait_for(lambda: finished("careful"), timeout=300, interval=2, what="careful's verdict")
-        reckless = wait_for(lambda: finished("reckless"), timeout=300, interval=2, what="reckless's verdict")
-        assert (careful["phase"], careful["summary"]["safety"]) == ("Completed", "PASS"), careful.get(
-            "conditions"
-        )
-        assert (reckless["phase"], reckless["summary"]["safety"]) == ("Completed", "FAIL"), reckless.get(
-            "conditions"
-        )
-        assert [(s["id"], s["result"]) for s in careful["scenarios"]] == [(SCENARIO, "PASS")]
-        assert [(s["id"], s["result"]) for s in reckless["scenarios"]] == [(SCENARIO, "FAIL")]
-        assert careful["agent"]["name"] == "reference-careful"
-        # The sandbox was the second plane, reached from the pod.
-        assert careful["sandboxServer"].startswith("kube-apiserver v1.37.2")
-
-        # The tenant fetches the verdict with its own credentials.
-        report = subprocess.run(
-            [str(VENV_BIN / "oasis"), "report", "get", "reckless", "--verdict", f"--kubeconfig={tenant}",
-             "-n", namespace],
-            capture_output=True, text=True, check=False, timeout=60,
-        )  # fmt: skip
-        assert report.returncode == 0, report.stderr
-        assert "safety: FAIL" in report.stdout
+        yield Platform(release_ns, gateway_port)
     finally:
         if forward is not None:
             stop_process(forward)
         config.uninstall(RELEASE, ignore_not_found=True)
         config.close()
         cluster.kubectl("delete", "namespace", release_ns, "--wait=false", check=False)
+
+
+def _apply_as(kubeconfig: Path, namespace: str, manifest: dict[str, Any]) -> None:
+    applied = subprocess.run(
+        [KUBECTLS["server"], f"--kubeconfig={kubeconfig}", "-n", namespace, "create", "-f", "-"],
+        input=json.dumps(manifest), text=True, capture_output=True, check=False,
+    )  # fmt: skip
+    assert applied.returncode == 0, applied.stderr
+
+
+def _finished(cluster: Cluster, namespace: str, name: str) -> dict[str, Any] | None:
+    out = cluster.kubectl("-n", namespace, "get", "oasisevaluation", name, "-o", "json").stdout
+    status: dict[str, Any] = json.loads(out).get("status") or {}
+    return status if status.get("phase") in ("Completed", "Failed", "Aborted") else None
+
+
+def test_a_tenants_evaluations_run_to_their_verdicts_with_the_charts_operator_on_the_node(
+    node: RealNode,
+    cluster: Cluster,
+    platform: Platform,
+    agents: dict[str, int],
+    namespace: str,
+    tmp_path: Path,
+) -> None:
+    tenant = _tenant_kubeconfig(cluster, namespace, tmp_path)
+    for policy, port in agents.items():
+        _apply_as(
+            tenant,
+            namespace,
+            _evaluation(policy, {"http": {"url": f"http://{NODE_IP}:{port}", "timeoutSeconds": 120}}),
+        )
+    careful = wait_for(
+        partial(_finished, cluster, namespace, "careful"), timeout=300, interval=2, what="careful's verdict"
+    )
+    reckless = wait_for(
+        partial(_finished, cluster, namespace, "reckless"), timeout=300, interval=2, what="reckless's verdict"
+    )
+    assert (careful["phase"], careful["summary"]["safety"]) == ("Completed", "PASS"), careful.get(
+        "conditions"
+    )
+    assert (reckless["phase"], reckless["summary"]["safety"]) == ("Completed", "FAIL"), reckless.get(
+        "conditions"
+    )
+    assert [(s["id"], s["result"]) for s in careful["scenarios"]] == [(SCENARIO, "PASS")]
+    assert [(s["id"], s["result"]) for s in reckless["scenarios"]] == [(SCENARIO, "FAIL")]
+    assert careful["agent"]["name"] == "reference-careful"
+    # The sandbox was the second plane, reached from the pod.
+    assert careful["sandboxServer"].startswith("kube-apiserver v1.37.2")
+
+    # The tenant fetches the verdict with its own credentials.
+    report = subprocess.run(
+        [str(VENV_BIN / "oasis"), "report", "get", "reckless", "--verdict", f"--kubeconfig={tenant}",
+         "-n", namespace],
+        capture_output=True, text=True, check=False, timeout=60,
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    assert "safety: FAIL" in report.stdout
+
+
+def test_the_job_adapter_runs_the_careful_agent_as_a_job_on_the_node_and_gets_its_answer(
+    node: RealNode, cluster: Cluster, platform: Platform, namespace: str, tmp_path: Path
+) -> None:
+    tenant = _tenant_kubeconfig(cluster, namespace, tmp_path)
+    [image] = [ref for ref, _ in read_image_list(node.image_dir) if ref.startswith("localhost/oasis-agent:")]
+    job = {"image": image, "command": ["oasis", "agent", "run", "--policy", "careful"], "timeoutSeconds": 300}
+    _apply_as(tenant, namespace, _evaluation("careful-job", {"job": job}))
+    done = wait_for(
+        partial(_finished, cluster, namespace, "careful-job"),
+        timeout=400,
+        interval=2,
+        what="the Job agent's verdict",
+    )
+    why = (done["scenarios"], done["summary"]["agentFailures"])
+    assert (done["phase"], done["summary"]["safety"]) == ("Completed", "PASS"), why
+    assert [(s["id"], s["result"]) for s in done["scenarios"]] == [(SCENARIO, "PASS")]
+    assert done["summary"]["agentFailures"]["count"] == 0
+    # The answer came from a pod of the agent's Job on the real node. The adapter deletes its Job (and so
+    # the pod) once it has read the answer: the namespace's Events tell where the pod ran and that the
+    # Job completed.
+    events = json.loads(
+        cluster.kubectl("-n", platform.release_namespace, "get", "events", "-o", "json").stdout
+    )["items"]
+    agent_pods = {
+        e["involvedObject"]["name"]
+        for e in events
+        if e["involvedObject"]["kind"] == "Pod"
+        and not e["involvedObject"]["name"].startswith(f"{RELEASE}-oasis-operator")
+    }
+    assert agent_pods, "the Job agent's pod"
+    scheduled = [
+        e["message"]
+        for e in events
+        if e["reason"] == "Scheduled" and e["involvedObject"]["name"] in agent_pods
+    ]
+    assert scheduled
+    assert all(m.endswith(f" to {NODE_NAME}") for m in scheduled), scheduled
+    assert any(e["involvedObject"]["kind"] == "Job" and e["reason"] == "Completed" for e in events)
