@@ -13,7 +13,8 @@ import yaml
 from oasis_operator.cli.common import add_output, command
 from oasis_operator.localcluster import ClusterStatus, ControlPlaneError, LocalControlPlane
 from oasis_operator.localcluster.kueue import start_kueue
-from oasis_operator.localcluster.node import NODE_IP, NODE_NAME, NodeError, RealNode
+from oasis_operator.localcluster.node import NODE_IP, NODE_NAME, RealNode
+from oasis_operator.localcluster.node_host import NodeError
 
 
 def register(subparsers: Any) -> None:

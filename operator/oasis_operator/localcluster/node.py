@@ -16,7 +16,6 @@ node per machine: the bridge and chain names are fixed.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -37,6 +36,13 @@ from oasis_operator.localcluster.node_files import (
     containerd_config,
     kubelet_config,
     read_image_list,
+)
+from oasis_operator.localcluster.node_host import (
+    NodeError,
+    remove_cgroups,
+    remove_nat_chain,
+    run,
+    unmount_under,
 )
 from oasis_operator.localcluster.processes import tail, terminate
 from oasis_operator.pki import Pki, node_certs
@@ -81,10 +87,6 @@ class Plane(Protocol):
     def _alive(self, component: str, pid: int | None) -> bool: ...
 
     def _spawn(self, component: str, argv: list[str]) -> int: ...
-
-
-class NodeError(RuntimeError):
-    """The real node could not be started: a binary, an image or a capability is missing."""
 
 
 @dataclass
@@ -227,17 +229,24 @@ class RealNode:
     def _network(self, api_port: int) -> None:
         """The bridge with the node's address, and the pods' way to the API server on 127.0.0.1."""
         if not Path(f"/sys/class/net/{BRIDGE}").exists():
-            _run("ip", "link", "add", BRIDGE, "type", "bridge")
-        _run("ip", "addr", "replace", f"{NODE_IP}/{POD_SUBNET.split('/')[1]}", "dev", BRIDGE)
-        _run("ip", "link", "set", BRIDGE, "up")
+            run("ip", "link", "add", BRIDGE, "type", "bridge")
+        run("ip", "addr", "replace", f"{NODE_IP}/{POD_SUBNET.split('/')[1]}", "dev", BRIDGE)
+        run("ip", "link", "set", BRIDGE, "up")
         # A packet from a pod to the Service address, rewritten to 127.0.0.1, is routed only if the bridge
         # may carry loopback addresses; the setting goes with the bridge.
         Path(f"/proc/sys/net/ipv4/conf/{BRIDGE}/route_localnet").write_text("1\n")
-        _remove_nat_chain()
-        _run("iptables", "-w", "-t", "nat", "-N", NAT_CHAIN)
-        _run("iptables", "-w", "-t", "nat", "-A", NAT_CHAIN, "-d", f"{KUBERNETES_SERVICE_IP}/32", "-p", "tcp",
+        remove_nat_chain(BRIDGE, NAT_CHAIN)
+        run("iptables", "-w", "-t", "nat", "-N", NAT_CHAIN)
+        run("iptables", "-w", "-t", "nat", "-A", NAT_CHAIN, "-d", f"{KUBERNETES_SERVICE_IP}/32", "-p", "tcp",
              "--dport", "443", "-j", "DNAT", "--to-destination", f"127.0.0.1:{api_port}")  # fmt: skip
-        _run("iptables", "-w", "-t", "nat", "-I", "PREROUTING", "-i", BRIDGE, "-j", NAT_CHAIN)
+        run("iptables", "-w", "-t", "nat", "-I", "PREROUTING", "-i", BRIDGE, "-j", NAT_CHAIN)
+
+    def expose(self, port: int) -> None:
+        """Let pods reach another server of this machine's 127.0.0.1 at `10.96.0.1:<port>` (e.g. a second
+        local plane, a sandbox for the chart's operator on this node: its certificate names 10.96.0.1 too).
+        Removed with the node's nat chain at `stop`."""
+        run("iptables", "-w", "-t", "nat", "-A", NAT_CHAIN, "-d", f"{KUBERNETES_SERVICE_IP}/32", "-p", "tcp",
+            "--dport", str(port), "-j", "DNAT", "--to-destination", f"127.0.0.1:{port}")  # fmt: skip
 
     def _import_images(self) -> None:
         # An OCI archive names its image by tag only (`org.opencontainers.image.ref.name`): ctr names it
@@ -293,11 +302,11 @@ class RealNode:
             terminate(pids["containerd"], 20)
             stopped.append("containerd")
         self._kill_leftover_shims()
-        _unmount_under(self.root)
-        _remove_nat_chain()
+        unmount_under(self.root)
+        remove_nat_chain(BRIDGE, NAT_CHAIN)
         if Path(f"/sys/class/net/{BRIDGE}").exists():
-            _run("ip", "link", "delete", BRIDGE, check=False)
-        _remove_cgroups("kubepods")
+            run("ip", "link", "delete", BRIDGE, check=False)
+        remove_cgroups("kubepods")
         if state is not None:
             state.pids = {}
             self._write_state(state)
@@ -346,13 +355,13 @@ class RealNode:
 
     # --- helpers -----------------------------------------------------------------------------------
     def _ctr(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return _run("ctr", "--address", str(self.socket), "--namespace", CRI_NAMESPACE, *args, check=check)
+        return run("ctr", "--address", str(self.socket), "--namespace", CRI_NAMESPACE, *args, check=check)
 
     def _kubectl(
         self, *args: str, check: bool = True, stdin: str | None = None
     ) -> subprocess.CompletedProcess[str]:
         argv = [str(self.plane.bin_dir / "kubectl"), f"--kubeconfig={self.plane.kubeconfig}", *args]
-        return _run(*argv, check=check, stdin=stdin)
+        return run(*argv, check=check, stdin=stdin)
 
     def _kubectl_apply(self, doc: dict[str, Any]) -> None:
         self._kubectl("apply", "-f", "-", stdin=json.dumps(doc))
@@ -388,53 +397,8 @@ def _node_binding() -> dict[str, Any]:
     }
 
 
-def _run(*argv: str, check: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(list(argv), capture_output=True, text=True, check=False, input=stdin, timeout=300)
-    if check and result.returncode != 0:
-        raise NodeError(f"{' '.join(argv[:4])} ... failed ({result.returncode}): {result.stderr.strip()}")
-    return result
-
-
 def _free_port(address: str) -> int:
     """A port free on `address` for the kubelet's API (the kernel's choice, released at once)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((address, 0))
         return int(sock.getsockname()[1])
-
-
-def _remove_nat_chain() -> None:
-    while _run("iptables", "-w", "-t", "nat", "-D", "PREROUTING", "-i", BRIDGE, "-j", NAT_CHAIN,
-               check=False).returncode == 0:  # fmt: skip
-        pass
-    _run("iptables", "-w", "-t", "nat", "-F", NAT_CHAIN, check=False)
-    _run("iptables", "-w", "-t", "nat", "-X", NAT_CHAIN, check=False)
-
-
-def mounts_under(root: Path) -> list[str]:
-    """The mount points at or below `root` (from /proc/self/mountinfo), deepest first."""
-    prefix = str(root.resolve())
-    points = []
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        point = line.split()[4].replace("\\040", " ")
-        if point == prefix or point.startswith(prefix + "/"):
-            points.append(point)
-    return sorted(points, key=lambda p: p.count("/"), reverse=True)
-
-
-def _unmount_under(root: Path) -> None:
-    for point in mounts_under(root):
-        if _run("umount", point, check=False).returncode != 0:
-            _run("umount", "--lazy", point, check=False)
-
-
-def _remove_cgroups(name: str) -> None:
-    """The kubelet's cgroup tree `/<name>` in every cgroup v1 hierarchy (and v2), once empty."""
-    base = Path("/sys/fs/cgroup")
-    tops = [base / name] if (base / "cgroup.controllers").exists() else [h / name for h in base.iterdir()]
-    for top in tops:
-        if not top.is_dir():
-            continue
-        subs = sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True)
-        for sub in [*subs, top]:
-            with contextlib.suppress(OSError):  # not empty: a process still in it
-                sub.rmdir()

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from oasis_operator.localcluster.node import NodeError, RealNode
+from oasis_operator.localcluster.node import RealNode
+from oasis_operator.localcluster.node_host import NodeError
 from tests.cluster_fixtures import Cluster
 
 ENABLE = "OASIS_TEST_NODE"

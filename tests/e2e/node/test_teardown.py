@@ -6,7 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from oasis_operator.localcluster.node import BRIDGE, NAT_CHAIN, NODE_NAME, RealNode, mounts_under
+from oasis_operator.localcluster.node import BRIDGE, NAT_CHAIN, NODE_NAME, RealNode
+from oasis_operator.localcluster.node_host import mounts_under
 from tests.cluster_fixtures import Cluster
 from tests.e2e.node.support import create, python_pod, wait_phase
 
