@@ -1,12 +1,15 @@
 # Entry points for people and CI. Each target's script lives in hack/ and says what it does; the README's
 # "What each target builds" lists it.
-.PHONY: test test-image demo demo-down deps test-deps plan lint crds cluster-up cluster-down
+.PHONY: test test-image test-node demo demo-down deps test-deps plan lint crds cluster-up cluster-down
 
 test:            ## install what the tests need, lint, type-check and run all test tiers (what CI runs)
 	bash hack/test.sh
 
 test-image:      ## the operator image (from nothing when its Debian layers are not cached: ~21 min) and its test
 	bash hack/test-image.sh
+
+test-node:       ## a real node (containerd + kubelet) in the local plane and the chart's operator pod on it (tests/e2e/node)
+	bash hack/test-node.sh
 
 demo:            ## install what the demo needs; local control plane, CRDs, operator, two evaluations
 	bash hack/demo.sh

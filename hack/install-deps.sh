@@ -19,6 +19,11 @@
 #     (CI=true) the image is built only when its Debian root filesystems are cached (then ~2 min): from
 #     nothing it takes ~21 min, which would take a cold run past the hour; it is then not built, said so
 #     loudly, and `make test-image` builds and tests it (OASIS_IMAGE_COLD=build builds it anyway).
+#   install-deps.sh node   (`make test-node`): all of `test`, and the real node's (docs/real-node.md): Debian's
+#     containerd, runc, containernetworking-plugins, iptables and umoci; the kubelet (build-kube.sh
+#     --with-kubelet: ~8-11 min cold on 2 cores, ~15 s when the other binaries' Go build cache is warm); the
+#     node's images (build-node-images.sh: a pause image and this checkout's operator image). Never on the
+#     default path of `make test`.
 #
 # Before building, it prints what it is about to build and how long that took when measured (the plan
 # below); each step prints its own wall time when it ends. `install-deps.sh demo|test --plan` prints the
@@ -28,7 +33,9 @@ cd "$(dirname "$0")/.."
 
 TARGET="${1:-test}"
 PLAN_ONLY=0; [ "${2:-}" = --plan ] && PLAN_ONLY=1
-case "$TARGET" in demo|test) ;; *) echo "install-deps: usage: install-deps.sh demo|test" >&2; exit 2 ;; esac
+case "$TARGET" in demo|test|node) ;; *) echo "install-deps: usage: install-deps.sh demo|test|node" >&2; exit 2 ;; esac
+NODE=0
+if [ "$TARGET" = node ]; then NODE=1; TARGET=test; fi
 
 # shellcheck source=../operator/oasis_operator/localcluster/release.env
 . operator/oasis_operator/localcluster/release.env
@@ -61,6 +68,13 @@ command -v bwrap >/dev/null 2>&1 || need_pkgs+=(bubblewrap)  # the sandbox every
 if [ "$TARGET" = test ]; then
   command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)  # renders the HTML report in its test
 fi
+if [ "$NODE" = 1 ]; then  # the real node (Debian 12: containerd 1.6.20, CNI plugins 1.1.1)
+  command -v containerd >/dev/null 2>&1 || need_pkgs+=(containerd)
+  [ -x /usr/sbin/runc ] || command -v runc >/dev/null 2>&1 || need_pkgs+=(runc)
+  [ -x /usr/lib/cni/bridge ] || need_pkgs+=(containernetworking-plugins)
+  [ -x /usr/sbin/iptables ] || command -v iptables >/dev/null 2>&1 || need_pkgs+=(iptables)
+  command -v umoci >/dev/null 2>&1 || need_pkgs+=(umoci)
+fi
 kube_status="$(bash hack/build-kube.sh --status)"
 go_status="$(bash hack/install-go.sh --status)"
 venv_status=cached; [ -x .venv/bin/oasis ] || venv_status=build
@@ -92,6 +106,12 @@ fi
 [ "$kueue_status" != build ] || plan+=("Kueue's manager ${KUEUE_VERSION} from its Go module (8 min 24 s measured with empty caches while Kubernetes built beside it)")
 [ "$image_status" != layers ] || plan+=("the operator image's Python layer (~2 min; its Debian root filesystems are cached)")
 [ "$image_status" != cold ] || plan+=("the operator image from nothing: two Debian root filesystems by mmdebstrap, then the Python layer (21 min measured at a load average of 10-15)")
+if [ "$NODE" = 1 ]; then
+  [ "$(bash hack/build-kube.sh --with-kubelet --status)" = cached ] || \
+    plan+=("the kubelet $KUBE_VERSION from source (481 s measured beside another Go build on 2 cores; ~15 s when the other binaries' Go build cache is warm)")
+  [ "$(bash hack/build-node-images.sh --status)" = cached ] || \
+    plan+=("the real node's images: a pause image (Go, umoci) and this checkout's operator image (~40 s with the image's layers cached)")
+fi
 if [ ${#plan[@]} -eq 0 ]; then
   log "for make $TARGET: everything is installed and cached"
 else
@@ -143,4 +163,12 @@ if [ "$TARGET" = test ]; then
   # filesystems are cached apart, so a code change rebuilds only the Python layer (see hack/build-image.sh).
   case "$image_status" in layers|cold) step "operator image" as_root bash hack/build-image.sh ;; esac
 fi
-log "ok ($TARGET)"
+if [ "$NODE" = 1 ]; then
+  if [ "$(bash hack/build-kube.sh --with-kubelet --status)" = build ]; then
+    step "kubelet $KUBE_VERSION" bash hack/build-kube.sh --with-kubelet
+  fi
+  if [ "$(bash hack/build-node-images.sh --status)" = build ]; then
+    step "node images" as_root bash hack/build-node-images.sh
+  fi
+fi
+log "ok ($TARGET$([ "$NODE" = 1 ] && echo ', node'))"

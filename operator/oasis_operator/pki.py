@@ -91,6 +91,14 @@ class Pki:
         return self.root / "gateway.key"
 
     @property
+    def kubelet_client_cert(self) -> Path:
+        return self.root / "apiserver-kubelet-client.crt"
+
+    @property
+    def kubelet_client_key(self) -> Path:
+        return self.root / "apiserver-kubelet-client.key"
+
+    @property
     def etcd_ca_cert(self) -> Path:
         return self.root / "etcd-ca.crt"
 
@@ -143,6 +151,8 @@ def _files(pki: Pki) -> tuple[Path, ...]:
         pki.scheduler_key,
         pki.kwok_cert,
         pki.kwok_key,
+        pki.kubelet_client_cert,
+        pki.kubelet_client_key,
         pki.sa_key,
         pki.sa_pub,
         pki.etcd_ca_cert,
@@ -238,6 +248,7 @@ def ensure_pki(root: Path) -> Pki:
     # all kubelets together, which no bootstrap role holds; the plane holds nothing but sandboxes.
     _signed_cert(pki, "node-simulator", f"/O=system:masters/CN={KWOK_USER}", _CLIENT_EXT)
     _gateway_cert(pki)
+    _kubelet_client_cert(pki)
     # etcd has a CA of its own: only the API server's etcd client certificate opens it, so no other
     # local process (an agent under evaluation included) can read or rewrite the sandbox's state there.
     _openssl("genrsa", "-out", "etcd-ca.key", "2048", cwd=root)
@@ -276,6 +287,42 @@ def _gateway_cert(pki: Pki) -> None:
     pki.gateway_key.chmod(0o600)
 
 
+def _kubelet_client_cert(pki: Pki) -> None:
+    """The API server's client certificate towards a real node's kubelet (logs, exec through the API).
+
+    The kubelet authorises it by a SubjectAccessReview; system:masters, as kubeadm's own certificate of
+    this name was, since the plane holds nothing but sandboxes."""
+    _signed_cert(
+        pki, "apiserver-kubelet-client", "/O=system:masters/CN=kube-apiserver-kubelet-client", _CLIENT_EXT
+    )
+
+
+def node_certs(pki: Pki, out: Path, node: str, node_ip: str) -> tuple[tuple[Path, Path], tuple[Path, Path]]:
+    """A real node's kubelet certificates in `out`, signed by the plane's CA: its client certificate
+    (`system:node:<node>` in system:nodes) and its serving certificate for `node_ip`. Made once."""
+    out.mkdir(parents=True, exist_ok=True)
+    out.chmod(0o700)
+    names = {"client": f"kubelet-client-{node}", "serving": f"kubelet-{node}"}
+    made = {k: (out / f"{v}.crt", out / f"{v}.key") for k, v in names.items()}
+    local = Pki(out)
+    for link in ("ca.crt", "ca.key"):
+        target = out / link
+        if not target.exists():
+            target.symlink_to(pki.root / link)
+    if not all(p.is_file() for pair in made.values() for p in pair):
+        _signed_cert(local, names["client"], f"/O=system:nodes/CN=system:node:{node}", _CLIENT_EXT)
+        _signed_cert(
+            local,
+            names["serving"],
+            f"/CN={node}",
+            "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\n"
+            f"extendedKeyUsage=serverAuth\nsubjectAltName=IP:{node_ip},DNS:{node}\n",
+        )
+        for key in out.glob("*.key"):
+            key.chmod(0o600)
+    return made["client"], made["serving"]
+
+
 def _later_identities(pki: Pki) -> dict[str, Callable[[], None]]:
     """Client certificates added after the first planes were made, each with how to make it alone."""
     return {
@@ -284,6 +331,7 @@ def _later_identities(pki: Pki) -> dict[str, Callable[[], None]]:
         "node-simulator": lambda: _signed_cert(
             pki, "node-simulator", f"/O=system:masters/CN={KWOK_USER}", _CLIENT_EXT
         ),
+        "apiserver-kubelet-client": lambda: _kubelet_client_cert(pki),
     }
 
 

@@ -133,7 +133,9 @@ def _raw(api: ApiClient, path: str, query: dict[str, str] | None = None) -> byte
         method="GET",
         resource_path=path,
         query_params=list((query or {}).items()),
-        header_params={"Accept": "text/plain"},
+        # The API server answers a log in text/plain but refuses (406) an Accept of text/plain alone, as a
+        # real kubelet's log showed; kubectl asks for `application/json, */*`.
+        header_params={"Accept": "text/plain, */*"},
         auth_settings=["BearerToken"],
     )
     response = api.call_api(

@@ -14,6 +14,8 @@ from oasis_operator.cli.common import UsageError, add_output, command
 from oasis_operator.localcluster import ClusterStatus, ControlPlaneError, LocalControlPlane
 from oasis_operator.localcluster.kueue import start_kueue
 from oasis_operator.localcluster.multikueue import connect_worker, parse_worker
+from oasis_operator.localcluster.node import NODE_IP, NODE_NAME, RealNode
+from oasis_operator.localcluster.node_host import NodeError
 
 
 def register(subparsers: Any) -> None:
@@ -46,6 +48,11 @@ def register(subparsers: Any) -> None:
         ],
     )
     up.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for the API (default 90)")
+    up.add_argument(
+        "--node",
+        action="store_true",
+        help="also a real node: containerd and the kubelet (test facility; docs/real-node.md)",
+    )
     up.add_argument(
         "--kueue",
         action="store_true",
@@ -121,6 +128,14 @@ def _up(args: argparse.Namespace) -> int:
         print(f"oasis cluster up: {exc}", file=sys.stderr)
         return 1
     _print_status(status)
+    if args.node:
+        node = RealNode(plane)
+        try:
+            node.start()
+        except NodeError as exc:
+            print(f"oasis cluster up --node: {exc}", file=sys.stderr)
+            return 1
+        print(f"{'node ' + NODE_NAME:<25} {'ready':<8} {NODE_IP} (containerd {node.socket})")
     print(f"release:    Kubernetes {plane.release.kubernetes}")
     print(f"kubeconfig: {plane.kubeconfig}")
     print(f"audit log:  {plane.audit_log}")

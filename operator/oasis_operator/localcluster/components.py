@@ -19,6 +19,9 @@ POD_CIDR = "10.244.0.0/16"
 # to every pod created in it (the agent's too) and PodTolerationRestriction its tolerations of the
 # environment's node taint (sandbox.isolation).
 ENABLED_ADMISSION = "PodNodeSelector,PodTolerationRestriction"
+# The label of a real node (a kubelet with containerd, `localcluster.node`): kwok leaves the nodes that
+# carry it alone, on every plane and in the chart's sandbox plane, so a real node is never played twice.
+REAL_NODE_LABEL = "oasis.evaluation.dev/real-node"
 
 
 def etcd_args(pki: Pki, data_dir: Path, client_port: int, peer_port: int) -> list[str]:
@@ -99,13 +102,28 @@ def scheduler_args(kubeconfig: Path) -> list[str]:
     ]
 
 
+def apiserver_kubelet_args(pki: Pki) -> list[str]:
+    """How the local plane's API server reaches a real node's kubelet (logs, exec, port-forward through the
+    API): with its own client certificate, verifying the kubelet's serving certificate by the plane's CA,
+    at the node's InternalIP (the only address a real node reports that resolves here; kwok's nodes serve
+    no kubelet API at all). Not in the chart's sandbox plane, which runs no real node."""
+    return [
+        f"--kubelet-client-certificate={pki.kubelet_client_cert}",
+        f"--kubelet-client-key={pki.kubelet_client_key}",
+        f"--kubelet-certificate-authority={pki.ca_cert}",
+        "--kubelet-preferred-address-types=InternalIP",
+    ]
+
+
 def kwok_args(kubeconfig: Path) -> list[str]:
-    """kwok plays the kubelet of every Node (only the twin creates Nodes); its Stages come from the API
+    """kwok plays the kubelet of every Node but a real one (only the twin creates Nodes; `oasis cluster up
+    --node` adds a real kubelet's, labelled REAL_NODE_LABEL); its Stages come from the API
     server (`sandbox.kwok`: the lifecycle and each environment's faults), and it serves no kubelet API
     (no exec, logs or port-forward on this machine: the gateway answers those)."""
     return [
         f"--kubeconfig={kubeconfig}",
-        "--manage-all-nodes=true",
+        "--manage-all-nodes=false",
+        f"--manage-nodes-with-label-selector=!{REAL_NODE_LABEL}",
         "--enable-crds=Stage",
         f"--cidr={POD_CIDR}",
         "--node-ip=10.240.0.1",

@@ -17,7 +17,6 @@ import json
 import logging
 import os
 import shutil
-import signal
 import socket
 import ssl
 import subprocess
@@ -34,12 +33,15 @@ from oasis_operator.localcluster import kubeconfigs
 from oasis_operator.localcluster.audit import audit_policy
 from oasis_operator.localcluster.components import (
     apiserver_args,
+    apiserver_kubelet_args,
     controller_manager_args,
     etcd_args,
     kwok_args,
     scheduler_args,
 )
 from oasis_operator.localcluster.kwok import ensure_stage_crd
+from oasis_operator.localcluster.node import RealNode
+from oasis_operator.localcluster.processes import tail, terminate
 from oasis_operator.localcluster.release import Release, ReleaseError, default_bin_dir, selected
 from oasis_operator.pki import Pki, ensure_pki
 
@@ -227,7 +229,7 @@ class LocalControlPlane:
             self._wait(lambda: _port_open(state.etcd_client_port), "etcd", timeout)
             api_args = apiserver_args(
                 self.pki, state.etcd_client_port, state.api_port, self._policy_file, self.audit_log
-            )
+            ) + apiserver_kubelet_args(self.pki)
             state.pids["kube-apiserver"] = self._spawn(
                 "kube-apiserver", [str(binaries["kube-apiserver"]), *api_args]
             )
@@ -260,11 +262,13 @@ class LocalControlPlane:
         if state is None:
             return []
         stopped = []
+        if (self.run_dir / "node").is_dir():  # a real node (`up --node`) goes first, while the API serves
+            stopped += RealNode(self).stop()
         for component in (*OPTIONAL_COMPONENTS, *reversed(COMPONENTS)):
             pid = state.pids.get(component)
             if pid and self._alive(component, pid):
                 # An optional component runs inside a wrapper: its whole process group goes.
-                _terminate(pid, timeout, group=component in OPTIONAL_COMPONENTS)
+                terminate(pid, timeout, group=component in OPTIONAL_COMPONENTS)
                 stopped.append(component)
             self._children.pop(component, None)
         state.pids = {}
@@ -325,7 +329,7 @@ class LocalControlPlane:
             if not self._alive(component, pid):
                 raise ControlPlaneError(
                     f"{component} exited during start: see {self.log_file(component)}\n"
-                    + _tail(self.log_file(component))
+                    + tail(self.log_file(component))
                 )
             time.sleep(0.2)
         raise ControlPlaneError(f"{component} not ready after {timeout:.0f}s: see {self.log_file(component)}")
@@ -381,35 +385,3 @@ def _port_open(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.settimeout(0.5)
         return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
-def _terminate(pid: int, timeout: float, *, group: bool = False) -> None:
-    """SIGTERM, then SIGKILL after `timeout`; `group`: to the process group `pid` leads (its session)."""
-    send = os.killpg if group else os.kill
-    try:
-        send(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            waited, _ = os.waitpid(pid, os.WNOHANG)
-            if waited == pid:
-                return
-        except ChildProcessError:
-            pass  # not our child (started by an earlier `oasis cluster up`): poll /proc instead
-        if not Path(f"/proc/{pid}").exists():
-            return
-        time.sleep(0.1)
-    try:
-        send(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    except (ProcessLookupError, ChildProcessError):
-        pass
-
-
-def _tail(path: Path, lines: int = 20) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except FileNotFoundError:
-        return ""

@@ -128,7 +128,9 @@ def test_flags_of_the_current_release(tmp_path: Path) -> None:
     assert "--leader-elect=false" in scheduler_args(tmp_path / "kc")
     kwok = kwok_args(tmp_path / "kc")
     assert "--enable-crds=Stage" in kwok
-    assert "--manage-all-nodes=true" in kwok
+    # kwok plays every node but a real one (a kubelet of `oasis cluster up --node`).
+    assert "--manage-all-nodes=false" in kwok
+    assert "--manage-nodes-with-label-selector=!oasis.evaluation.dev/real-node" in kwok
     assert not any(a.startswith("--server-address") for a in kwok)  # no kubelet API: no exec, no logs
     # etcd comes from the release's cache (built with it), not from PATH.
     with pytest.raises(ControlPlaneError, match=r"etcd missing: run hack/install-deps.sh"):
