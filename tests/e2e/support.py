@@ -83,6 +83,10 @@ class OperatorProcess:
 def agent_command(policy: str, marker: str | None = None) -> dict[str, Any]:
     """spec.agent for a reference agent run by the command adapter."""
     env = {"OASIS_KUBECTL": str(VENV_BIN / "kubectl")}
+    if os.environ.get("PYTHONPATH"):
+        # A run from a worktree (PYTHONPATH=<worktree>/operator): the agent runs the code under test, as the
+        # operator does; the sandbox shows it that code (agents/sandbox.py own_install), not the venv's.
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     if marker:
         env["OASIS_TEST_MARKER"] = marker
     return {

@@ -161,10 +161,7 @@ def operators(
 
 def _dispatched(name: str, queue: str) -> dict[str, Any]:
     """An evaluation for MultiKueue: the careful agent on one scenario, in `queue`."""
-    agent = agent_command("careful")
-    if os.environ.get("PYTHONPATH"):  # a worktree run: the agent runs the code under test, as the operators
-        agent["command"]["env"]["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    body = evaluation(name, agent, scenarios=ONE, managedBy=MANAGED_BY_MULTIKUEUE)
+    body = evaluation(name, agent_command("careful"), scenarios=ONE, managedBy=MANAGED_BY_MULTIKUEUE)
     body["metadata"]["labels"] = {QUEUE_LABEL: queue}
     return body
 

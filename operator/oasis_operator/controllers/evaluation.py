@@ -184,16 +184,22 @@ def multikueue_manager(spec: kopf.Spec, **_: Any) -> bool:
     return spec.get("managedBy") == MANAGED_BY_MULTIKUEUE
 
 
-@kopf.on.resume(*RESOURCE, when=multikueue_manager, **HANDLER_LIMITS)
-@kopf.on.create(*RESOURCE, when=multikueue_manager, **HANDLER_LIMITS)
-@kopf.on.update(*RESOURCE, field="metadata.labels", when=multikueue_manager, **HANDLER_LIMITS)
-async def dispatch_to_multikueue(body: kopf.Body, spec: kopf.Spec, memo: kopf.Memo, **_: Any) -> None:
+# An event handler, not create/update/resume ones: kopf keeps no state for it (those would write
+# `status.kopf`, and MultiKueue owns this object's status) and adds no finalizer. Every event of the object
+# (the listing at start included) checks the Workload: compare, then create.
+@kopf.on.event(*RESOURCE, when=multikueue_manager)
+async def dispatch_to_multikueue(
+    body: kopf.Body, spec: kopf.Spec, memo: kopf.Memo, event: kopf.RawEvent, **_: Any
+) -> None:
     """Manager cluster: make the evaluation's Workload for MultiKueue to dispatch, and nothing else (a
     worker runs it; MultiKueue copies its status here). No status is written, no finalizer added."""
 
     def notify(kind: str, reason: str, message: str) -> None:
         kopf.event(body, type=kind, reason=reason, message=message)
 
+    going = event.get("type") == "DELETED" or body.get("metadata", {}).get("deletionTimestamp")
+    if going or (body.get("status") or {}).get("phase") in TERMINAL:
+        return  # going, or over (its Workload is Finished): nothing to make
     if not dispatched_by_multikueue(spec, body.get("metadata", {}).get("labels")):
         kopf.warn(
             body,
@@ -207,5 +213,4 @@ async def dispatch_to_multikueue(body: kopf.Body, spec: kopf.Spec, memo: kopf.Me
     try:
         await keep_manager_workload(memo.host_api, settings, body, notify)
     except Refused as refused:
-        kopf.warn(body, reason=refused.reason, message=str(refused))
-        raise kopf.TemporaryError(str(refused), delay=30) from None
+        kopf.warn(body, reason=refused.reason, message=str(refused))  # tried again at its next event
