@@ -406,7 +406,9 @@ def queue_settings(settings: OperatorSettings) -> QueueSettings:
 
 async def forget_workload(api: ApiClient, body: Mapping[str, Any]) -> bool:
     """Delete a deleted evaluation's Workload now (garbage collection would, once the object is gone);
-    True if there was one."""
+    True if there was one. Without the right to (a chart installed without `kueue.enabled`, an operator
+    watching every namespace) or without Kueue, garbage collection is left to do it: the deletion of the
+    evaluation never waits on it."""
     labels = (body.get("metadata") or {}).get("labels")
     if queue_of(labels) is None or prebuilt_workload_of(labels) is not None:
         return False  # MultiKueue removes the Workload it made, with the copy
@@ -415,7 +417,12 @@ async def forget_workload(api: ApiClient, body: Mapping[str, Any]) -> bool:
     try:
         await asyncio.to_thread(request, api, "DELETE", path)
     except ApiException as exc:
-        if exc.status == 404:
+        if exc.status == 403:
+            log.warning(
+                "cannot delete Workload %s/%s (not granted: chart value kueue.enabled); garbage "
+                "collection removes it with the evaluation", owner.namespace, workload_name(owner),
+            )  # fmt: skip
+        if exc.status in (403, 404):
             return False
         raise
     return True

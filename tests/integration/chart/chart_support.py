@@ -118,10 +118,41 @@ def installed(
     kubectl_stdin(cluster, objects, "apply", "-f", "-")
     try:
         kubeconfig = token_kubeconfig(cluster, api, namespace, account, path)
-        yield Identity(f"system:serviceaccount:{namespace}:{account}", kubeconfig, objects)
+        user = f"system:serviceaccount:{namespace}:{account}"
+        _wait_for_rbac(cluster, objects, user)
+        yield Identity(user, kubeconfig, objects)
     finally:
         cluster_scoped = [o for o in objects if o["kind"] in ("ClusterRole", "ClusterRoleBinding")]
         kubectl_stdin(cluster, cluster_scoped, "delete", "--ignore-not-found", "-f", "-")
+
+
+def _wait_for_rbac(cluster: Cluster, objects: list[Manifest], user: str) -> None:
+    """Until the API server's authorizer has seen every binding just applied (its informers lag the
+    write by a moment): one right of each bound role, asked as `user`, answers yes. Without this, the
+    first requests of an operator started at once can be refused, which a test then reads as a 403."""
+    roles = {(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o for o in objects}
+    for binding in (o for o in objects if o["kind"] in ("RoleBinding", "ClusterRoleBinding")):
+        if not any(s.get("kind") == "ServiceAccount" and user.endswith(f":{s.get('name')}")
+                   for s in binding.get("subjects") or []):  # fmt: skip
+            continue
+        ref = binding["roleRef"]
+        where = binding["metadata"].get("namespace")
+        role = roles.get((ref["kind"], where if ref["kind"] == "Role" else None, ref["name"]))
+        rules = (role or {}).get("rules") or []
+        rule = next(
+            (r for r in rules if r.get("resources") and r.get("verbs") and not r.get("resourceNames")), None
+        )
+        if rule is None:
+            continue
+        group = (rule.get("apiGroups") or [""])[0]
+        resource = rule["resources"][0] + (f".{group}" if group and group != "*" else "")
+        verb = rule["verbs"][0]
+        argv = ["auth", "can-i", verb, resource, *(["-n", where] if where else ["-A"]), "--as", user]
+        wait_for(
+            lambda argv=argv: cluster.kubectl(*argv, check=False).stdout.strip() == "yes",
+            timeout=30,
+            what=f"the authorizer to see {binding['kind']} {binding['metadata']['name']}",
+        )
 
 
 TENANT_ROLES = ("oasis-evaluation-edit", "oasis-evaluation-view")
@@ -199,9 +230,12 @@ def stop(proc: subprocess.Popen[bytes], timeout: float = 20) -> None:
 
 
 def audit_uses(audit_log: Path, user: str, since: str) -> list[AuditEntry]:
-    """Audit entries of `user` (authenticated as itself, not impersonated) at or after `since` (RFC 3339)."""
+    """Audit entries of `user` (authenticated as itself, not impersonated) at or after `since` (RFC 3339),
+    from the log and the backups the API server rotated it into (`audit-<time>.log`), oldest first."""
     entries = []
-    for line in audit_log.read_text().splitlines():
+    rotated = sorted(audit_log.parent.glob(f"{audit_log.stem}-*{audit_log.suffix}"))
+    lines = [line for path in [*rotated, audit_log] for line in path.read_text().splitlines()]
+    for line in lines:
         entry = json.loads(line)
         if entry.get("user", {}).get("username") != user or entry.get("impersonatedUser"):
             continue
