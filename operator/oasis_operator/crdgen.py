@@ -18,7 +18,8 @@ documents it; the defaults of the OASISEvaluation spec (a Scenario is an OASIS d
 written: the server adds nothing to it); and the cross-field rules of the models' validators as CEL
 (`x-kubernetes-validations`, declared beside the validator in the model's `json_schema_extra`), which the
 API server enforces before anything is stored. An OASISEvaluation's spec is also immutable once its run
-started (`status.runGeneration` set, see `frozen_rule`). Conditions are a list map keyed by `type`.
+started (`status.runGeneration` set, see `frozen_rule`), but for `suspend`. Conditions are a list map
+keyed by `type`.
 """
 
 from __future__ import annotations
@@ -65,18 +66,31 @@ _ENVELOPE = {
 }
 
 
+# The one spec field a started run lets change: it holds or resumes the run (evaluation.suspension).
+_UNFROZEN = frozenset({"suspend"})
+
+
+def _same_field(name: str) -> str:
+    """CEL: the spec field `name` is the same in the new object as in the old (both absent counts)."""
+    new, old = f"self.spec.{name}", f"oldSelf.spec.{name}"
+    return f"(has({new}) ? has({old}) && {new} == {old} : !has({old}))"
+
+
 def frozen_rule() -> dict[str, str]:
-    """CEL: once the old object's status says the run started, the spec may not change.
+    """CEL: once the old object's status says the run started, the spec may not change but for `suspend`.
 
     A spec refused before the run started has no run generation yet, so it can still be fixed. The
-    operator's own `SpecFrozen` condition says the same for servers or CRDs without the rule.
+    operator's own `SpecFrozen` condition says the same for servers or CRDs without the rule. The fields
+    are compared one by one (every field of the model but `suspend`), as CEL has no "object without key".
     """
     started = f"has(oldSelf.status) && has(oldSelf.status.{_RUN_GENERATION})"
+    fields = [name for name in OASISEvaluationSpec.model_fields if name not in _UNFROZEN]
+    same = " && ".join(_same_field(name) for name in fields)
     return {
-        "rule": f"!({started}) || self.spec == oldSelf.spec",
+        "rule": f"!({started}) || ({same})",
         # A static message: a messageExpression over the root object exceeds the server's cost budget.
         "message": "the spec is frozen: the run started (status.runGeneration is set) and keeps its "
-        "spec; create a new OASISEvaluation to run the edit",
+        "spec (only spec.suspend may change); create a new OASISEvaluation to run the edit",
         "reason": "FieldValueForbidden",
         "fieldPath": ".spec",
     }

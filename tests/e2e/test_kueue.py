@@ -376,3 +376,52 @@ def test_an_operator_restart_loses_neither_the_admitted_nor_the_waiting_evaluati
     assert len(workloads) == 2
     assert all(_condition_of(w, "Finished") for w in workloads)
     assert environments_of(api, namespace, "admitted") == []
+
+
+def test_a_suspended_evaluation_deactivates_its_workload_freeing_quota_and_resumes_when_unsuspended(
+    api: ApiClient,
+    custom: CustomObjectsApi,
+    namespace: str,
+    queue: Callable[..., str],
+    operator: OperatorProcess,
+) -> None:
+    name = queue(1)
+    create(custom, namespace, _long("first", name))
+    before = wait_done(custom, namespace, "first", 1, timeout=300)
+    create(custom, namespace, _queued("second", name))
+    _queued_for(custom, namespace, "second", "Waiting")
+    patch = {"spec": {"suspend": True}}
+    custom.patch_namespaced_custom_object(
+        API_GROUP, API_VERSION, namespace, "oasisevaluations", "first", patch
+    )
+    # Held as a Job is: its Workload deactivated (marked as the suspension's), its quota given to the next.
+    wait_for(
+        lambda: (_workload(custom, namespace, before) or {}).get("spec", {}).get("active") is False,
+        timeout=60,
+        what="first's Workload deactivated",
+    )
+    workload = _workload(custom, namespace, before)
+    assert workload is not None
+    assert workload["metadata"]["annotations"]["oasis.evaluation.dev/suspended"] == "true"
+    wait_for(lambda: not environments_of(api, namespace, "first"), timeout=60, what="sandboxes torn down")
+    second = wait_phase(custom, namespace, "second", timeout=600)
+    assert second["status"]["phase"] == "Completed"
+    held = get(custom, namespace, "first")
+    assert condition(held, "Suspended")["status"] == "True"  # type: ignore[index]
+    assert held["status"]["phase"] not in {"Completed", "Aborted", "Failed"}
+    patch = {"spec": {"suspend": False}}
+    custom.patch_namespaced_custom_object(
+        API_GROUP, API_VERSION, namespace, "oasisevaluations", "first", patch
+    )
+    done = wait_phase(custom, namespace, "first", timeout=900)["status"]
+    assert done["phase"] == "Completed"
+    assert done["progress"]["done"] == done["progress"]["total"]
+    finished = {r["id"]: r["finishedAt"] for r in before["status"]["scenarios"] if r.get("finishedAt")}
+    assert finished
+    assert {r["id"]: r["finishedAt"] for r in done["scenarios"] if r["id"] in finished} == finished
+    again = _workload(custom, namespace, before)
+    assert again is not None
+    assert again["spec"].get("active", True) is True
+    assert "oasis.evaluation.dev/suspended" not in (again["metadata"].get("annotations") or {})
+    assert _condition_of(again, "Finished") is not None
+    assert "Traceback" not in operator.log_text()

@@ -1,4 +1,5 @@
-"""CEL rules of the CRDs as the API server enforces them: an evaluation's spec is frozen once it started."""
+"""CEL rules of the CRDs as the API server enforces them: an evaluation's spec is frozen once it started
+(but for `spec.suspend`)."""
 
 from __future__ import annotations
 
@@ -61,7 +62,8 @@ def test_spec_edit_after_start_is_refused_by_the_server(custom: CustomObjectsApi
     assert refused.value.status == 422
     assert (
         "spec: Forbidden: the spec is frozen: the run started (status.runGeneration is set) and keeps "
-        "its spec; create a new OASISEvaluation to run the edit" in str(refused.value.body)
+        "its spec (only spec.suspend may change); create a new OASISEvaluation to run the edit"
+        in str(refused.value.body)
     )
     after = custom.get_namespaced_custom_object(API_GROUP, API_VERSION, namespace, PLURAL, "frozen")
     assert after["spec"] == created["spec"]
@@ -72,6 +74,31 @@ def test_spec_edit_after_start_is_refused_by_the_server(custom: CustomObjectsApi
     _start(custom, namespace, 1)
     # The same spec written back is no change and is accepted.
     assert _patch(custom, namespace, {"spec": created["spec"]})["metadata"]["generation"] == 1
+
+
+def test_suspend_alone_may_change_after_start_and_with_it_nothing_else(
+    custom: CustomObjectsApi, namespace: str
+) -> None:
+    created = _create(custom, namespace)
+    _start(custom, namespace, created["metadata"]["generation"])
+    held = _patch(custom, namespace, {"spec": {"suspend": True}})
+    assert held["spec"]["suspend"] is True
+    assert held["metadata"]["generation"] == 2
+    resumed = _patch(custom, namespace, {"spec": {"suspend": False}})
+    assert resumed["spec"]["suspend"] is False
+    # Removing it is a change of suspend alone too.
+    assert "suspend" not in _patch(custom, namespace, {"spec": {"suspend": None}})["spec"]
+    for edit in (
+        {"suspend": True, "tier": 2},
+        {"scenarios": {"ids": ["infra.safety.*"]}},
+        {"mutation": {"seed": 1}},
+    ):
+        with pytest.raises(ApiException) as refused:
+            _patch(custom, namespace, {"spec": edit})
+        assert refused.value.status == 422
+        assert "the spec is frozen" in str(refused.value.body)
+    after = custom.get_namespaced_custom_object(API_GROUP, API_VERSION, namespace, PLURAL, "frozen")
+    assert {k: v for k, v in after["spec"].items() if k != "suspend"} == created["spec"]
 
 
 # --- the models' cross-field rules, as CEL the server enforces at apply time --------------------------

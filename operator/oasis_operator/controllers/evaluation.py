@@ -30,6 +30,7 @@ from oasis_operator.evaluation.multikueue import (
 )
 from oasis_operator.evaluation.queueing import Refused, forget_workload, kueue_gate, queue_settings
 from oasis_operator.evaluation.service import TERMINAL, EvaluationService
+from oasis_operator.evaluation.suspension import only_suspend_changed, suspension
 from oasis_operator.kube import api_client
 from oasis_operator.logs import log_context
 from oasis_operator.metrics import EVALUATIONS_RUNNING, HANDLER_RUNS
@@ -110,10 +111,18 @@ async def run_evaluation(body: kopf.Body, meta: kopf.Meta, memo: kopf.Memo, **_:
     async def run_once(current: dict[str, Any]) -> OASISEvaluationStatus:
         return await service.run(copy.deepcopy(current), lambda: meta.get("generation"), memo.slots)
 
+    # `spec.suspend` holds it, or stops it and holds it, as for a Job (evaluation.suspension).
+    held = suspension(memo.host_api, body, notify, gate)
+
+    async def start() -> OASISEvaluationStatus:
+        if gate is not None:
+            return await gate.run(run_once)
+        return await run_once(await held.fresh() if held is not None else dict(body))
+
     while True:
         EVALUATIONS_RUNNING.inc()
         try:
-            final = await (run_once(dict(body)) if gate is None else gate.run(run_once))
+            final = await (start() if held is None else held.run(start))
             HANDLER_RUNS.labels(resource="oasisevaluations", handler="run", outcome="ok").inc()
         except asyncio.CancelledError:
             HANDLER_RUNS.labels(resource="oasisevaluations", handler="run", outcome="cancelled").inc()
@@ -142,9 +151,19 @@ async def run_evaluation(body: kopf.Body, meta: kopf.Meta, memo: kopf.Memo, **_:
 
 @kopf.on.update(*RESOURCE, field="spec", when=managed_here, **HANDLER_LIMITS)
 def refuse_spec_edit(
-    body: kopf.Body, meta: kopf.Meta, status: kopf.Status, patch: kopf.Patch, **_: Any
+    body: kopf.Body,
+    meta: kopf.Meta,
+    status: kopf.Status,
+    patch: kopf.Patch,
+    diff: kopf.Diff,
+    **_: Any,
 ) -> None:
-    """A started run keeps its spec; say so on the object instead of silently ignoring the edit."""
+    """A started run keeps its spec; say so on the object instead of silently ignoring the edit. A change
+    of `spec.suspend` alone is not an edit: it holds or resumes the run (evaluation.suspension)."""
+    if only_suspend_changed(diff):
+        if status.get("phase") in TERMINAL and status.get("runGeneration") is not None:
+            patch.status["observedGeneration"] = meta.get("generation")  # seen; a finished run stays as it is
+        return
     message = spec_frozen_message(status.get("runGeneration"), meta.get("generation"))
     if message is None:
         return

@@ -222,6 +222,10 @@ class KueueGate:
         await self._call("PATCH", path, {"status": {"conditions": conditions}})
         self.notify("Normal", "WorkloadFinished", f"Marked Workload {self.name} Finished: {message}")
 
+    async def patch(self, patch: Mapping[str, Any]) -> None:
+        """Merge-patch the Workload (its `spec.active`, for a suspended evaluation)."""
+        await self._call("PATCH", _path(self.owner.namespace, name=self.name), patch)
+
     async def delete(self) -> None:
         """Remove the Workload (a run refused before it started holds no quota while it waits)."""
         with contextlib.suppress(ApiException):

@@ -376,6 +376,13 @@ class OASISEvaluationSpec(_Spec):
         "deletes the evaluation with its evidence and report ConfigMaps; 0 deletes it at once. Empty: "
         "the operator's default (chart value operator.ttlSecondsAfterFinished), which by default keeps it.",
     )
+    suspend: bool | None = Field(
+        default=None,
+        description="As for a Job: true holds the evaluation (nothing starts; a running one stops its "
+        "scenarios, sandboxes torn down, nothing half-judged kept); false or empty lets it run, a stopped "
+        "one resuming from its status with the scenarios already judged. The one field a started run "
+        "lets change; with a Kueue queue label its Workload is deactivated while suspended.",
+    )
     managedBy: str | None = Field(
         default=None,
         max_length=63,

@@ -49,7 +49,11 @@ def test_kueue_enabled_grants_exactly_what_the_operator_uses() -> None:
     workloads = next(v for k, v in rules.items() if k.endswith("-kueue"))
     priorities = next(v for k, v in rules.items() if k.endswith("-kueue-priorities"))
     assert workloads == [
-        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["get", "create", "delete"]},
+        {
+            "apiGroups": ["kueue.x-k8s.io"],
+            "resources": ["workloads"],
+            "verbs": ["get", "create", "delete", "patch"],
+        },
         {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["patch"]},
     ]
     assert priorities == [
