@@ -11,23 +11,31 @@ P`), a node and a running container (400). Then the stream is served over WebSoc
   with ConfigMap and Secret values resolved, its mounted files, its hostname), else the container
   runtime's "executable file not found"; the exit code as the kubelet reports it.
 - `attach`: the container's log (`logs.py`), then the end of the stream.
-- `port-forward`: kubectl tunnels SPDY/3.1 in its WebSocket (`SPDY/3.1+portforward.k8s.io`), which the
-  gateway does not speak: it answers with a Status that says so (see the gateway README).
+- `port-forward`: kubectl 1.37 tunnels SPDY/3.1 in its WebSocket (subprotocol
+  `SPDY/3.1+portforward.k8s.io`); the gateway speaks it (`spdy.py`, `portforward.py`) and answers each
+  forwarded connection from the twin (`pod_ports.py`): the declared HTTP answer for the pod and port,
+  else 200/503 from the pod's readiness for a port a running container declares, else the runtime's
+  "connection refused" on the error stream. No socket is opened. The plain SPDY upgrade (kubectl's
+  fallback when the WebSocket upgrade fails) is not served: the WebSocket one never fails here.
 
 The record's response line holds what was served: the command's argv, container, stdout, stderr and exit
-code (`response_body`), so the engine reads an `exec pod/<name>` action and what the agent was shown.
+code (`response_body`), so the engine reads an `exec pod/<name>` action and what the agent was shown; for
+a port-forward, each forwarded connection's port, what answered and each request seen (written when the
+session ends).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
-from aiohttp import web
+from aiohttp import WSMsgType, web
 
 from oasis_operator.gateway.apis.channels import (
     EXEC_PROTOCOLS,
+    PORT_FORWARD_TUNNEL,
     STDERR,
     STDOUT,
     chosen,
@@ -37,6 +45,8 @@ from oasis_operator.gateway.apis.channels import (
 from oasis_operator.gateway.apis.container_view import container_view, referenced, source_data
 from oasis_operator.gateway.apis.exec_shell import ExecResult, answer
 from oasis_operator.gateway.apis.logs import PodLogs, agent_may, pick_container
+from oasis_operator.gateway.apis.pod_ports import PortAnswer, port_answer
+from oasis_operator.gateway.apis.portforward import PortForwardSession
 from oasis_operator.gateway.kubeproxy import Outcome
 from oasis_operator.gateway.requestinfo import RequestInfo
 from oasis_operator.gateway.state import EnvState
@@ -44,6 +54,9 @@ from oasis_operator.gateway.status import forbidden_message, status_document
 from oasis_operator.gateway.upstream import Upstream
 
 SERVED_NOTE = "served by the gateway: nothing forwarded, no command run"
+FORWARD_NOTE = "served by the gateway: nothing forwarded, no connection made"
+# How often a port-forward session re-reads its pod (a stimulus may change its readiness meanwhile).
+POD_REFRESH = 1.0
 # How long the gateway waits for the client's close after its own (then the connection goes).
 CLOSE_TIMEOUT = 5.0
 _VERB_WORDS = {"exec": "exec into", "attach": "attach"}
@@ -70,11 +83,7 @@ class PodConnect:
         if code != 200 or not isinstance(pod, dict):
             return _status(404, f'pods "{info.name}" not found', info.name)
         if sub == "portforward":
-            message = (
-                "port-forward is granted, but the gateway serves no port-forward stream: "
-                "SPDY/3.1 (and SPDY tunnelled in WebSocket) is not supported"
-            )
-            return _status(400, message, info.name, "port-forward: no stream protocol served")
+            return await self._port_forward(request, state, info, pod)
         container, refusal = pick_container(pod, request.query.get("container", ""), info.name)
         refusal = refusal or _not_running(pod, container, info.name, sub)
         if refusal:
@@ -127,6 +136,48 @@ class PodConnect:
         return ExecResult(
             declared_text(result.stdout), declared_text(result.stderr), result.exit_code
         ), "default"
+
+    async def _port_forward(
+        self, request: web.Request, state: EnvState, info: RequestInfo, pod: dict[str, Any]
+    ) -> Outcome:
+        """The port-forward session: SPDY/3.1 in the WebSocket, every port answered from the twin."""
+        if not (pod.get("spec") or {}).get("nodeName"):
+            return _status(400, f"pod {info.name} does not have a host assigned", info.name)
+        protocol = chosen(request.headers.get("Sec-WebSocket-Protocol", ""), (PORT_FORWARD_TUNNEL,))
+        if request.headers.get("Upgrade", "").lower() != "websocket" or protocol is None:
+            message = (
+                f"port-forward is served over WebSocket only, with subprotocol {PORT_FORWARD_TUNNEL}; "
+                "the plain SPDY/3.1 upgrade is not supported"
+            )
+            return _status(400, message, info.name, "port-forward: the client offered no served protocol")
+        sandbox_path = f"/api/v1/namespaces/{state.names.sandbox_namespace(info.namespace)}/pods/{info.name}"
+        current, fetched = pod, time.monotonic()
+
+        def answer_for(port: int) -> PortAnswer | str:
+            return port_answer(state.env.connect, current, info.name, info.namespace, port)
+
+        session = PortForwardSession(answer_for)
+        ws = web.WebSocketResponse(protocols=(protocol,), timeout=CLOSE_TIMEOUT, heartbeat=30.0)
+        await ws.prepare(request)
+        size = 0
+        try:
+            async for received in ws:
+                if received.type != WSMsgType.BINARY:
+                    session.error = "the client sent a non-binary message in the SPDY tunnel"
+                    break
+                if time.monotonic() - fetched > POD_REFRESH:
+                    code, fresh = await self.upstream.get_json(sandbox_path)
+                    fetched = time.monotonic()
+                    current = fresh if code == 200 and isinstance(fresh, dict) else current
+                for data in session.receive(received.data):
+                    await ws.send_bytes(data)
+                    size += len(data)
+                if session.closed:
+                    break
+            await ws.close()
+        except (ConnectionResetError, RuntimeError):
+            pass  # the client went away; the record keeps what was served
+        return Outcome(ws, 101, size, note=FORWARD_NOTE, recorded=session.record())
 
 
 def _not_running(pod: dict[str, Any], container: str, name: str, sub: str) -> str | None:
