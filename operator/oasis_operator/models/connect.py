@@ -5,8 +5,9 @@ refuses them as a least-privilege cluster does. With it, the agent's Role in eac
 grants the listed ones, and the gateway serves them itself (no container runs in the sandbox, and no
 command ever runs on the operator's machine): an `exec` answer declared here for the pod and command,
 else a plausible answer drawn only from the twin's objects (`gateway.apis.exec_shell`); `attach` reads
-the pod's log; `port-forward` answers a declared HTTP response for the port, else the kubelet's
-"connection refused".
+the pod's log; `port-forward` answers a declared HTTP response for the pod and port, else 200 or 503
+(the pod's readiness) for a port a running container declares, else the container runtime's "connection
+refused" (`gateway.apis.pod_ports`).
 """
 
 from __future__ import annotations

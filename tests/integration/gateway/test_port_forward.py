@@ -138,6 +138,7 @@ def test_granted_port_forward_answers_from_the_twin_and_is_recorded(
     assert f"error forwarding port {UNDECLARED_PORT} to pod " in stderr
     assert f"failed to connect to localhost:{UNDECLARED_PORT} inside namespace" in stderr
     assert "connect: connection refused" in stderr
+    assert "error: lost connection to pod" in stderr
 
     deadline = time.monotonic() + 30
     while not (served := [e for e in _forwards(gw, env) if e.response_code == 101]):
@@ -158,6 +159,21 @@ def test_granted_port_forward_answers_from_the_twin_and_is_recorded(
     assert by_port[8080]["requests"] == [{"method": "GET", "path": "/", "status": 200}]
     assert by_port[UNDECLARED_PORT]["answer"] == "refused"
     assert "connection refused" in by_port[UNDECLARED_PORT]["error"]
+
+
+def test_the_plain_spdy_upgrade_is_refused_with_a_status_that_says_websocket_is_required(
+    doors: tuple[GatewayThread, dict[str, tuple[Environment, Path]]],
+) -> None:
+    _, made = doors
+    _, kubeconfig = made["granted"]
+    pod = _pod(kubeconfig)
+    args = [KUBECTLS["current"], "port-forward", f"pod/{pod}", ":8080"]
+    environ = {**_environ(kubeconfig), "KUBECTL_PORT_FORWARD_WEBSOCKETS": "false"}  # SPDY/3.1 only
+    refused = subprocess.run(args, env=environ, capture_output=True, text=True, timeout=60, check=False)
+    assert refused.returncode == 1
+    assert "port-forward is served over WebSocket only, with subprotocol SPDY/3.1+portforward.k8s.io" in (
+        refused.stderr
+    )
 
 
 def test_without_the_grant_port_forward_is_the_least_privilege_403(

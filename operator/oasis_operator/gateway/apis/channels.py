@@ -17,7 +17,7 @@ STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
 V5 = "v5.channel.k8s.io"
 V4 = "v4.channel.k8s.io"
 EXEC_PROTOCOLS = (V5, V4)  # best first
-# What kubectl's port-forward asks for: SPDY/3.1 tunnelled in WebSocket messages (not served).
+# What kubectl's port-forward asks for: SPDY/3.1 tunnelled in WebSocket messages (`portforward.py`).
 PORT_FORWARD_TUNNEL = "SPDY/3.1+portforward.k8s.io"
 
 

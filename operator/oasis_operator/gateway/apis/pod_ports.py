@@ -15,16 +15,10 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any
 
 from oasis_operator.models.connect import ConnectGrants
-
-_REASONS = {
-    200: "OK", 201: "Created", 204: "No Content", 301: "Moved Permanently", 302: "Found",
-    304: "Not Modified", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-    405: "Method Not Allowed", 429: "Too Many Requests", 500: "Internal Server Error",
-    502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout",
-}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -38,8 +32,11 @@ class PortAnswer:
 
 
 def reason(status: int) -> str:
-    """The reason phrase of an HTTP status (Go's net/http's words)."""
-    return _REASONS.get(status, "Status")
+    """The reason phrase of an HTTP status (`Status` for a code with none)."""
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Status"
 
 
 def refused_message(pod: dict[str, Any], port: int) -> str:
