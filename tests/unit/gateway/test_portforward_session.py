@@ -216,3 +216,25 @@ def test_no_listener_is_containerds_connection_refused_always_in_the_same_words(
     assert refused_message(_pod(), 80) == undeclared  # the same pod, the same words
     other = {**_pod(), "metadata": {"uid": "another"}}
     assert refused_message(other, 80) != undeclared
+
+
+def test_a_large_answer_goes_in_32_kib_frames_and_a_large_body_is_refused_unread() -> None:
+    client = Client({8080: PortAnswer(200, "x" * 100_000)})
+    client.connect(8080, "0", 1)
+    got = client.send(Data(3, b"GET / HTTP/1.1\r\n\r\n"))
+    assert [len(f.data) for f in got if isinstance(f, Data)][:3] == [32 * 1024] * 3
+    assert b"".join(f.data for f in got if isinstance(f, Data)).endswith(b"x" * 100_000)
+    got = client.send(Data(3, b"PUT / HTTP/1.1\r\nContent-Length: 5000000\r\n\r\n"))
+    assert isinstance(got[0], Data)
+    assert got[0].data.startswith(b"HTTP/1.1 413 Request Entity Too Large\r\n")
+    assert got[1:] == [Data(1, b"", spdy.FLAG_FIN), Data(3, b"", spdy.FLAG_FIN)]
+
+
+def test_the_record_keeps_the_first_connections_and_counts_them_all() -> None:
+    client = Client()
+    for i in range(205):
+        client.connect(7000, str(i), 1 + 4 * i)
+    record = client.session.record()
+    assert len(record["connections"]) == 200
+    assert record["connection_count"] == 205
+    assert record["ports"] == [7000]

@@ -27,10 +27,12 @@ session ends).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from typing import Any
 
+import aiohttp
 from aiohttp import WSMsgType, web
 
 from oasis_operator.gateway.apis.channels import (
@@ -163,12 +165,18 @@ class PodConnect:
         try:
             async for received in ws:
                 if received.type != WSMsgType.BINARY:
-                    session.error = "the client sent a non-binary message in the SPDY tunnel"
+                    failed = received.type == WSMsgType.ERROR
+                    session.error = (
+                        f"the WebSocket failed: {ws.exception()}"
+                        if failed
+                        else ("the client sent a non-binary message in the SPDY tunnel")
+                    )
                     break
                 if time.monotonic() - fetched > POD_REFRESH:
-                    code, fresh = await self.upstream.get_json(sandbox_path)
                     fetched = time.monotonic()
-                    current = fresh if code == 200 and isinstance(fresh, dict) else current
+                    with contextlib.suppress(aiohttp.ClientError, TimeoutError, OSError):
+                        code, fresh = await self.upstream.get_json(sandbox_path)
+                        current = fresh if code == 200 and isinstance(fresh, dict) else current
                 for data in session.receive(received.data):
                     await ws.send_bytes(data)
                     size += len(data)

@@ -25,8 +25,17 @@ from oasis_operator.gateway.apis import spdy
 from oasis_operator.gateway.apis.pod_ports import BAD_REQUEST, PortAnswer, http_response
 
 MAX_REQUEST_HEAD = 64 * 1024  # an HTTP request head longer than this is answered 400 (as Go's server)
+MAX_REQUEST_BODY = 1 << 20  # a request body declared longer than this is answered 413, not buffered
+MAX_FRAME = 1 << 20  # the longest frame taken from the client (kubectl writes 32 KiB data frames)
+CHUNK = 32 * 1024  # the most data sent in one frame
 MAX_RECORDED_REQUESTS = 100  # per connection; the count goes on
+MAX_RECORDED_CONNECTIONS = 200  # per session; the count goes on
 _STREAM_TYPES = ("error", "data")
+TOO_LARGE = f"request body over {MAX_REQUEST_BODY} bytes"
+TOO_LARGE_RESPONSE = (
+    b"HTTP/1.1 413 Request Entity Too Large\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    b"Connection: close\r\n\r\n413 Request Entity Too Large"
+)
 
 
 @dataclass
@@ -46,7 +55,7 @@ class PortForwardSession:
 
     def __init__(self, answer_for: Callable[[int], PortAnswer | str]) -> None:
         self._answer_for = answer_for
-        self._reader = spdy.FrameReader()
+        self._reader = spdy.FrameReader(MAX_FRAME)
         self._writer = spdy.FrameWriter()
         self._pairs: dict[str, _Pair] = {}
         self._by_stream: dict[int, _Pair] = {}
@@ -54,6 +63,7 @@ class PortForwardSession:
         self.closed = False
         self.error = ""  # why the session ended, if not by the client's GOAWAY or close
         self.connections: list[dict[str, Any]] = []
+        self.connection_count = 0
 
     def receive(self, data: bytes) -> list[bytes]:
         """The bytes to send back for `data` (any piece of the client's byte stream)."""
@@ -74,11 +84,15 @@ class PortForwardSession:
     def record(self) -> dict[str, Any]:
         """What was forwarded: the connections (port, answer, requests) and how the session ended."""
         ports = sorted({c["port"] for c in self.connections if isinstance(c.get("port"), int)})
-        return {
-            "ports": ports,
-            "connections": self.connections,
-            **({"error": self.error} if self.error else {}),
-        }
+        record: dict[str, Any] = {"ports": ports, "connections": self.connections}
+        if self.connection_count > len(self.connections):
+            record["connection_count"] = self.connection_count
+        return record | ({"error": self.error} if self.error else {})
+
+    def _remember(self, connection: dict[str, Any]) -> None:
+        self.connection_count += 1
+        if len(self.connections) < MAX_RECORDED_CONNECTIONS:
+            self.connections.append(connection)
 
     def _on_frame(self, frame: spdy.Frame, out: list[spdy.Frame]) -> None:
         match frame:
@@ -116,7 +130,7 @@ class PortForwardSession:
         elif kind not in _STREAM_TYPES:
             problem = '"streamType" header is required' if not kind else f'invalid stream type "{kind}"'
         if problem:
-            self.connections.append({"stream": sid, "error": problem})
+            self._remember({"stream": sid, "error": problem})
             out.append(spdy.RstStream(sid, spdy.CANCEL))
             return
         out.append(spdy.SynReply(sid, {}))
@@ -125,7 +139,7 @@ class PortForwardSession:
         if pair is None:
             pair = self._pairs[request_id] = _Pair(request_id, int(port_text))
             pair.record = {"request_id": request_id, "port": pair.port}
-            self.connections.append(pair.record)
+            self._remember(pair.record)
         self._by_stream[sid] = pair
         if getattr(pair, kind):
             message = f"error processing stream for request {request_id}: {kind} stream already assigned"
@@ -159,11 +173,13 @@ class PortForwardSession:
                 break
             method, target, close, bad = parsed
             if bad:
-                out.append(spdy.Data(pair.data, BAD_REQUEST))
-                self._note(pair, {"bad_request": bad, "status": 400})
+                status = 413 if bad == TOO_LARGE else 400
+                out.append(spdy.Data(pair.data, TOO_LARGE_RESPONSE if status == 413 else BAD_REQUEST))
+                self._note(pair, {"bad_request": bad, "status": status})
                 close = True
                 break
-            out.append(spdy.Data(pair.data, http_response(pair.answer, method == "HEAD", close)))
+            response = http_response(pair.answer, method == "HEAD", close)
+            out += [spdy.Data(pair.data, response[i : i + CHUNK]) for i in range(0, len(response), CHUNK)]
             self._note(pair, {"method": method, "path": target, "status": pair.answer.status})
         if close or fin:
             self._finish(pair, out, data_end="fin")
@@ -215,6 +231,9 @@ def _next_request(buffer: bytearray) -> tuple[str, str, bool, str] | None:
     if not length_text.isdigit():
         del buffer[:]
         return parts[0], parts[1], True, "bad Content-Length"
+    if int(length_text) > MAX_REQUEST_BODY:
+        del buffer[:]
+        return parts[0], parts[1], True, TOO_LARGE
     total = end + 4 + int(length_text)
     chunked = "chunked" in headers.get("transfer-encoding", "").lower()
     if len(buffer) < total and not chunked:
