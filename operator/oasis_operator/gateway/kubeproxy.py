@@ -52,6 +52,8 @@ Keep = Callable[[dict[str, Any]], bool]
 CURRENT_SEQ: contextvars.ContextVar[int | None] = contextvars.ContextVar("gateway_record_seq", default=None)
 # Where the server keeps the path below the door (or the whole path of a request with no door).
 TAIL_KEY = web.RequestKey("gateway_tail", str)
+# A stream served for a while (port-forward) wrote its response line as it went: a cancel keeps it.
+STREAM_RECORDED_KEY = web.RequestKey("gateway_stream_recorded", bool)
 # A `get` by name: a Table answer whose one row is hidden is then a 404 for that name.
 NAMED_GET_KEY = web.RequestKey("gateway_named_get", RequestInfo)
 PodLogHandler = Callable[[web.Request, EnvState, RequestInfo], Awaitable["Outcome"]]

@@ -27,7 +27,14 @@ from oasis_operator.gateway.credentials import AgentCredentials, build_kubeconfi
 from oasis_operator.gateway.doortls import ask_client_certificates, sandbox_ca_pem
 from oasis_operator.gateway.entries import api_of, completion, request_entry, request_facts
 from oasis_operator.gateway.guards import Refusal, body_too_large, malformed_path, read_body
-from oasis_operator.gateway.kubeproxy import CURRENT_SEQ, TAIL_KEY, KubeProxy, Outcome, PodLogHandler
+from oasis_operator.gateway.kubeproxy import (
+    CURRENT_SEQ,
+    STREAM_RECORDED_KEY,
+    TAIL_KEY,
+    KubeProxy,
+    Outcome,
+    PodLogHandler,
+)
 from oasis_operator.gateway.listener import MAX_REQUEST_BODY, Listener
 from oasis_operator.gateway.mcp import MCP_PATH, McpDoors, mcp_unauthorized
 from oasis_operator.gateway.ratelimit import TokenBucket, too_many_requests
@@ -320,7 +327,8 @@ class Gateway:
             else:
                 outcome = await self._apis[api](request, state, sub, body)
         except asyncio.CancelledError:
-            self._complete(state, seq, Completion(499, 0, "cancelled before an answer"))
+            if not request.get(STREAM_RECORDED_KEY):  # else its last response line stands
+                self._complete(state, seq, Completion(499, 0, "cancelled before an answer"))
             raise
         except Exception as exc:  # any failure is answered as one and recorded, never lost
             log.exception("gateway request failed env=%s path=%s", state.env.id, tail)

@@ -126,6 +126,14 @@ def test_granted_port_forward_answers_from_the_twin_and_is_recorded(
         assert _get(local[9090], "/healthz") == (500, "application/json", DECLARED_BODY)
         assert _get(local[9090], "/api/v1/charge?id=7") == (500, "application/json", DECLARED_BODY)
         assert _get(local[8080], "/") == (200, "text/plain; charset=utf-8", "OK\n")
+        # Recorded as it goes: the record holds the session while kubectl still runs.
+        deadline = time.monotonic() + 10
+        while not any(
+            e.response_code == 101 and 8080 in e.response_body["ports"] for e in _forwards(gw, env)
+        ):
+            assert time.monotonic() < deadline, "the running session is not in the record"
+            time.sleep(0.2)
+        assert process.poll() is None
         # No container listens on 7000: the runtime's refusal on the error stream; kubectl reports it
         # and ends (as it does against a real kubelet), the local connection closed without an answer.
         with pytest.raises((ConnectionError, urllib.error.URLError)):
@@ -159,6 +167,36 @@ def test_granted_port_forward_answers_from_the_twin_and_is_recorded(
     assert by_port[8080]["requests"] == [{"method": "GET", "path": "/", "status": 200}]
     assert by_port[UNDECLARED_PORT]["answer"] == "refused"
     assert "connection refused" in by_port[UNDECLARED_PORT]["error"]
+
+
+def test_a_session_cut_by_the_gateways_stop_keeps_its_record(
+    doors: tuple[GatewayThread, dict[str, tuple[Environment, Path]]],
+    cluster: Cluster,
+    tmp_path: Path,
+) -> None:
+    _, made = doors
+    env, _ = made["granted"]
+    own = GatewayThread(cluster.kubeconfig, tmp_path / "data")  # a gateway of its own, to stop
+    process = None
+    try:
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(own.gateway.register(env).kubeconfig_yaml)
+        pod = _pod(kubeconfig)
+        args = [KUBECTLS["current"], "port-forward", f"pod/{pod}", ":8080"]
+        process = subprocess.Popen(args, env=_environ(kubeconfig), stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)  # fmt: skip
+        local = _forwarding(process, 1)
+        assert _get(local[8080], "/ready")[0] == 200
+    finally:
+        own.stop()
+        if process is not None and process.poll() is None:
+            process.terminate()
+            process.communicate(timeout=30)
+    served = [e for e in own.gateway.audit_entries(env.id) if e.subresource == "portforward"]
+    assert [e.response_code for e in served] == [101]
+    assert served[0].note.startswith("served by the gateway: nothing forwarded, no connection made")
+    requests = [r for c in served[0].response_body["connections"] for r in c["requests"]]
+    assert requests == [{"method": "GET", "path": "/ready", "status": 200}]
 
 
 def test_the_plain_spdy_upgrade_is_refused_with_a_status_that_says_websocket_is_required(

@@ -20,8 +20,8 @@ P`), a node and a running container (400). Then the stream is served over WebSoc
 
 The record's response line holds what was served: the command's argv, container, stdout, stderr and exit
 code (`response_body`), so the engine reads an `exec pod/<name>` action and what the agent was shown; for
-a port-forward, each forwarded connection's port, what answered and each request seen (written when the
-session ends).
+a port-forward, each forwarded connection's port, what answered and each request seen, written as the
+session goes (the last line wins) so it is there while kubectl still runs.
 """
 
 from __future__ import annotations
@@ -49,7 +49,9 @@ from oasis_operator.gateway.apis.exec_shell import ExecResult, answer
 from oasis_operator.gateway.apis.logs import PodLogs, agent_may, pick_container
 from oasis_operator.gateway.apis.pod_ports import PortAnswer, port_answer
 from oasis_operator.gateway.apis.portforward import PortForwardSession
-from oasis_operator.gateway.kubeproxy import Outcome
+from oasis_operator.gateway.entries import completion
+from oasis_operator.gateway.kubeproxy import CURRENT_SEQ, STREAM_RECORDED_KEY, Outcome
+from oasis_operator.gateway.recorder import RecordUnavailableError
 from oasis_operator.gateway.requestinfo import RequestInfo
 from oasis_operator.gateway.state import EnvState
 from oasis_operator.gateway.status import forbidden_message, status_document
@@ -59,6 +61,8 @@ SERVED_NOTE = "served by the gateway: nothing forwarded, no command run"
 FORWARD_NOTE = "served by the gateway: nothing forwarded, no connection made"
 # How often a port-forward session re-reads its pod (a stimulus may change its readiness meanwhile).
 POD_REFRESH = 1.0
+# How many times a session writes its response line before it ends (each change, up to this).
+MAX_PROGRESS_LINES = 100
 # How long the gateway waits for the client's close after its own (then the connection goes).
 CLOSE_TIMEOUT = 5.0
 _VERB_WORDS = {"exec": "exec into", "attach": "attach"}
@@ -161,7 +165,21 @@ class PodConnect:
         session = PortForwardSession(answer_for)
         ws = web.WebSocketResponse(protocols=(protocol,), timeout=CLOSE_TIMEOUT, heartbeat=30.0)
         await ws.prepare(request)
-        size = 0
+        size, written, lines = 0, 0, 0
+
+        def record_so_far(note: str = FORWARD_NOTE) -> None:
+            """Write the response line as it stands (the last one written wins), so the record holds
+            the session while kubectl still runs, and if the gateway stops first."""
+            nonlocal written, lines
+            seq = CURRENT_SEQ.get()
+            if seq is None or (written == session.changes and note == FORWARD_NOTE):
+                return
+            written, lines = session.changes, lines + 1
+            done = completion(101, size, note, "create", None, None, session.record())
+            with contextlib.suppress(RecordUnavailableError):
+                state.recorder.complete(seq, done)
+                request[STREAM_RECORDED_KEY] = True
+
         try:
             async for received in ws:
                 if received.type != WSMsgType.BINARY:
@@ -180,11 +198,16 @@ class PodConnect:
                 for data in session.receive(received.data):
                     await ws.send_bytes(data)
                     size += len(data)
+                if lines < MAX_PROGRESS_LINES:
+                    record_so_far()
                 if session.closed:
                     break
             await ws.close()
         except (ConnectionResetError, RuntimeError):
             pass  # the client went away; the record keeps what was served
+        except asyncio.CancelledError:
+            record_so_far(f"{FORWARD_NOTE}; the session was cut when the gateway stopped")
+            raise
         return Outcome(ws, 101, size, note=FORWARD_NOTE, recorded=session.record())
 
 

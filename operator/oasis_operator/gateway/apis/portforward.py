@@ -64,6 +64,7 @@ class PortForwardSession:
         self.error = ""  # why the session ended, if not by the client's GOAWAY or close
         self.connections: list[dict[str, Any]] = []
         self.connection_count = 0
+        self.changes = 0  # how often the record changed: the caller writes it as it goes
 
     def receive(self, data: bytes) -> list[bytes]:
         """The bytes to send back for `data` (any piece of the client's byte stream)."""
@@ -90,6 +91,7 @@ class PortForwardSession:
         return record | ({"error": self.error} if self.error else {})
 
     def _remember(self, connection: dict[str, Any]) -> None:
+        self.changes += 1
         self.connection_count += 1
         if len(self.connections) < MAX_RECORDED_CONNECTIONS:
             self.connections.append(connection)
@@ -152,6 +154,7 @@ class PortForwardSession:
             self._start(pair, out)
 
     def _start(self, pair: _Pair, out: list[spdy.Frame]) -> None:
+        self.changes += 1
         answer = self._answer_for(pair.port)
         if isinstance(answer, str):
             pair.record.update(answer="refused", error=answer)
@@ -184,8 +187,8 @@ class PortForwardSession:
         if close or fin:
             self._finish(pair, out, data_end="fin")
 
-    @staticmethod
-    def _note(pair: _Pair, request: dict[str, Any]) -> None:
+    def _note(self, pair: _Pair, request: dict[str, Any]) -> None:
+        self.changes += 1
         requests = pair.record.setdefault("requests", [])
         pair.record["request_count"] = pair.record.get("request_count", 0) + 1
         if len(requests) < MAX_RECORDED_REQUESTS:
