@@ -26,13 +26,16 @@ from tests.integration.gateway.twin import GatewayThread
 from tests.unit.sandbox.test_twin import scenario
 
 BASE = "infra.capability.oe.multi-resource-orchestration-001"  # web-app declares containerPort 8080
+CRASHING = "infra.capability.da.single-signal-diagnosis-001"  # notification-service crash-loops
 DECLARED_BODY = '{"status":"degraded","upstream":"payments"}'
 UNDECLARED_PORT = 7000
 
 
-def _scenario(granted: bool) -> Scenario:
-    doc = scenario(BASE).model_dump(by_alias=True, exclude_none=True)
-    if granted:
+def _scenario(granted: bool, base: str = BASE) -> Scenario:
+    doc = scenario(base).model_dump(by_alias=True, exclude_none=True)
+    if granted and base != BASE:
+        doc["x-oasis-operator"]["connect"] = {"grants": ["port-forward"]}
+    elif granted:
         answer = {"pod": "web-app-*", "port": 9090, "status": 500, "body": DECLARED_BODY,
                   "headers": {"Content-Type": "application/json"}}  # fmt: skip
         doc["x-oasis-operator"]["connect"] = {"grants": ["port-forward"], "port_forward": [answer]}
@@ -56,8 +59,12 @@ def doors(
     provider = SandboxProvider(api, prefix="gwp")
     made: dict[str, tuple[Environment, Path]] = {}
     try:
-        for key, granted in (("granted", True), ("plain", False)):
-            env = provider.provision(_scenario(granted), evaluation="tests/gateway").environment
+        for key, granted, base in (
+            ("granted", True, BASE),
+            ("plain", False, BASE),
+            ("crashing", True, CRASHING),
+        ):
+            env = provider.provision(_scenario(granted, base), evaluation="tests/gateway").environment
             kubeconfig = tmp_path_factory.mktemp(key) / "kubeconfig"
             kubeconfig.write_text(gw.gateway.register(env).kubeconfig_yaml)
             made[key] = (env, kubeconfig)
@@ -167,6 +174,43 @@ def test_granted_port_forward_answers_from_the_twin_and_is_recorded(
     assert by_port[8080]["requests"] == [{"method": "GET", "path": "/", "status": 200}]
     assert by_port[UNDECLARED_PORT]["answer"] == "refused"
     assert "connection refused" in by_port[UNDECLARED_PORT]["error"]
+
+
+def test_a_crash_looping_container_is_connection_refused(
+    doors: tuple[GatewayThread, dict[str, tuple[Environment, Path]]],
+) -> None:
+    gw, made = doors
+    env, kubeconfig = made["crashing"]
+    deadline, pod = time.monotonic() + 120, ""
+    while not pod:
+        assert time.monotonic() < deadline, "no crash-looping notification-service pod within 120 s"
+        for item in json.loads(_run(kubeconfig, "get", "pods", "-o", "json").stdout or '{"items": []}')[
+            "items"
+        ]:
+            states = [s.get("state", {}) for s in item.get("status", {}).get("containerStatuses", [])]
+            if item["metadata"]["name"].startswith("notification-service-") and any(
+                s.get("waiting", {}).get("reason") == "CrashLoopBackOff" for s in states
+            ):
+                pod = item["metadata"]["name"]
+        time.sleep(1)
+    spec = json.loads(_run(kubeconfig, "get", "pod", pod, "-o", "json").stdout)["spec"]
+    port = spec["containers"][0]["ports"][0]["containerPort"]  # declared, but nothing runs to listen
+    args = [KUBECTLS["current"], "port-forward", f"pod/{pod}", f":{port}"]
+    process = subprocess.Popen(args, env=_environ(kubeconfig), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        local = _forwarding(process, 1)
+        with pytest.raises((ConnectionError, urllib.error.URLError)):
+            _get(local[port], "/")
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            process.communicate(timeout=30)
+    assert f"error forwarding port {port} to pod " in stderr
+    assert "connect: connection refused" in stderr
+    served = [e for e in _forwards(gw, env) if e.response_code == 101]
+    assert [c["answer"] for e in served for c in e.response_body["connections"]] == ["refused"]
 
 
 def test_a_session_cut_by_the_gateways_stop_keeps_its_record(
