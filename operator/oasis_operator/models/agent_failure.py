@@ -15,6 +15,7 @@ class AgentFailureSource(StrEnum):
     TIMEOUT = "timeout"  # no answer within the agent's time limit
     PROTOCOL = "protocol"  # an answer that is not a valid response (a malformed report included)
     EXIT = "exit"  # the agent's process or Job ended in failure
+    UNREACHED = "unreached"  # every action the agent reported failed and none reached its door
 
 
 class AgentFailure(BaseModel):
