@@ -18,6 +18,7 @@ import pytest
 from oasis_operator.localcluster.node import NODE_IP, RealNode
 from oasis_operator.localcluster.node_host import NodeError
 from tests.cluster_fixtures import VENV_BIN, Cluster, stop_process, wait_for
+from tests.e2e.node.controlplane import controlplane  # noqa: F401 - the session fixture
 from tests.e2e.node.support import free_port, listening, spawn
 
 ENABLE = "OASIS_TEST_NODE"
