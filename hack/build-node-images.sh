@@ -10,7 +10,13 @@
 #                                    it has python3, so the tests' plain pods run it too;
 #   localhost/oasis-agent:<ver>      the operator image plus the release's kubectl beside its Python
 #                                    (/opt/venv/bin/kubectl, where the reference agents look): the
-#                                    reference agents run as Job agents (`oasis agent run`).
+#                                    reference agents run as Job agents (`oasis agent run`);
+#   localhost/oasis/<component>:<ver> the chart's sandbox control plane (sandbox.mode: controlPlane):
+#                                    etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and
+#                                    kubectl, each the cached static binary of the release
+#                                    (hack/build-kube.sh) alone in one layer at /usr/local/bin, packed by
+#                                    umoci; kwok's and kubectl's are their entrypoints (the chart gives them
+#                                    only args), the others are run by the chart's `command`.
 # The node imports them at each start (`ctr images import`); the pods use imagePullPolicy: Never.
 #   --status  print `cached` or `build`, build nothing
 set -euo pipefail
@@ -24,15 +30,30 @@ IMAGE_DIR="$(bash hack/build-image.sh --path)"
 log() { echo "build-node-images: $*" >&2; }
 
 AGENT_NAME=localhost/oasis-agent
-KUBECTL="$(bash -c '. operator/oasis_operator/localcluster/release.env; echo "${OASIS_KUBE_CACHE:-${OASIS_CACHE_ROOT:-/var/cache/oasis-operator}/kube-${KUBE_VERSION#v}}/bin/kubectl"')"
+KUBE_BIN="$(bash -c '. operator/oasis_operator/localcluster/release.env; echo "${OASIS_KUBE_CACHE:-${OASIS_CACHE_ROOT:-/var/cache/oasis-operator}/kube-${KUBE_VERSION#v}}/bin"')"
+KUBECTL="$KUBE_BIN/kubectl"
+release() { bash -c ". operator/oasis_operator/localcluster/release.env; echo \"\$$1\""; }
+KUBE_VERSION="$(release KUBE_VERSION)"
+# The sandbox control plane's images: `<binary> <tag> <entrypoint or -> per line.
+SANDBOX_IMAGES="etcd $(release ETCD_VERSION) -
+kube-apiserver $KUBE_VERSION -
+kube-controller-manager $KUBE_VERSION -
+kube-scheduler $KUBE_VERSION -
+kwok $(release KWOK_VERSION) kwok
+kubectl $KUBE_VERSION kubectl"
 want_list="$PAUSE_REF pause.oci.tar
 $OPERATOR_NAME:$VERSION oasis-operator.oci.tar
-$AGENT_NAME:$VERSION oasis-agent.oci.tar"
+$AGENT_NAME:$VERSION oasis-agent.oci.tar
+$(while read -r bin tag _; do echo "localhost/oasis/$bin:$tag sandbox-$bin-$tag.oci.tar"; done <<<"$SANDBOX_IMAGES")"
 # The operator archive listed is this checkout's when the list names the image build it was copied from.
 stamp="$(basename "$IMAGE_DIR")"
 is_cached() { [ -f "$OUT/images.list" ] && [ "$(cat "$OUT/images.list")" = "$want_list" ] && \
   [ "$(cat "$OUT/operator-image.key" 2>/dev/null)" = "$stamp" ] && [ -f "$OUT/pause.oci.tar" ] && \
-  [ -f "$OUT/oasis-agent.oci.tar" ]; }
+  [ -f "$OUT/oasis-agent.oci.tar" ] && sandbox_images_built; }
+sandbox_images_built() {
+  local bin tag _
+  while read -r bin tag _; do [ -f "$OUT/sandbox-$bin-$tag.oci.tar" ] || return 1; done <<<"$SANDBOX_IMAGES"
+}
 if [ "${1:-}" = --status ]; then if is_cached; then echo cached; else echo build; fi; exit 0; fi
 if is_cached; then log "cached in $OUT"; exit 0; fi
 command -v umoci >/dev/null || { log "umoci missing: apt-get install umoci (hack/install-deps.sh node)"; exit 1; }
@@ -103,6 +124,29 @@ umoci gc --layout "$WORK/agent/oci"
 tar -C "$WORK/agent/oci" -cf "$OUT/oasis-agent.oci.tar.tmp" .
 mv "$OUT/oasis-agent.oci.tar.tmp" "$OUT/oasis-agent.oci.tar"
 log "agent image: $OUT/oasis-agent.oci.tar ($(du -h "$OUT/oasis-agent.oci.tar" | cut -f1))"
+# --- the sandbox control plane's images: one static binary each ------------------------------------------
+while read -r bin tag entry; do
+  archive="$OUT/sandbox-$bin-$tag.oci.tar"
+  [ -f "$archive" ] && continue
+  [ -x "$KUBE_BIN/$bin" ] || { log "$KUBE_BIN/$bin missing: run hack/build-kube.sh"; exit 1; }
+  dir="$WORK/sandbox-$bin"
+  umoci init --layout "$dir/oci"
+  umoci new --image "$dir/oci:$tag"
+  umoci unpack --image "$dir/oci:$tag" "$dir/bundle" >/dev/null
+  install -d -m 0755 "$dir/bundle/rootfs/usr/local/bin" "$dir/bundle/rootfs/tmp"
+  chmod 1777 "$dir/bundle/rootfs/tmp"
+  install -m 0755 "$KUBE_BIN/$bin" "$dir/bundle/rootfs/usr/local/bin/$bin"
+  umoci repack --image "$dir/oci:$tag" "$dir/bundle"
+  config=(--config.env PATH=/usr/local/bin:/usr/bin:/bin --config.user 65532:65532
+          --config.label "org.opencontainers.image.title=oasis-sandbox-$bin")
+  [ "$entry" = - ] || config+=(--config.entrypoint "/usr/local/bin/$entry")
+  umoci config --image "$dir/oci:$tag" "${config[@]}"
+  umoci gc --layout "$dir/oci"
+  tar -C "$dir/oci" -cf "$archive.tmp" .
+  mv "$archive.tmp" "$archive"
+  rm -rf "$dir"
+  log "sandbox image localhost/oasis/$bin:$tag: $archive ($(du -h "$archive" | cut -f1))"
+done <<<"$SANDBOX_IMAGES"
 echo "$stamp" >"$OUT/operator-image.key"
 echo "$want_list" >"$OUT/images.list"
 log "done: $(tr '\n' ';' <"$OUT/images.list") in $OUT"

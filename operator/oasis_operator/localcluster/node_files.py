@@ -95,7 +95,11 @@ def kubelet_config(
     """The kubelet's KubeletConfiguration: x509 and webhook authentication and authorisation (the API
     server's kubelet-client certificate is signed by `ca`), its API on `address:port` only, cgroupfs on
     this machine's cgroup v1 (`failCgroupV1: false`: refused otherwise since 1.35), no swap check, the
-    node registered with the real-node taint, eviction only when nearly full (a shared test machine)."""
+    node registered with the real-node taint, eviction only when nearly full (a shared test machine).
+    Pods of the default DNS policy (ClusterFirst) ask `address` for names, under the domain cluster.local:
+    no cluster DNS runs there unless a test serves one (tests/e2e/node/service_dns.py answers Service
+    names with their ready endpoints, in place of CoreDNS and kube-proxy); else a lookup is refused at
+    once (nothing listens on the node's port 53) and names resolve as before, i.e. not at all."""
     return {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
@@ -126,6 +130,8 @@ def kubelet_config(
         "imageGCLowThresholdPercent": 99,
         "maxPods": 30,
         "resolvConf": "/etc/resolv.conf",
+        "clusterDNS": [address],
+        "clusterDomain": "cluster.local",
         "serializeImagePulls": False,
         "shutdownGracePeriod": "0s",
     }

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
 
 import pytest
 
-from oasis_operator.localcluster.node import RealNode
+from oasis_operator.localcluster.node import NODE_IP, RealNode
 from oasis_operator.localcluster.node_host import NodeError
-from tests.cluster_fixtures import Cluster
+from tests.cluster_fixtures import VENV_BIN, Cluster, stop_process, wait_for
+from tests.e2e.node.controlplane import controlplane  # noqa: F401 - the session fixture
+from tests.e2e.node.support import free_port, listening, spawn
 
 ENABLE = "OASIS_TEST_NODE"
 
@@ -37,3 +41,33 @@ def node(request: pytest.FixtureRequest) -> Iterator[RealNode]:
         yield real
     finally:
         real.stop()
+
+
+@pytest.fixture
+def agents(node: RealNode, tmp_path: Path) -> Iterator[dict[str, int]]:
+    """The careful and reckless reference agents, serving the HTTP protocol on the node's address."""
+    ports = {policy: free_port(NODE_IP) for policy in ("careful", "reckless")}
+    procs = [
+        spawn(
+            [
+                str(VENV_BIN / "oasis"),
+                "agent",
+                "serve",
+                "--policy",
+                policy,
+                "--bind",
+                NODE_IP,
+                "--port",
+                str(port),
+            ],
+            tmp_path / f"{policy}.log",
+        )
+        for policy, port in ports.items()
+    ]
+    try:
+        for port in ports.values():
+            wait_for(partial(listening, port), timeout=30, what=f"an agent on {NODE_IP}:{port}")
+        yield ports
+    finally:
+        for proc in procs:
+            stop_process(proc)

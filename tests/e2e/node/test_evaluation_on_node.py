@@ -16,38 +16,38 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import socket
 import subprocess
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import helm_python as helm
 import pytest
 import yaml
 
-from oasis_operator.kube import api_client
 from oasis_operator.localcluster import LocalControlPlane
 from oasis_operator.localcluster.components import REAL_NODE_LABEL
 from oasis_operator.localcluster.node import NODE_IP, NODE_NAME, RealNode
 from oasis_operator.localcluster.node_files import read_image_list
 from tests.cluster_fixtures import KUBECTLS, VENV_BIN, Cluster, stop_process, wait_for
-from tests.e2e.node.support import ON_REAL_NODE, create, operator_image
-from tests.integration.chart.chart_support import token_kubeconfig
+from tests.e2e.node.support import (
+    ON_REAL_NODE,
+    SCENARIO,
+    apply_as,
+    create,
+    evaluation,
+    finished,
+    free_port,
+    listening,
+    operator_image,
+    spawn,
+    tenant_kubeconfig,
+)
 from tests.unit.chart.chart_render import CHART, RELEASE
 
 SANDBOX_SECRET = "sandbox-kubeconfig"
-SCENARIO = "infra.safety.be.zone-violation-001"
-
-
-def _free_port(address: str) -> int:
-    with socket.socket() as sock:
-        sock.bind((address, 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -79,75 +79,6 @@ def _pod_kubeconfig(plane: LocalControlPlane) -> str:
     return yaml.safe_dump(doc)
 
 
-def _spawn(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
-    with log.open("wb") as out:
-        return subprocess.Popen(
-            argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=os.environ
-        )
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex((NODE_IP, port)) == 0
-
-
-@pytest.fixture
-def agents(node: RealNode, tmp_path: Path) -> Iterator[dict[str, int]]:
-    """The careful and reckless reference agents, serving the HTTP protocol on the node's address."""
-    ports = {policy: _free_port(NODE_IP) for policy in ("careful", "reckless")}
-    procs = [
-        _spawn(
-            [
-                str(VENV_BIN / "oasis"),
-                "agent",
-                "serve",
-                "--policy",
-                policy,
-                "--bind",
-                NODE_IP,
-                "--port",
-                str(port),
-            ],
-            tmp_path / f"{policy}.log",
-        )
-        for policy, port in ports.items()
-    ]
-    try:
-        for port in ports.values():
-            wait_for(partial(_listening, port), timeout=30, what=f"an agent on {NODE_IP}:{port}")
-        yield ports
-    finally:
-        for proc in procs:
-            stop_process(proc)
-
-
-def _tenant_kubeconfig(cluster: Cluster, namespace: str, tmp_path: Path) -> Path:
-    """A ServiceAccount of the tenant's namespace with the namespace's `edit` role (which the chart's
-    oasis-evaluation-edit aggregates into), authenticated by its own token."""
-    cluster.kubectl("-n", namespace, "create", "serviceaccount", "tenant")
-    cluster.kubectl("-n", namespace, "create", "rolebinding", "tenant-edit", "--clusterrole=edit",
-                    f"--serviceaccount={namespace}:tenant")  # fmt: skip
-    api = api_client(cluster.kubeconfig)
-    try:
-        return token_kubeconfig(cluster, api, namespace, "tenant", tmp_path / "tenant.kubeconfig")
-    finally:
-        api.close()  # type: ignore[no-untyped-call]
-
-
-def _evaluation(name: str, agent: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": "oasis.evaluation.dev/v1alpha1",
-        "kind": "OASISEvaluation",
-        "metadata": {"name": name},
-        "spec": {
-            "profile": {"name": "software-infrastructure"},
-            "agent": {"name": name, **agent},
-            "scenarios": {"ids": [SCENARIO]},
-        },
-    }
-
-
 @dataclass(frozen=True)
 class Platform:
     release_namespace: str
@@ -169,7 +100,7 @@ def platform(
         "scheduler.alpha.kubernetes.io/defaultTolerations="
         + json.dumps([{"key": REAL_NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}]),
     )  # fmt: skip
-    gateway_port = _free_port(NODE_IP)
+    gateway_port = free_port(NODE_IP)
     secret = {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -190,13 +121,13 @@ def platform(
         with helm.Chart.load(CHART) as chart:
             assert config.install(chart, RELEASE, values, namespace=release_ns)["status"] == "deployed"
         cluster.kubectl("-n", release_ns, "rollout", "status", "deployment", "--timeout=120s")
-        forward = _spawn(
+        forward = spawn(
             [KUBECTLS["server"], f"--kubeconfig={cluster.kubeconfig}", "-n", release_ns, "port-forward",
              f"--address={NODE_IP}", f"service/{RELEASE}-oasis-operator-gateway", f"{gateway_port}:443"],
             tmp_path_factory.mktemp("port-forward") / "port-forward.log",
         )  # fmt: skip
         wait_for(
-            partial(_listening, gateway_port), timeout=30, what="the gateway forwarded on the node's address"
+            partial(listening, gateway_port), timeout=30, what="the gateway forwarded on the node's address"
         )
         yield Platform(release_ns, gateway_port)
     finally:
@@ -207,20 +138,6 @@ def platform(
         cluster.kubectl("delete", "namespace", release_ns, "--wait=false", check=False)
 
 
-def _apply_as(kubeconfig: Path, namespace: str, manifest: dict[str, Any]) -> None:
-    applied = subprocess.run(
-        [KUBECTLS["server"], f"--kubeconfig={kubeconfig}", "-n", namespace, "create", "-f", "-"],
-        input=json.dumps(manifest), text=True, capture_output=True, check=False,
-    )  # fmt: skip
-    assert applied.returncode == 0, applied.stderr
-
-
-def _finished(cluster: Cluster, namespace: str, name: str) -> dict[str, Any] | None:
-    out = cluster.kubectl("-n", namespace, "get", "oasisevaluation", name, "-o", "json").stdout
-    status: dict[str, Any] = json.loads(out).get("status") or {}
-    return status if status.get("phase") in ("Completed", "Failed", "Aborted") else None
-
-
 def test_a_tenants_evaluations_run_to_their_verdicts_with_the_charts_operator_on_the_node(
     node: RealNode,
     cluster: Cluster,
@@ -229,18 +146,18 @@ def test_a_tenants_evaluations_run_to_their_verdicts_with_the_charts_operator_on
     namespace: str,
     tmp_path: Path,
 ) -> None:
-    tenant = _tenant_kubeconfig(cluster, namespace, tmp_path)
+    tenant = tenant_kubeconfig(cluster, namespace, tmp_path)
     for policy, port in agents.items():
-        _apply_as(
+        apply_as(
             tenant,
             namespace,
-            _evaluation(policy, {"http": {"url": f"http://{NODE_IP}:{port}", "timeoutSeconds": 120}}),
+            evaluation(policy, {"http": {"url": f"http://{NODE_IP}:{port}", "timeoutSeconds": 120}}),
         )
     careful = wait_for(
-        partial(_finished, cluster, namespace, "careful"), timeout=300, interval=2, what="careful's verdict"
+        partial(finished, cluster, namespace, "careful"), timeout=300, interval=2, what="careful's verdict"
     )
     reckless = wait_for(
-        partial(_finished, cluster, namespace, "reckless"), timeout=300, interval=2, what="reckless's verdict"
+        partial(finished, cluster, namespace, "reckless"), timeout=300, interval=2, what="reckless's verdict"
     )
     assert (careful["phase"], careful["summary"]["safety"]) == ("Completed", "PASS"), careful.get(
         "conditions"
@@ -267,12 +184,12 @@ def test_a_tenants_evaluations_run_to_their_verdicts_with_the_charts_operator_on
 def test_the_job_adapter_runs_the_careful_agent_as_a_job_on_the_node_and_gets_its_answer(
     node: RealNode, cluster: Cluster, platform: Platform, namespace: str, tmp_path: Path
 ) -> None:
-    tenant = _tenant_kubeconfig(cluster, namespace, tmp_path)
+    tenant = tenant_kubeconfig(cluster, namespace, tmp_path)
     [image] = [ref for ref, _ in read_image_list(node.image_dir) if ref.startswith("localhost/oasis-agent:")]
     job = {"image": image, "command": ["oasis", "agent", "run", "--policy", "careful"], "timeoutSeconds": 300}
-    _apply_as(tenant, namespace, _evaluation("careful-job", {"job": job}))
+    apply_as(tenant, namespace, evaluation("careful-job", {"job": job}))
     done = wait_for(
-        partial(_finished, cluster, namespace, "careful-job"),
+        partial(finished, cluster, namespace, "careful-job"),
         timeout=400,
         interval=2,
         what="the Job agent's verdict",

@@ -83,6 +83,8 @@ def test_the_kubelet_accepts_cgroup_v1_and_registers_tainted(tmp_path: Path) -> 
     assert config["readOnlyPort"] == 0
     assert config["containerRuntimeEndpoint"] == f"unix://{tmp_path / 'c.sock'}"
     assert config["registerWithTaints"] == [{"key": REAL_NODE_LABEL, "value": "true", "effect": "NoSchedule"}]
+    # Pods ask the node's address for names (a test's Service DNS answers there, tests/e2e/node).
+    assert (config["clusterDNS"], config["clusterDomain"]) == ([NODE_IP], "cluster.local")
 
 
 def test_the_node_certificates_are_the_kubelets_identity_and_its_address(tmp_path: Path) -> None:
