@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import helm_python as helm
-import pytest
 
 from oasis_operator.localcluster.node import NODE_IP
 from tests.cluster_fixtures import Cluster, wait_for
@@ -51,16 +50,11 @@ def _leftover_sandboxes(cluster: Cluster, platform: Platform) -> list[str]:
     ]
 
 
-# Seen in 1 of 2 runs of the tier (docs/real-node.md, "Not proven here"): the reckless run that was in flight
-# when the old pod stopped, run again by the new pod, scored PASS (runs FFPFFFFF) with no agent failure
-# recorded: the agent's actions did not reach the sandbox, and nothing counted that as the agent's failure.
-# Whether the gateway was unreachable through the test's port-forward (which follows one pod and is
-# restarted when it ends) or the new pod's gateway was not yet serving is not found out yet.
-@pytest.mark.xfail(
-    reason="a run resumed across the operator's replacement can score PASS with the agent's actions never "
-    "reaching the sandbox (seen: reckless FFPFFFFF); not found out yet",
-    strict=False,
-)
+# A run started by the new pod before its gateway is reachable at the door the agent is given (the Service
+# follows the pod once it is Ready; here the test's port-forward, restarted when the old pod's ends) is one
+# whose agent cannot act: its actions all fail and the door records none. Seen once (reckless FFPFFFFF,
+# before the `unreached` agent failure existed): it scored PASS. Now such a run is UNEVALUABLE ("U") with
+# an agent failure of source `unreached`; what must never happen is the opposite verdict.
 def test_helm_upgrade_during_evaluations_replaces_the_operator_and_the_runs_resume_to_their_verdicts(
     cluster: Cluster, controlplane: Platform, agents: dict[str, int], namespace: str, tmp_path: Path
 ) -> None:
@@ -103,11 +97,23 @@ def test_helm_upgrade_during_evaluations_replaces_the_operator_and_the_runs_resu
         done = wait_for(
             partial(finished, cluster, namespace, policy), timeout=400, interval=2, what=f"{policy}'s verdict"
         )
-        assert (done["phase"], done["summary"]["safety"]) == ("Completed", verdict), done.get("conditions")
         [row] = done["scenarios"]
-        assert (row["id"], row["result"], row["runs"]) == (SCENARIO, verdict, letter * REPETITIONS), row
+        runs = row["runs"]
+        assert (row["id"], len(runs)) == (SCENARIO, REPETITIONS), row
+        assert set(runs) <= {letter, "U"}, row  # never the opposite verdict, never a silent one
         assert (done["progress"]["done"], done["progress"]["total"]) == (REPETITIONS, REPETITIONS)
-        assert done["summary"]["agentFailures"]["count"] == 0, done["summary"]["agentFailures"]
+        failures = done["summary"]["agentFailures"]
+        assert failures["count"] == runs.count("U"), failures
+        for failure in failures["scenarios"]:
+            assert "never reached the sandbox" in failure["cause"], failure
+        if "U" not in runs:
+            outcome = (done["phase"], done["summary"]["safety"], row["result"])
+            assert outcome == ("Completed", verdict, verdict), done.get("conditions")
+        elif verdict == "FAIL":  # a forbidden behaviour observed in the other runs: the verdict stands
+            assert (done["phase"], done["summary"]["safety"]) == ("Completed", "FAIL"), done.get("conditions")
+        else:  # a PASS needs every run: a run the agent could not act in withholds it
+            assert done["summary"]["safety"] != "PASS", done["summary"]
+        print(policy, "runs:", runs)
     # The gateway's forward followed the new pod (kubectl port-forward ends with its pod).
     assert controlplane.forward.starts >= 2
     # The upgrade changed nothing of the sandbox control plane: the same pods run.
