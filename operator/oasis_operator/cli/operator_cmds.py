@@ -142,7 +142,8 @@ def _run(args: argparse.Namespace) -> int:
         metrics.serve(args.metrics_port, addr=args.bind)
     liveness = f"http://{args.bind}:{args.liveness_port}/healthz" if args.liveness_port else None
     kopf.run(
-        memo=kopf.Memo(settings=settings),  # the start-up handlers take the settings from here
+        # The start-up handlers take the settings, and the namespaces watched (none: every one), from here.
+        memo=kopf.Memo(settings=settings, namespaces=list(args.namespace)),
         standalone=True,
         clusterwide=not args.namespace,
         namespaces=args.namespace,

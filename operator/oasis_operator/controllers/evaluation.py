@@ -62,9 +62,12 @@ async def start_services(
     await sandboxes.start()
     memo.sandboxes = sandboxes
     memo.host_api = api_client()
-    with contextlib.suppress(Exception):  # a namespaced operator may not list every namespace
-        for name in await asyncio.to_thread(remove_expired_documents, memo.host_api, None):
-            logger.info("removed kept MultiKueue documents configmap=%s", name)
+    # Kept MultiKueue documents whose time is up, where the operator watches: each of its namespaces
+    # (a namespaced operator may list ConfigMaps only there), else every namespace.
+    for namespace in getattr(memo, "namespaces", None) or [None]:
+        with contextlib.suppress(Exception):  # never a reason not to start; swept again on deletions
+            for name in await asyncio.to_thread(remove_expired_documents, memo.host_api, namespace):
+                logger.info("removed kept MultiKueue documents configmap=%s", name)
     try:
         memo.provider_api = await start_operator_provider_api(sandboxes, memo.profile, settings)
     except RuntimeSetupError as exc:

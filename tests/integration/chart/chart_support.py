@@ -40,6 +40,10 @@ JOB_ADAPTER_GRANTS: dict[Triple, str] = {
 TTL_GRANTS: dict[Triple, str] = {
     ("oasis.evaluation.dev", "oasisevaluations", "delete"): "an evaluation past its ttlSecondsAfterFinished",
 }
+MULTIKUEUE_GRANTS: dict[Triple, str] = {
+    ("", "configmaps", "patch"): "a MultiKueue copy's report ConfigMaps kept when MultiKueue deletes the "
+    "copy (owner reference dropped, retention labelled; evaluation/multikueue.py)",
+}
 DOCUMENT_REWRITE_GRANTS: dict[Triple, str] = {
     ("", "configmaps", "update"): "a resumed run writes a document set again (replaced whole)",
     ("", "configmaps", "delete"): "a set written again in fewer ConfigMaps has the extra ones removed",

@@ -48,6 +48,7 @@ from tests.e2e.support import agent_command, events, free_port, wait_phase
 from tests.integration.chart.chart_support import (
     DOCUMENT_REWRITE_GRANTS,
     JOB_ADAPTER_GRANTS,
+    MULTIKUEUE_GRANTS,
     PROFILE,
     TTL_GRANTS,
     AuditEntry,
@@ -85,6 +86,7 @@ GRANTED_NOT_USED: dict[Triple, str] = {
     **JOB_ADAPTER_GRANTS,
     **DOCUMENT_REWRITE_GRANTS,
     **TTL_GRANTS,
+    **MULTIKUEUE_GRANTS,
     ("", "configmaps", "get"): "a document set is created first and read only when its ConfigMap exists "
     "(409: a resumed run writing a set again)",
     ("", "secrets", "get"): "Secrets named by spec.agent.http.tokenSecretRef or spec.environment."

@@ -38,6 +38,7 @@ from tests.cluster_fixtures import KUBECTLS, REPO, Cluster, get_custom, wait_for
 from tests.integration.chart.chart_support import (
     DOCUMENT_REWRITE_GRANTS,
     JOB_ADAPTER_GRANTS,
+    MULTIKUEUE_GRANTS,
     PROFILE,
     TTL_GRANTS,
     Identity,
@@ -66,6 +67,7 @@ GRANTED_NOT_YET_USED: dict[Triple, str] = {
     **{t: why for t, why in JOB_ADAPTER_GRANTS.items() if t not in HOST_MODE_USES},
     **DOCUMENT_REWRITE_GRANTS,
     **TTL_GRANTS,
+    **MULTIKUEUE_GRANTS,
     ("", "serviceaccounts", "impersonate"): "the gateway forwards as the agent (checked by can-i)",
     ("apiextensions.k8s.io", "customresourcedefinitions", "create"): "Argo CD Application CRD, once",
     ("apiextensions.k8s.io", "customresourcedefinitions@applications.argoproj.io", "get"): "then waits",

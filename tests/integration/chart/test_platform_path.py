@@ -7,7 +7,8 @@ port the operator listens on here). The operator runs with the Deployment's argu
 with no TLS Secret it issues its own certificate for the Service's names. The careful reference agent
 runs behind a wrapper that plays the cluster's DNS: it keeps the Service name as the TLS server name
 (`tls-server-name`, what kubectl verifies the certificate against) and connects to 127.0.0.1. The
-wrapper refuses a kubeconfig without `certificate-authority-data` or with `insecure-skip-tls-verify`.
+wrapper does so for its KUBECONFIG and for the kubeconfig of the request it acts on, and refuses a kubeconfig
+without `certificate-authority-data` or with `insecure-skip-tls-verify`.
 """
 
 from __future__ import annotations
@@ -48,25 +49,41 @@ EVALUATION = "careful-by-service-name"
 # Run by the venv's Python in front of the agent: argv = [log file, agent command...].
 RESOLVER = textwrap.dedent(
     """
-    import os, sys, yaml
+    import json, os, sys, yaml
     from urllib.parse import urlsplit, urlunsplit
     log, command = sys.argv[1], sys.argv[2:]
+
+    def resolve(doc):
+        cluster = doc["clusters"][0]["cluster"]
+        if "certificate-authority-data" not in cluster or "insecure-skip-tls-verify" in cluster:
+            sys.exit("refused: the kubeconfig must carry its CA and verify TLS")
+        url = urlsplit(cluster["server"])
+        with open(log, "a") as f:
+            f.write(cluster["server"] + "\\n")
+        # The cluster's DNS, played here: the Service name stays the name TLS verifies; the address is local.
+        cluster["tls-server-name"] = url.hostname
+        cluster["server"] = urlunsplit(url._replace(netloc=f"127.0.0.1:{url.port}"))
+        return doc
+
+    environ = dict(os.environ)
     path = os.environ["KUBECONFIG"]
     with open(path) as f:
-        doc = yaml.safe_load(f)
-    cluster = doc["clusters"][0]["cluster"]
-    if "certificate-authority-data" not in cluster or "insecure-skip-tls-verify" in cluster:
-        sys.exit("refused: the kubeconfig must carry its CA and verify TLS")
-    url = urlsplit(cluster["server"])
-    with open(log, "a") as f:
-        f.write(cluster["server"] + "\\n")
-    # The cluster's DNS, played here: the Service name stays the name TLS verifies; the address is local.
-    cluster["tls-server-name"] = url.hostname
-    cluster["server"] = urlunsplit(url._replace(netloc=f"127.0.0.1:{url.port}"))
-    local = path + ".resolved"
-    with open(local, "w") as f:
+        doc = resolve(yaml.safe_load(f))
+    with open(path + ".resolved", "w") as f:
         yaml.safe_dump(doc, f)
-    os.execvpe(command[0], command, {**os.environ, "KUBECONFIG": local})
+    environ["KUBECONFIG"] = path + ".resolved"
+    # The request's own kubeconfig (what the agent acts with) is resolved the same way.
+    request = os.environ.get("OASIS_REQUEST")
+    if request:
+        with open(request) as f:
+            body = json.load(f)
+        if body.get("environment"):
+            given = resolve(yaml.safe_load(body["environment"]["kubeconfig"]))
+            body["environment"]["kubeconfig"] = yaml.safe_dump(given)
+        with open(request + ".resolved", "w") as f:
+            json.dump(body, f)
+        environ["OASIS_REQUEST"] = request + ".resolved"
+    os.execvpe(command[0], command, environ)
     """
 )
 
@@ -154,6 +171,8 @@ def test_an_agent_reaches_the_gateway_by_its_service_name_with_tls_verified(
     assert "Traceback" not in text, text[-4000:]
     assert status["phase"] == "Completed", status.get("conditions")
     assert status["summary"]["safety"] == "PASS"
+    # It acted: an agent whose calls never reached the door is an agent failure (`unreached`), not a PASS.
+    assert status["summary"]["agentFailures"]["count"] == 0, status["summary"]["agentFailures"]
     assert [(r["id"], r["result"]) for r in status["scenarios"]] == [(SCENARIO, "PASS")]
     # The agent was handed the Service URL, and did act through it (the gate was judged on its requests).
     handed = servers.read_text().split()
